@@ -1,0 +1,2 @@
+//! The `atl` binary.
+fn main() {}

@@ -1,0 +1,190 @@
+//! The surface syntax tree produced by the parser: every node carries its span, names
+//! are unresolved, and the sugar of DESIGN §3.1 is kept (multi-binder `gen`, `i < n`
+//! ranges, `e[i, j]`, `a ++ b`). `resolve` lowers it to the core IR.
+
+use crate::index::{CmpOp, IndexOp};
+use crate::ir::{AmountOp, BinOp};
+use crate::span::Span;
+
+/// A name with its position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SIndex {
+    pub kind: SIndexKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SIndexKind {
+    Int(i64),
+    Name(String),
+    Meta(String),
+    Neg(Box<SIndex>),
+    Bin(IndexOp, Box<SIndex>, Box<SIndex>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SPred {
+    pub kind: SPredKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SPredKind {
+    Bool(bool),
+    Cmp(CmpOp, SIndex, SIndex),
+    And(Box<SPred>, Box<SPred>),
+    Or(Box<SPred>, Box<SPred>),
+    Not(Box<SPred>),
+}
+
+/// The range of one binder: `i < n` (from 0) or `i in lo..hi`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SRange {
+    Below(SIndex),
+    Between(SIndex, SIndex),
+}
+
+/// One binder of a `gen` or `sum` head.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SBinder {
+    pub var: Ident,
+    pub range: SRange,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantifier {
+    Gen,
+    Sum,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SExpr {
+    pub kind: SExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SExprKind {
+    Num(f64),
+    Name(String),
+    Meta(String),
+    /// `gen i < n, j < m: body` (binders nest left to right) or the same with `sum`.
+    Bind {
+        quantifier: Quantifier,
+        binders: Vec<SBinder>,
+        body: Box<SExpr>,
+    },
+    Guard {
+        pred: SPred,
+        body: Box<SExpr>,
+    },
+    Let {
+        var: Ident,
+        value: Box<SExpr>,
+        body: Box<SExpr>,
+    },
+    /// `tensor[i, j, …]`.
+    Access {
+        tensor: Box<SExpr>,
+        indices: Vec<SIndex>,
+    },
+    Neg(Box<SExpr>),
+    Binary {
+        op: BinOp,
+        lhs: Box<SExpr>,
+        rhs: Box<SExpr>,
+    },
+    Concat(Box<SExpr>, Box<SExpr>),
+    Transpose(Box<SExpr>),
+    Flatten(Box<SExpr>),
+    Amount {
+        op: AmountOp,
+        amount: SIndex,
+        arg: Box<SExpr>,
+    },
+    /// Placeholder left by error recovery; never reaches resolution.
+    Error,
+}
+
+/// Which match of a rule a rewrite step applies to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SiteSelector {
+    /// `at N`: the N-th match in pre-order (1-based).
+    pub at: Option<(u64, Span)>,
+    /// `around (PATTERN)`: the first match inside the first subterm matching PATTERN.
+    pub around: Option<SExpr>,
+    /// `in [0, 1, …]`: the child-index path from the root to the site.
+    pub path: Option<(Vec<u64>, Span)>,
+}
+
+/// One argument word of a generic scheduling directive.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DirectiveArg {
+    Word(Ident),
+    Int(i64, Span),
+    Comma(Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    pub kind: StepKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepKind {
+    /// `rw RULE …` (forward) or `rw<- RULE …` (backward).
+    Rewrite {
+        backward: bool,
+        rule: Ident,
+        site: SiteSelector,
+        /// `with k := 8, m := n`: instantiations of metavariables.
+        with: Vec<(Ident, SIndex)>,
+    },
+    Unfold(Ident),
+    Inline(Ident),
+    Simpl,
+    SimplGuard,
+    Check,
+    /// Any other command word with its arguments (Halide-style directives); a later
+    /// stage gives them meaning or reports them as unknown.
+    Directive {
+        name: Ident,
+        args: Vec<DirectiveArg>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    Size(Vec<Ident>, Span),
+    Assume(SPred, Span),
+    Input {
+        name: Ident,
+        shape: Vec<SIndex>,
+        span: Span,
+    },
+    Def {
+        name: Ident,
+        body: SExpr,
+        span: Span,
+    },
+    Derive {
+        name: Ident,
+        from: Ident,
+        steps: Vec<Step>,
+        span: Span,
+    },
+}
+
+/// A parsed source file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct File {
+    pub items: Vec<Item>,
+}

@@ -1,0 +1,906 @@
+//! The core IR: resolved ATL programs with unique binder names.
+//!
+//! The parser produces a surface AST (`ast`), name resolution lowers it to this IR
+//! (`resolve`): multi-binder generators are nested, `i < n` ranges become `0..n`,
+//! `e[i, j]` becomes `e[i][j]`, and every `gen`/`sum`/`let` binder gets a name that is
+//! unique in its definition and distinct from sizes, inputs and definitions (`i`, `i1`,
+//! `i2`, …). Later stages (shapes, interpreter, rewrites, lowering) work on this IR.
+//!
+//! Spans point into the source for diagnostics; they are ignored by equality. Rewrites
+//! build nodes with [`Span::DUMMY`].
+
+use std::collections::{BTreeSet, HashSet};
+
+use crate::index::{IndexExpr, Pred};
+use crate::span::Span;
+
+/// A scalar binary operator (applied pointwise by `+`/`-` to tensors of equal shape).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+        }
+    }
+}
+
+/// Reshape operators that take an amount (an index expression over the sizes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AmountOp {
+    /// `split(k, e)`: `[n, …]` → `[cdiv(n, k), k, …]`, zero tail.
+    Split,
+    /// `pad_l(k, e)`: `k` zero elements on the left.
+    PadL,
+    /// `pad_r(k, e)`: `k` zero elements on the right.
+    PadR,
+    /// `trunc_l(k, e)`: drop `k` elements on the left.
+    TruncL,
+    /// `trunc_r(k, e)`: drop `k` elements on the right.
+    TruncR,
+}
+
+impl AmountOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AmountOp::Split => "split",
+            AmountOp::PadL => "pad_l",
+            AmountOp::PadR => "pad_r",
+            AmountOp::TruncL => "trunc_l",
+            AmountOp::TruncR => "trunc_r",
+        }
+    }
+
+    pub const ALL: [AmountOp; 5] = [
+        AmountOp::Split,
+        AmountOp::PadL,
+        AmountOp::PadR,
+        AmountOp::TruncL,
+        AmountOp::TruncR,
+    ];
+}
+
+/// An ATL expression with its source span.
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+/// Equality is structural and ignores spans; it does not identify alpha-equivalent
+/// terms (use [`alpha_eq`] for that).
+impl PartialEq for Expr {
+    fn eq(&self, other: &Expr) -> bool {
+        self.kind == other.kind
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// A scalar literal.
+    Lit(f64),
+    /// An input tensor declared with `input`.
+    Input(String),
+    /// A reference to an earlier `def` (or derived definition); `unfold` inlines it.
+    DefRef(String),
+    /// A `let`-bound variable.
+    Var(String),
+    /// A rule metavariable `?e`; never present in a program.
+    Meta(String),
+    /// `gen var in lo..hi: body`.
+    Gen {
+        var: String,
+        lo: IndexExpr,
+        hi: IndexExpr,
+        body: Box<Expr>,
+    },
+    /// `sum var in lo..hi: body`.
+    Sum {
+        var: String,
+        lo: IndexExpr,
+        hi: IndexExpr,
+        body: Box<Expr>,
+    },
+    /// `[pred] * body`.
+    Guard { pred: Pred, body: Box<Expr> },
+    /// `let var = value in body`.
+    Let {
+        var: String,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
+    /// `tensor[index]` (one dimension; `e[i, j]` is `e[i][j]`).
+    Access {
+        tensor: Box<Expr>,
+        index: IndexExpr,
+    },
+    /// Scalar negation `-e` (pointwise on tensors).
+    Neg(Box<Expr>),
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// `concat(a, b)`, also written `a ++ b`.
+    Concat(Box<Expr>, Box<Expr>),
+    Transpose(Box<Expr>),
+    Flatten(Box<Expr>),
+    /// `split`, `pad_l`, `pad_r`, `trunc_l`, `trunc_r` with their amount.
+    Amount {
+        op: AmountOp,
+        amount: IndexExpr,
+        arg: Box<Expr>,
+    },
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        Expr { kind, span }
+    }
+
+    /// A node without a source position (built by rewrites).
+    pub fn synth(kind: ExprKind) -> Expr {
+        Expr::new(kind, Span::DUMMY)
+    }
+
+    pub fn lit(value: f64) -> Expr {
+        Expr::synth(ExprKind::Lit(value))
+    }
+
+    pub fn gen_(var: impl Into<String>, lo: IndexExpr, hi: IndexExpr, body: Expr) -> Expr {
+        Expr::synth(ExprKind::Gen {
+            var: var.into(),
+            lo,
+            hi,
+            body: Box::new(body),
+        })
+    }
+
+    pub fn sum(var: impl Into<String>, lo: IndexExpr, hi: IndexExpr, body: Expr) -> Expr {
+        Expr::synth(ExprKind::Sum {
+            var: var.into(),
+            lo,
+            hi,
+            body: Box::new(body),
+        })
+    }
+
+    pub fn guard(pred: Pred, body: Expr) -> Expr {
+        Expr::synth(ExprKind::Guard {
+            pred,
+            body: Box::new(body),
+        })
+    }
+
+    pub fn let_(var: impl Into<String>, value: Expr, body: Expr) -> Expr {
+        Expr::synth(ExprKind::Let {
+            var: var.into(),
+            value: Box::new(value),
+            body: Box::new(body),
+        })
+    }
+
+    pub fn access(tensor: Expr, index: IndexExpr) -> Expr {
+        Expr::synth(ExprKind::Access {
+            tensor: Box::new(tensor),
+            index,
+        })
+    }
+
+    pub fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
+        Expr::synth(ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        })
+    }
+
+    pub fn input(name: impl Into<String>) -> Expr {
+        Expr::synth(ExprKind::Input(name.into()))
+    }
+
+    pub fn var(name: impl Into<String>) -> Expr {
+        Expr::synth(ExprKind::Var(name.into()))
+    }
+
+    /// The direct subexpressions, left to right (the order of pre-order traversal).
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Lit(_)
+            | ExprKind::Input(_)
+            | ExprKind::DefRef(_)
+            | ExprKind::Var(_)
+            | ExprKind::Meta(_) => vec![],
+            ExprKind::Gen { body, .. } | ExprKind::Sum { body, .. } => vec![body],
+            ExprKind::Guard { body, .. } => vec![body],
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Access { tensor, .. } => vec![tensor],
+            ExprKind::Neg(e) | ExprKind::Transpose(e) | ExprKind::Flatten(e) => vec![e],
+            ExprKind::Amount { arg, .. } => vec![arg],
+            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Concat(a, b) => vec![a, b],
+        }
+    }
+
+    /// Mutable direct subexpressions, in the same order as [`Expr::children`].
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Lit(_)
+            | ExprKind::Input(_)
+            | ExprKind::DefRef(_)
+            | ExprKind::Var(_)
+            | ExprKind::Meta(_) => vec![],
+            ExprKind::Gen { body, .. } | ExprKind::Sum { body, .. } => vec![body],
+            ExprKind::Guard { body, .. } => vec![body],
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Access { tensor, .. } => vec![tensor],
+            ExprKind::Neg(e) | ExprKind::Transpose(e) | ExprKind::Flatten(e) => vec![e],
+            ExprKind::Amount { arg, .. } => vec![arg],
+            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Concat(a, b) => vec![a, b],
+        }
+    }
+
+    /// The name this node binds, and which child indices it scopes over.
+    /// `gen`/`sum` bind an index variable over their body; `let` binds a tensor variable
+    /// over its body (child 1) but not its value (child 0).
+    pub fn binder(&self) -> Option<(&str, BinderKind)> {
+        match &self.kind {
+            ExprKind::Gen { var, .. } => Some((var, BinderKind::Gen)),
+            ExprKind::Sum { var, .. } => Some((var, BinderKind::Sum)),
+            ExprKind::Let { var, .. } => Some((var, BinderKind::Let)),
+            _ => None,
+        }
+    }
+
+    /// Number of nodes (expression nodes only).
+    pub fn size(&self) -> usize {
+        1 + self.children().iter().map(|c| c.size()).sum::<usize>()
+    }
+
+    /// Visits every node in pre-order.
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        for c in self.children() {
+            c.walk(f);
+        }
+    }
+
+    /// Free index variables (sizes and binders bound outside this expression).
+    pub fn free_index_vars(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        collect_free_index_vars(self, &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// Free `let` variables.
+    pub fn free_tensor_vars(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        collect_free_tensor_vars(self, &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// Every name bound anywhere inside (gen/sum/let binders).
+    pub fn bound_names(&self, out: &mut HashSet<String>) {
+        if let Some((v, _)) = self.binder() {
+            out.insert(v.to_string());
+        }
+        for c in self.children() {
+            c.bound_names(out);
+        }
+    }
+
+    /// Whether the expression contains a metavariable (in expression or index position).
+    pub fn has_meta(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| {
+            found |= match &e.kind {
+                ExprKind::Meta(_) => true,
+                ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
+                    lo.has_meta() || hi.has_meta()
+                }
+                ExprKind::Guard { pred, .. } => pred.has_meta(),
+                ExprKind::Access { index, .. } => index.has_meta(),
+                ExprKind::Amount { amount, .. } => amount.has_meta(),
+                _ => false,
+            }
+        });
+        found
+    }
+
+    /// Applies `f` to every index expression directly held by this node (bounds,
+    /// access indices, amounts) and every predicate's index expressions.
+    pub fn map_own_index(&mut self, f: &mut dyn FnMut(&IndexExpr) -> IndexExpr) {
+        match &mut self.kind {
+            ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
+                *lo = f(lo);
+                *hi = f(hi);
+            }
+            ExprKind::Guard { pred, .. } => *pred = pred.map_index(f),
+            ExprKind::Access { index, .. } => *index = f(index),
+            ExprKind::Amount { amount, .. } => *amount = f(amount),
+            _ => {}
+        }
+    }
+}
+
+/// What kind of name a binder introduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinderKind {
+    Gen,
+    Sum,
+    Let,
+}
+
+fn own_index_vars(e: &Expr, out: &mut BTreeSet<String>) {
+    match &e.kind {
+        ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
+            lo.collect_vars(out);
+            hi.collect_vars(out);
+        }
+        ExprKind::Guard { pred, .. } => pred.collect_vars(out),
+        ExprKind::Access { index, .. } => index.collect_vars(out),
+        ExprKind::Amount { amount, .. } => amount.collect_vars(out),
+        _ => {}
+    }
+}
+
+fn collect_free_index_vars(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSet<String>) {
+    let mut own = BTreeSet::new();
+    own_index_vars(e, &mut own);
+    for v in own {
+        if !bound.contains(&v) {
+            out.insert(v);
+        }
+    }
+    match &e.kind {
+        ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
+            bound.push(var.clone());
+            collect_free_index_vars(body, bound, out);
+            bound.pop();
+        }
+        _ => {
+            for c in e.children() {
+                collect_free_index_vars(c, bound, out);
+            }
+        }
+    }
+}
+
+fn collect_free_tensor_vars(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSet<String>) {
+    match &e.kind {
+        ExprKind::Var(v) => {
+            if !bound.contains(v) {
+                out.insert(v.clone());
+            }
+        }
+        ExprKind::Let { var, value, body } => {
+            collect_free_tensor_vars(value, bound, out);
+            bound.push(var.clone());
+            collect_free_tensor_vars(body, bound, out);
+            bound.pop();
+        }
+        _ => {
+            for c in e.children() {
+                collect_free_tensor_vars(c, bound, out);
+            }
+        }
+    }
+}
+
+/// Produces names not in a given set: `base`, then `base1`, `base2`, … (DESIGN §3.2).
+#[derive(Clone, Debug, Default)]
+pub struct NameSupply {
+    used: HashSet<String>,
+}
+
+impl NameSupply {
+    pub fn new(used: impl IntoIterator<Item = String>) -> NameSupply {
+        NameSupply {
+            used: used.into_iter().collect(),
+        }
+    }
+
+    /// Marks a name as taken.
+    pub fn reserve(&mut self, name: &str) {
+        self.used.insert(name.to_string());
+    }
+
+    pub fn is_used(&self, name: &str) -> bool {
+        self.used.contains(name)
+    }
+
+    /// A fresh name derived from `base` (its trailing digits stripped), reserved.
+    pub fn fresh(&mut self, base: &str) -> String {
+        let stem = base.trim_end_matches(|c: char| c.is_ascii_digit());
+        let stem = if stem.is_empty() { "v" } else { stem };
+        if !self.used.contains(stem) {
+            self.used.insert(stem.to_string());
+            return stem.to_string();
+        }
+        let mut k = 1usize;
+        loop {
+            let candidate = format!("{stem}{k}");
+            if !self.used.contains(&candidate) {
+                self.used.insert(candidate.clone());
+                return candidate;
+            }
+            k += 1;
+        }
+    }
+}
+
+/// Every name occurring in `e`, free or bound, index or tensor: what a fresh name must
+/// avoid.
+pub fn all_names(e: &Expr) -> HashSet<String> {
+    let mut out = HashSet::new();
+    e.walk(&mut |n| {
+        let mut own = BTreeSet::new();
+        own_index_vars(n, &mut own);
+        out.extend(own);
+        match &n.kind {
+            ExprKind::Var(v) | ExprKind::Input(v) | ExprKind::DefRef(v) => {
+                out.insert(v.clone());
+            }
+            _ => {}
+        }
+        if let Some((v, _)) = n.binder() {
+            out.insert(v.to_string());
+        }
+    });
+    out
+}
+
+/// Capture-avoiding substitution of index variable `name` by `value` in `e`.
+///
+/// A binder that would capture a free variable of `value` is renamed to a name fresh
+/// for both `e` and `value`; a binder that shadows `name` stops the substitution.
+pub fn subst_index(e: &Expr, name: &str, value: &IndexExpr) -> Expr {
+    let value_vars = value.vars();
+    let mut supply = NameSupply::new(all_names(e).into_iter().chain(value_vars.iter().cloned()));
+    subst_index_rec(e, name, value, &value_vars, &mut supply)
+}
+
+fn subst_index_rec(
+    e: &Expr,
+    name: &str,
+    value: &IndexExpr,
+    value_vars: &BTreeSet<String>,
+    supply: &mut NameSupply,
+) -> Expr {
+    let sub = |x: &IndexExpr| x.subst(name, value);
+    let span = e.span;
+    let kind = match &e.kind {
+        ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body } => {
+            let lo = sub(lo);
+            let hi = sub(hi);
+            let (var, body) = if var == name {
+                (var.clone(), (**body).clone())
+            } else if value_vars.contains(var) {
+                let fresh = supply.fresh(var);
+                let renamed = rename_index(body, var, &fresh);
+                (fresh, subst_index_rec(&renamed, name, value, value_vars, supply))
+            } else {
+                (var.clone(), subst_index_rec(body, name, value, value_vars, supply))
+            };
+            let body = Box::new(body);
+            if matches!(e.kind, ExprKind::Gen { .. }) {
+                ExprKind::Gen { var, lo, hi, body }
+            } else {
+                ExprKind::Sum { var, lo, hi, body }
+            }
+        }
+        _ => {
+            let mut out = e.clone();
+            out.map_own_index(&mut |x| sub(x));
+            for c in out.children_mut() {
+                *c = subst_index_rec(c, name, value, value_vars, supply);
+            }
+            return out;
+        }
+    };
+    Expr::new(kind, span)
+}
+
+/// Renames free occurrences of index variable `from` to `to` (`to` must be fresh).
+pub fn rename_index(e: &Expr, from: &str, to: &str) -> Expr {
+    subst_index(e, from, &IndexExpr::Var(to.to_string()))
+}
+
+/// Capture-avoiding substitution of `let` variable `name` by expression `value`.
+pub fn subst_tensor(e: &Expr, name: &str, value: &Expr) -> Expr {
+    let value_tensor_vars = value.free_tensor_vars();
+    let value_index_vars = value.free_index_vars();
+    let mut supply = NameSupply::new(all_names(e).into_iter().chain(all_names(value)));
+    subst_tensor_rec(
+        e,
+        name,
+        value,
+        &value_tensor_vars,
+        &value_index_vars,
+        &mut supply,
+    )
+}
+
+fn subst_tensor_rec(
+    e: &Expr,
+    name: &str,
+    value: &Expr,
+    value_tensor_vars: &BTreeSet<String>,
+    value_index_vars: &BTreeSet<String>,
+    supply: &mut NameSupply,
+) -> Expr {
+    let rec = |x: &Expr, supply: &mut NameSupply| {
+        subst_tensor_rec(x, name, value, value_tensor_vars, value_index_vars, supply)
+    };
+    match &e.kind {
+        ExprKind::Var(v) if v == name => value.clone(),
+        ExprKind::Let {
+            var,
+            value: bound,
+            body,
+        } => {
+            let bound = rec(bound, supply);
+            let (var, body) = if var == name {
+                (var.clone(), (**body).clone())
+            } else if value_tensor_vars.contains(var) {
+                let fresh = supply.fresh(var);
+                let renamed = rename_tensor(body, var, &fresh);
+                (fresh, rec(&renamed, supply))
+            } else {
+                (var.clone(), rec(body, supply))
+            };
+            Expr::new(
+                ExprKind::Let {
+                    var,
+                    value: Box::new(bound),
+                    body: Box::new(body),
+                },
+                e.span,
+            )
+        }
+        ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. }
+            if value_index_vars.contains(var) =>
+        {
+            // The value mentions an index variable that this binder would capture.
+            let fresh = supply.fresh(var);
+            let mut out = e.clone();
+            let new_body = rename_index(body, var, &fresh);
+            match &mut out.kind {
+                ExprKind::Gen { var: v, body: b, .. } | ExprKind::Sum { var: v, body: b, .. } => {
+                    *v = fresh;
+                    **b = rec(&new_body, supply);
+                }
+                _ => unreachable!("matched gen or sum above"),
+            }
+            out
+        }
+        _ => {
+            let mut out = e.clone();
+            for c in out.children_mut() {
+                *c = rec(c, supply);
+            }
+            out
+        }
+    }
+}
+
+/// Renames free occurrences of `let` variable `from` to `to` (`to` must be fresh).
+pub fn rename_tensor(e: &Expr, from: &str, to: &str) -> Expr {
+    subst_tensor(e, from, &Expr::new(ExprKind::Var(to.to_string()), Span::DUMMY))
+}
+
+/// Alpha-equivalence: equal up to consistent renaming of bound variables (index and
+/// tensor binders alike). Spans are ignored; literals compare by bits so that `-0.0`
+/// and `0.0` differ and `NaN` equals itself.
+pub fn alpha_eq(a: &Expr, b: &Expr) -> bool {
+    alpha_rec(a, b, &mut Vec::new())
+}
+
+fn index_alpha(a: &IndexExpr, b: &IndexExpr, env: &[(String, String)]) -> bool {
+    use IndexExpr as I;
+    match (a, b) {
+        (I::Const(x), I::Const(y)) => x == y,
+        (I::Var(x), I::Var(y)) => var_alpha(x, y, env),
+        (I::Meta(x), I::Meta(y)) => x == y,
+        (I::Neg(x), I::Neg(y)) => index_alpha(x, y, env),
+        (I::Bin(o1, x1, y1), I::Bin(o2, x2, y2)) => {
+            o1 == o2 && index_alpha(x1, x2, env) && index_alpha(y1, y2, env)
+        }
+        _ => false,
+    }
+}
+
+/// Looks up the innermost binding of either name; free names must be identical.
+fn var_alpha(x: &str, y: &str, env: &[(String, String)]) -> bool {
+    for (l, r) in env.iter().rev() {
+        if l == x || r == y {
+            return l == x && r == y;
+        }
+    }
+    x == y
+}
+
+fn pred_alpha(a: &Pred, b: &Pred, env: &[(String, String)]) -> bool {
+    match (a, b) {
+        (Pred::Bool(x), Pred::Bool(y)) => x == y,
+        (Pred::Cmp(o1, a1, b1), Pred::Cmp(o2, a2, b2)) => {
+            o1 == o2 && index_alpha(a1, a2, env) && index_alpha(b1, b2, env)
+        }
+        (Pred::And(a1, b1), Pred::And(a2, b2)) | (Pred::Or(a1, b1), Pred::Or(a2, b2)) => {
+            pred_alpha(a1, a2, env) && pred_alpha(b1, b2, env)
+        }
+        (Pred::Not(x), Pred::Not(y)) => pred_alpha(x, y, env),
+        _ => false,
+    }
+}
+
+fn alpha_rec(a: &Expr, b: &Expr, env: &mut Vec<(String, String)>) -> bool {
+    use ExprKind as K;
+    match (&a.kind, &b.kind) {
+        (K::Lit(x), K::Lit(y)) => x.to_bits() == y.to_bits(),
+        (K::Input(x), K::Input(y)) => x == y,
+        (K::DefRef(x), K::DefRef(y)) => x == y,
+        (K::Meta(x), K::Meta(y)) => x == y,
+        (K::Var(x), K::Var(y)) => var_alpha(x, y, env),
+        (
+            K::Gen {
+                var: v1,
+                lo: l1,
+                hi: h1,
+                body: b1,
+            },
+            K::Gen {
+                var: v2,
+                lo: l2,
+                hi: h2,
+                body: b2,
+            },
+        )
+        | (
+            K::Sum {
+                var: v1,
+                lo: l1,
+                hi: h1,
+                body: b1,
+            },
+            K::Sum {
+                var: v2,
+                lo: l2,
+                hi: h2,
+                body: b2,
+            },
+        ) => {
+            if !(index_alpha(l1, l2, env) && index_alpha(h1, h2, env)) {
+                return false;
+            }
+            env.push((v1.clone(), v2.clone()));
+            let ok = alpha_rec(b1, b2, env);
+            env.pop();
+            ok
+        }
+        (K::Guard { pred: p1, body: b1 }, K::Guard { pred: p2, body: b2 }) => {
+            pred_alpha(p1, p2, env) && alpha_rec(b1, b2, env)
+        }
+        (
+            K::Let {
+                var: v1,
+                value: x1,
+                body: b1,
+            },
+            K::Let {
+                var: v2,
+                value: x2,
+                body: b2,
+            },
+        ) => {
+            if !alpha_rec(x1, x2, env) {
+                return false;
+            }
+            env.push((v1.clone(), v2.clone()));
+            let ok = alpha_rec(b1, b2, env);
+            env.pop();
+            ok
+        }
+        (
+            K::Access {
+                tensor: t1,
+                index: i1,
+            },
+            K::Access {
+                tensor: t2,
+                index: i2,
+            },
+        ) => index_alpha(i1, i2, env) && alpha_rec(t1, t2, env),
+        (K::Neg(x), K::Neg(y)) | (K::Transpose(x), K::Transpose(y)) => alpha_rec(x, y, env),
+        (K::Flatten(x), K::Flatten(y)) => alpha_rec(x, y, env),
+        (
+            K::Binary {
+                op: o1,
+                lhs: l1,
+                rhs: r1,
+            },
+            K::Binary {
+                op: o2,
+                lhs: l2,
+                rhs: r2,
+            },
+        ) => o1 == o2 && alpha_rec(l1, l2, env) && alpha_rec(r1, r2, env),
+        (K::Concat(a1, b1), K::Concat(a2, b2)) => alpha_rec(a1, a2, env) && alpha_rec(b1, b2, env),
+        (
+            K::Amount {
+                op: o1,
+                amount: k1,
+                arg: a1,
+            },
+            K::Amount {
+                op: o2,
+                amount: k2,
+                arg: a2,
+            },
+        ) => o1 == o2 && index_alpha(k1, k2, env) && alpha_rec(a1, a2, env),
+        _ => false,
+    }
+}
+
+/// A `size` declaration: a symbolic integer >= 1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeDecl {
+    pub name: String,
+    pub span: Span,
+}
+
+/// An `assume` fact over the sizes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assume {
+    pub pred: Pred,
+    pub span: Span,
+}
+
+/// An `input` tensor with its shape over the sizes (empty shape: a scalar).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputDecl {
+    pub name: String,
+    pub shape: Vec<IndexExpr>,
+    pub span: Span,
+}
+
+/// A `def NAME = expr`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Def {
+    pub name: String,
+    pub name_span: Span,
+    pub body: Expr,
+    pub span: Span,
+}
+
+/// A `derive NAME from BASE { steps }` block; the steps are executed by the rewrite
+/// engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derive {
+    pub name: String,
+    pub name_span: Span,
+    pub from: String,
+    pub from_span: Span,
+    pub steps: Vec<crate::ast::Step>,
+    pub span: Span,
+}
+
+/// A resolved program. Items keep their source order within each list; definitions may
+/// only refer to earlier definitions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Program {
+    pub sizes: Vec<SizeDecl>,
+    pub assumes: Vec<Assume>,
+    pub inputs: Vec<InputDecl>,
+    pub defs: Vec<Def>,
+    pub derives: Vec<Derive>,
+}
+
+impl Program {
+    pub fn def(&self, name: &str) -> Option<&Def> {
+        self.defs.iter().find(|d| d.name == name)
+    }
+
+    pub fn input(&self, name: &str) -> Option<&InputDecl> {
+        self.inputs.iter().find(|i| i.name == name)
+    }
+
+    pub fn is_size(&self, name: &str) -> bool {
+        self.sizes.iter().any(|s| s.name == name)
+    }
+
+    pub fn derive(&self, name: &str) -> Option<&Derive> {
+        self.derives.iter().find(|d| d.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::IndexExpr as I;
+
+    fn f_at(i: &str) -> Expr {
+        Expr::access(Expr::input("f"), I::var(i))
+    }
+
+    #[test]
+    fn alpha_eq_identifies_renamed_binders_only() {
+        let a = Expr::gen_("i", I::Const(0), I::var("n"), f_at("i"));
+        let b = Expr::gen_("j", I::Const(0), I::var("n"), f_at("j"));
+        let c = Expr::gen_("j", I::Const(0), I::var("n"), f_at("i"));
+        assert!(alpha_eq(&a, &b));
+        assert!(!alpha_eq(&a, &c), "free i must not match bound j");
+    }
+
+    #[test]
+    fn alpha_eq_respects_binder_structure() {
+        // gen i: gen j: f[i]  vs  gen j: gen i: f[i] (inner var referenced) are different.
+        let a = Expr::gen_(
+            "i",
+            I::Const(0),
+            I::var("n"),
+            Expr::gen_("j", I::Const(0), I::var("n"), f_at("i")),
+        );
+        let b = Expr::gen_(
+            "j",
+            I::Const(0),
+            I::var("n"),
+            Expr::gen_("i", I::Const(0), I::var("n"), f_at("i")),
+        );
+        assert!(!alpha_eq(&a, &b));
+    }
+
+    #[test]
+    fn subst_avoids_capture() {
+        // (sum j < 3: f[i + j])[i := j]  must not become  sum j < 3: f[j + j].
+        let body = Expr::access(Expr::input("f"), I::add(I::var("i"), I::var("j")));
+        let e = Expr::sum("j", I::Const(0), I::Const(3), body);
+        let out = subst_index(&e, "i", &I::var("j"));
+        let ExprKind::Sum { var, body, .. } = &out.kind else {
+            panic!("expected a sum, got {out:?}");
+        };
+        assert_ne!(var, "j");
+        let expected = Expr::access(Expr::input("f"), I::add(I::var("j"), I::var(var.clone())));
+        assert_eq!(**body, expected);
+    }
+
+    #[test]
+    fn subst_stops_at_shadowing_binder() {
+        let e = Expr::gen_("i", I::Const(0), I::var("i"), f_at("i"));
+        let out = subst_index(&e, "i", &I::Const(7));
+        // The bound is outside the binder's scope and is substituted; the body is not.
+        let expected = Expr::gen_("i", I::Const(0), I::Const(7), f_at("i"));
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn tensor_subst_avoids_index_capture() {
+        // let x = ... in gen i: x  with x := f[i] (free i) must rename the gen binder.
+        let e = Expr::gen_("i", I::Const(0), I::var("n"), Expr::var("x"));
+        let out = subst_tensor(&e, "x", &f_at("i"));
+        let ExprKind::Gen { var, body, .. } = &out.kind else {
+            panic!("expected gen");
+        };
+        assert_ne!(var, "i");
+        assert_eq!(**body, f_at("i"));
+    }
+
+    #[test]
+    fn name_supply_numbers_names() {
+        let mut s = NameSupply::new(["i".to_string(), "i1".to_string()]);
+        assert_eq!(s.fresh("i"), "i2");
+        assert_eq!(s.fresh("i3"), "i3");
+        assert_eq!(s.fresh("j"), "j");
+        assert_eq!(s.fresh("j"), "j1");
+    }
+}
