@@ -26,6 +26,9 @@ pub enum SIndexKind {
     Meta(String),
     Neg(Box<SIndex>),
     Bin(IndexOp, Box<SIndex>, Box<SIndex>),
+    /// Parentheses are kept so that `-(3)` (negation of a constant) and `-3` (a negative
+    /// constant) stay distinct through a print/parse round trip.
+    Paren(Box<SIndex>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -75,6 +78,8 @@ pub enum SExprKind {
     Num(f64),
     Name(String),
     Meta(String),
+    /// Kept for the same reason as [`SIndexKind::Paren`]: `-(1)` vs `-1`.
+    Paren(Box<SExpr>),
     /// `gen i < n, j < m: body` (binders nest left to right) or the same with `sum`.
     Bind {
         quantifier: Quantifier,
@@ -187,4 +192,7 @@ pub enum Item {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct File {
     pub items: Vec<Item>,
+    /// Names of definitions whose items failed to parse: references to them are not
+    /// reported again as unknown names.
+    pub broken: Vec<String>,
 }

@@ -443,8 +443,9 @@ fn write_index_at(f: &mut fmt::Formatter<'_>, e: &IndexExpr, min_prec: u8) -> fm
         IndexExpr::Meta(v) => write!(f, "?{v}"),
         IndexExpr::Neg(a) => {
             write!(f, "-")?;
-            // `--x` would lex as two minus signs anyway, but `-(-1)` reads better.
-            write_index_at(f, a, 4)
+            // `-3` parses as the constant -3; the negation of the constant 3 is `-(3)`.
+            let min = if matches!(**a, IndexExpr::Const(_)) { 5 } else { 4 };
+            write_index_at(f, a, min)
         }
         IndexExpr::Bin(op, a, b) if op.is_call() => {
             write!(f, "{}(", op.symbol())?;

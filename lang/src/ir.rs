@@ -419,18 +419,28 @@ impl NameSupply {
         self.used.contains(name)
     }
 
-    /// A fresh name derived from `base` (its trailing digits stripped), reserved.
+    /// `base` itself if free, else a fresh name derived from `base` with its trailing
+    /// digits stripped (`i3` → `i`, `i1`, …); reserved.
     pub fn fresh(&mut self, base: &str) -> String {
+        self.fresh_avoiding(base, &|_| false)
+    }
+
+    /// Like [`NameSupply::fresh`], also avoiding every name for which `taken` holds.
+    pub fn fresh_avoiding(&mut self, base: &str, taken: &dyn Fn(&str) -> bool) -> String {
+        if !base.is_empty() && !self.used.contains(base) && !taken(base) {
+            self.used.insert(base.to_string());
+            return base.to_string();
+        }
         let stem = base.trim_end_matches(|c: char| c.is_ascii_digit());
         let stem = if stem.is_empty() { "v" } else { stem };
-        if !self.used.contains(stem) {
+        if !self.used.contains(stem) && !taken(stem) {
             self.used.insert(stem.to_string());
             return stem.to_string();
         }
         let mut k = 1usize;
         loop {
             let candidate = format!("{stem}{k}");
-            if !self.used.contains(&candidate) {
+            if !self.used.contains(&candidate) && !taken(&candidate) {
                 self.used.insert(candidate.clone());
                 return candidate;
             }

@@ -1,0 +1,463 @@
+//! The `atl` command line as a library: argument parsing and every subcommand, driven
+//! through [`run`] with explicit writers so that tests call it in-process (and a panic
+//! anywhere would be caught by the fuzz tests rather than hidden in a child process).
+//!
+//! Exit status (DESIGN §8): 0 success, 1 user error (a diagnostic was rendered), 2 bad
+//! command-line arguments.
+
+pub mod npy;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use atl_lang::diag::{self, Diagnostic};
+use atl_lang::interp::{EvalOptions, Tensor};
+use atl_lang::pretty::Style;
+use clap::{Parser, Subcommand};
+
+/// Exit status for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit status for a user error (with a rendered diagnostic).
+pub const EXIT_USER: i32 = 1;
+/// Exit status for bad command-line arguments.
+pub const EXIT_ARGS: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "atl",
+    version,
+    about = "ATL: a functional tensor language with checked rewrites",
+    long_about = None
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Evaluate a definition with the reference interpreter.
+    Eval {
+        file: PathBuf,
+        /// Definition to evaluate (default: the last one in the file).
+        #[arg(long = "def")]
+        def: Option<String>,
+        /// Size values, e.g. `n=4,m=5` (repeatable).
+        #[arg(long = "sizes", value_name = "NAME=VALUE,...")]
+        sizes: Vec<String>,
+        /// An input: `NAME=random:SEED` or `NAME=PATH.npy` (repeatable).
+        #[arg(long = "input", value_name = "NAME=SOURCE")]
+        inputs: Vec<String>,
+        /// Print `{"shape":[…],"data":[…]}` (flat, row-major).
+        #[arg(long)]
+        json: bool,
+        /// Also write the result as a float64 `.npy` file.
+        #[arg(long = "out", value_name = "PATH.npy")]
+        out: Option<PathBuf>,
+    },
+    /// Print a file in canonical form.
+    Fmt {
+        file: PathBuf,
+        /// Do not print; exit 1 if the file is not already formatted.
+        #[arg(long)]
+        check: bool,
+        /// Use the Unicode aliases `⊞ Σ ·`.
+        #[arg(long)]
+        unicode: bool,
+        /// Rewrite the file in place.
+        #[arg(long, conflicts_with = "check")]
+        write: bool,
+    },
+    /// Check a file: syntax, names and shapes.
+    Check { file: PathBuf },
+}
+
+/// Where diagnostics go and how they look.
+struct Output<'a> {
+    stdout: &'a mut dyn Write,
+    stderr: &'a mut dyn Write,
+    color: bool,
+}
+
+impl Output<'_> {
+    fn diagnostics(&mut self, diags: &[Diagnostic], file: &Path, source: &str) {
+        let name = file.display().to_string();
+        // A failed write to stderr leaves nothing better to do.
+        let _ = diag::render(diags, &name, source, self.color, self.stderr);
+    }
+
+    fn arg_error(&mut self, message: &str) -> i32 {
+        let _ = writeln!(self.stderr, "error: {message}");
+        EXIT_ARGS
+    }
+}
+
+/// Runs `atl` with `args` (including the program name). `color` enables coloured
+/// diagnostics (the binary sets it when stderr is a terminal).
+pub fn run(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+    color: bool,
+) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_ARGS } else { EXIT_OK };
+            let text = if color { e.render().ansi().to_string() } else { e.render().to_string() };
+            let target: &mut dyn Write = if e.use_stderr() { stderr } else { stdout };
+            let _ = write!(target, "{text}");
+            return code;
+        }
+    };
+    let mut out = Output {
+        stdout,
+        stderr,
+        color,
+    };
+    match cli.command {
+        Command::Eval {
+            file,
+            def,
+            sizes,
+            inputs,
+            json,
+            out: out_path,
+        } => cmd_eval(&mut out, &file, def.as_deref(), &sizes, &inputs, json, out_path.as_deref()),
+        Command::Fmt {
+            file,
+            check,
+            unicode,
+            write,
+        } => cmd_fmt(&mut out, &file, check, unicode, write),
+        Command::Check { file } => cmd_check(&mut out, &file),
+    }
+}
+
+fn read_source(out: &mut Output<'_>, file: &Path) -> Result<String, i32> {
+    match std::fs::read(file) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let offset = e.utf8_error().valid_up_to();
+                let source = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                let d = Diagnostic::error("E0100", "the file is not valid UTF-8")
+                    .at(atl_lang::span::Span::new(offset, offset + 1), "invalid byte here")
+                    .with_help("ATL sources are UTF-8 text");
+                out.diagnostics(&[d], file, &source);
+                Err(EXIT_USER)
+            }
+        },
+        Err(e) => Err(out.arg_error(&format!("cannot read `{}`: {e}", file.display()))),
+    }
+}
+
+/// Front end: parse, resolve, check shapes; renders diagnostics.
+fn load(out: &mut Output<'_>, file: &Path) -> Result<(String, atl_lang::Checked), i32> {
+    let source = read_source(out, file)?;
+    let (checked, diags) = atl_lang::check_source(&source);
+    if !diags.is_empty() {
+        out.diagnostics(&diags, file, &source);
+    }
+    match checked {
+        Some(c) => Ok((source, c)),
+        None => Err(EXIT_USER),
+    }
+}
+
+fn cmd_check(out: &mut Output<'_>, file: &Path) -> i32 {
+    let (_, checked) = match load(out, file) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let p = &checked.program;
+    for def in &p.defs {
+        let shape = checked
+            .shapes
+            .globals
+            .get(&def.name)
+            .map(|s| atl_lang::shapes::show_shape(s))
+            .unwrap_or_default();
+        let _ = writeln!(out.stdout, "def {} : {shape}", def.name);
+    }
+    for d in &p.derives {
+        let _ = writeln!(
+            out.stdout,
+            "derive {} from {} ({} steps, not replayed: the rewrite engine is not built yet)",
+            d.name,
+            d.from,
+            d.steps.len()
+        );
+    }
+    let _ = writeln!(out.stdout, "ok: {}", file.display());
+    EXIT_OK
+}
+
+fn cmd_fmt(out: &mut Output<'_>, file: &Path, check: bool, unicode: bool, write: bool) -> i32 {
+    let source = match read_source(out, file) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let formatted = match atl_lang::pretty::format_source(&source, Style { unicode }) {
+        Ok(f) => f,
+        Err(diags) => {
+            out.diagnostics(&diags, file, &source);
+            return EXIT_USER;
+        }
+    };
+    if check {
+        if formatted == source {
+            return EXIT_OK;
+        }
+        let line = source
+            .lines()
+            .zip(formatted.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| source.lines().count().min(formatted.lines().count()))
+            + 1;
+        let _ = writeln!(
+            out.stderr,
+            "{} is not formatted (first difference at line {line}); run `atl fmt --write {}`",
+            file.display(),
+            file.display()
+        );
+        return EXIT_USER;
+    }
+    if write {
+        if formatted != source
+            && let Err(e) = std::fs::write(file, &formatted)
+        {
+            return out.arg_error(&format!("cannot write `{}`: {e}", file.display()));
+        }
+        return EXIT_OK;
+    }
+    let _ = write!(out.stdout, "{formatted}");
+    EXIT_OK
+}
+
+/// Parses `n=4,m=5` lists (repeatable flag) into a map.
+fn parse_sizes(args: &[String]) -> Result<BTreeMap<String, i64>, String> {
+    let mut sizes = BTreeMap::new();
+    for arg in args {
+        for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`--sizes {part}`: expected NAME=VALUE, e.g. `--sizes n=4,m=5`"))?;
+            let value: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("`--sizes {part}`: `{value}` is not an integer"))?;
+            if sizes.insert(name.trim().to_string(), value).is_some() {
+                return Err(format!("`--sizes`: `{}` is given twice", name.trim()));
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// An `--input` source, before shapes are known.
+enum InputSource {
+    Random(u64),
+    Npy(PathBuf),
+}
+
+fn parse_inputs(args: &[String]) -> Result<Vec<(String, InputSource)>, String> {
+    let mut out: Vec<(String, InputSource)> = Vec::new();
+    for arg in args {
+        let (name, source) = arg
+            .split_once('=')
+            .ok_or_else(|| format!("`--input {arg}`: expected NAME=random:SEED or NAME=PATH.npy"))?;
+        let name = name.trim().to_string();
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(format!("`--input`: `{name}` is given twice"));
+        }
+        let source = if let Some(seed) = source.strip_prefix("random:") {
+            InputSource::Random(
+                seed.trim()
+                    .parse()
+                    .map_err(|_| format!("`--input {arg}`: the seed `{seed}` is not a non-negative integer"))?,
+            )
+        } else if source.ends_with(".npy") {
+            InputSource::Npy(PathBuf::from(source))
+        } else {
+            return Err(format!(
+                "`--input {arg}`: expected `random:SEED` or a path ending in `.npy`"
+            ));
+        };
+        out.push((name, source));
+    }
+    Ok(out)
+}
+
+/// Picks the definition a command works on: `--def NAME` or the last one.
+fn pick_def<'p>(
+    program: &'p atl_lang::ir::Program,
+    requested: Option<&str>,
+) -> Result<&'p str, Diagnostic> {
+    let defs: Vec<&str> = program.defs.iter().map(|d| d.name.as_str()).collect();
+    match requested {
+        Some(name) => {
+            if let Some(d) = program.def(name) {
+                Ok(d.name.as_str())
+            } else if program.derive(name).is_some() {
+                Err(Diagnostic::error(
+                    "E0607",
+                    format!("`{name}` is a derivation, and derivations are not executed by this version"),
+                )
+                .with_help("evaluate the definition it starts from; the rewrite engine that replays derivations comes in a later release"))
+            } else {
+                Err(Diagnostic::error("E0606", format!("no definition named `{name}`"))
+                    .with_help(format!("definitions in this file: {}", defs.join(", "))))
+            }
+        }
+        None => program
+            .defs
+            .last()
+            .map(|d| d.name.as_str())
+            .ok_or_else(|| Diagnostic::error("E0606", "the file has no definition to evaluate").with_help("add a `def NAME = …`")),
+    }
+}
+
+fn cmd_eval(
+    out: &mut Output<'_>,
+    file: &Path,
+    def: Option<&str>,
+    size_args: &[String],
+    input_args: &[String],
+    json: bool,
+    out_path: Option<&Path>,
+) -> i32 {
+    let sizes = match parse_sizes(size_args) {
+        Ok(s) => s,
+        Err(m) => return out.arg_error(&m),
+    };
+    let input_sources = match parse_inputs(input_args) {
+        Ok(s) => s,
+        Err(m) => return out.arg_error(&m),
+    };
+    let (source, checked) = match load(out, file) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let program = &checked.program;
+    for name in sizes.keys() {
+        if !program.is_size(name) {
+            let declared: Vec<&str> = program.sizes.iter().map(|s| s.name.as_str()).collect();
+            return out.arg_error(&format!(
+                "`--sizes`: `{name}` is not a size of {} (sizes: {})",
+                file.display(),
+                if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+            ));
+        }
+    }
+    let name = match pick_def(program, def) {
+        Ok(n) => n.to_string(),
+        Err(d) => {
+            out.diagnostics(&[d], file, &source);
+            return EXIT_USER;
+        }
+    };
+    let mut inputs = BTreeMap::new();
+    for (input_name, src) in input_sources {
+        let Some(decl) = program.input(&input_name) else {
+            let declared: Vec<&str> = program.inputs.iter().map(|i| i.name.as_str()).collect();
+            return out.arg_error(&format!(
+                "`--input`: `{input_name}` is not an input of {} (inputs: {})",
+                file.display(),
+                if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+            ));
+        };
+        let tensor = match src {
+            InputSource::Random(seed) => {
+                // The shape comes from the declaration at the given sizes; missing sizes
+                // are reported by the interpreter's validation below.
+                match concrete_input_shape(&decl.shape, &sizes) {
+                    Some(shape) => Tensor::random(shape, seed),
+                    None => continue,
+                }
+            }
+            InputSource::Npy(path) => match std::fs::read(&path) {
+                Ok(bytes) => match npy::parse(&bytes) {
+                    Ok(a) => Tensor {
+                        shape: a.shape,
+                        data: a.data,
+                    },
+                    Err(m) => {
+                        let d = Diagnostic::error("E0608", format!("cannot read input `{input_name}` from `{}`: {m}", path.display()));
+                        out.diagnostics(&[d], file, &source);
+                        return EXIT_USER;
+                    }
+                },
+                Err(e) => return out.arg_error(&format!("cannot read `{}`: {e}", path.display())),
+            },
+        };
+        inputs.insert(input_name, tensor);
+    }
+    let result = match atl_lang::interp::eval_def(program, &name, &sizes, &inputs, &EvalOptions::default()) {
+        Ok(t) => t,
+        Err(d) => {
+            out.diagnostics(&[d], file, &source);
+            return EXIT_USER;
+        }
+    };
+    if let Some(path) = out_path {
+        let mut buf = Vec::new();
+        let _ = npy::write_f64(&mut buf, &result.shape, &result.data);
+        if let Err(e) = std::fs::write(path, &buf) {
+            return out.arg_error(&format!("cannot write `{}`: {e}", path.display()));
+        }
+    }
+    if json {
+        // Written by hand to keep DESIGN §8's key order (`shape` first).
+        let shape = serde_json::Value::from(result.shape.clone());
+        let data = serde_json::Value::Array(result.data.iter().map(|v| json_number(*v)).collect());
+        let _ = writeln!(out.stdout, "{{\"shape\":{shape},\"data\":{data}}}");
+    } else {
+        let _ = writeln!(out.stdout, "{}", show_tensor(&result));
+    }
+    EXIT_OK
+}
+
+/// JSON has no NaN or infinity; they print as `null` (and the text output shows them).
+fn json_number(v: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+fn concrete_input_shape(shape: &[atl_lang::index::IndexExpr], sizes: &BTreeMap<String, i64>) -> Option<Vec<usize>> {
+    shape
+        .iter()
+        .map(|d| {
+            d.eval(&|n| sizes.get(n).copied())
+                .ok()
+                .and_then(|v| usize::try_from(v).ok())
+        })
+        .collect()
+}
+
+/// Human-readable nested-list rendering with six significant digits.
+fn show_tensor(t: &Tensor) -> String {
+    fn rec(t: &Tensor, dim: usize, offset: usize, out: &mut String) {
+        if dim == t.shape.len() {
+            out.push_str(&format!("{:.6}", t.data.get(offset).copied().unwrap_or(0.0)));
+            return;
+        }
+        let stride: usize = t.shape[dim + 1..].iter().product();
+        out.push('[');
+        for k in 0..t.shape[dim] {
+            if k > 0 {
+                out.push_str(", ");
+                if dim + 1 < t.shape.len() {
+                    out.push('\n');
+                    out.push_str(&" ".repeat(dim + 1));
+                }
+            }
+            rec(t, dim + 1, offset + k * stride, out);
+        }
+        out.push(']');
+    }
+    let mut s = format!("shape {:?}\n", t.shape);
+    rec(t, 0, 0, &mut s);
+    s
+}

@@ -1,0 +1,963 @@
+//! The parser: tokens to the surface AST (chumsky for expressions, index expressions
+//! and predicates; a small hand-written layer for items and derivation steps).
+//!
+//! Error recovery is by item: the token stream is cut at every item keyword (`size`,
+//! `assume`, `input`, `def`, `derive` can appear nowhere else), each item is parsed on
+//! its own, and a broken item yields one diagnostic while the others are still parsed.
+//! Inside a `derive { … }` block, steps end at a line break (outside brackets) or `;`.
+
+use std::ops::Range;
+
+use chumsky::Stream;
+use chumsky::error::SimpleReason;
+use chumsky::prelude::*;
+
+use crate::ast::{
+    DirectiveArg, File, Ident, Item, Quantifier, SBinder, SExpr, SExprKind, SIndex, SIndexKind,
+    SPred, SPredKind, SRange, SiteSelector, Step, StepKind,
+};
+use crate::diag::Diagnostic;
+use crate::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use crate::ir::{AmountOp, BinOp};
+use crate::lexer::{Token, lex};
+use crate::span::Span;
+
+type PErr = Simple<Token, Range<usize>>;
+
+fn sp(r: Range<usize>) -> Span {
+    Span::from(r)
+}
+
+fn index_bin(op: IndexOp, a: SIndex, b: SIndex) -> SIndex {
+    SIndex {
+        span: a.span.to(b.span),
+        kind: SIndexKind::Bin(op, Box::new(a), Box::new(b)),
+    }
+}
+
+/// Index expressions: `+ -` over `* / %` over unary `-` over atoms (integers, names,
+/// metavariables, `cdiv/min/max(a, b)`, parentheses).
+pub fn index_parser() -> impl Parser<Token, SIndex, Error = PErr> + Clone {
+    recursive(|idx| {
+        let int = select! { Token::Int(s) => s }
+            .try_map(|s: String, span: Range<usize>| {
+                s.parse::<i64>().map_err(|_| {
+                    Simple::custom(span, format!("integer `{s}` does not fit in 64 bits"))
+                })
+            })
+            .map_with_span(|v, span| SIndex {
+                kind: SIndexKind::Int(v),
+                span: sp(span),
+            });
+        let name = select! { Token::Ident(s) => s }.map_with_span(|s, span| SIndex {
+            kind: SIndexKind::Name(s),
+            span: sp(span),
+        });
+        let meta = select! { Token::Meta(s) => s }.map_with_span(|s, span| SIndex {
+            kind: SIndexKind::Meta(s),
+            span: sp(span),
+        });
+        let call_op = choice((
+            just(Token::CDiv).to(IndexOp::CDiv),
+            just(Token::Min).to(IndexOp::Min),
+            just(Token::Max).to(IndexOp::Max),
+        ));
+        let call = call_op
+            .then(
+                idx.clone()
+                    .then_ignore(just(Token::Comma))
+                    .then(idx.clone())
+                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+            )
+            .map_with_span(|(op, (a, b)), span| SIndex {
+                kind: SIndexKind::Bin(op, Box::new(a), Box::new(b)),
+                span: sp(span),
+            });
+        let paren = idx
+            .clone()
+            .delimited_by(just(Token::LParen), just(Token::RParen))
+            .map_with_span(|e, span| SIndex {
+                kind: SIndexKind::Paren(Box::new(e)),
+                span: sp(span),
+            });
+        let atom = choice((int, name, meta, call, paren));
+        let unary = just(Token::Minus)
+            .map_with_span(|_, span| sp(span))
+            .repeated()
+            .then(atom)
+            .foldr(|minus, e| SIndex {
+                span: minus.to(e.span),
+                kind: SIndexKind::Neg(Box::new(e)),
+            });
+        let product = unary
+            .clone()
+            .then(
+                choice((
+                    just(Token::Star).to(IndexOp::Mul),
+                    just(Token::Slash).to(IndexOp::Div),
+                    just(Token::Percent).to(IndexOp::Mod),
+                ))
+                .then(unary)
+                .repeated(),
+            )
+            .foldl(|a, (op, b)| index_bin(op, a, b));
+        product
+            .clone()
+            .then(
+                choice((
+                    just(Token::Plus).to(IndexOp::Add),
+                    just(Token::Minus).to(IndexOp::Sub),
+                ))
+                .then(product)
+                .repeated(),
+            )
+            .foldl(|a, (op, b)| index_bin(op, a, b))
+    })
+}
+
+fn pred_bin(a: SPred, b: SPred, and: bool) -> SPred {
+    let span = a.span.to(b.span);
+    let kind = if and {
+        SPredKind::And(Box::new(a), Box::new(b))
+    } else {
+        SPredKind::Or(Box::new(a), Box::new(b))
+    };
+    SPred { kind, span }
+}
+
+/// Predicates: `||` over `&&` over `!` over comparisons (chains like `0 <= i < n` mean
+/// `0 <= i && i < n`), `true`, `false` and parentheses.
+pub fn pred_parser(
+    idx: impl Parser<Token, SIndex, Error = PErr> + Clone + 'static,
+) -> impl Parser<Token, SPred, Error = PErr> + Clone {
+    recursive(move |pred| {
+        let cmp_op = choice((
+            just(Token::EqEq).to(CmpOp::Eq),
+            just(Token::Ne).to(CmpOp::Ne),
+            just(Token::Le).to(CmpOp::Le),
+            just(Token::Lt).to(CmpOp::Lt),
+            just(Token::Ge).to(CmpOp::Ge),
+            just(Token::Gt).to(CmpOp::Gt),
+        ));
+        let chain = idx
+            .clone()
+            .then(cmp_op.then(idx.clone()).repeated().at_least(1))
+            .map(|(first, rest)| {
+                let mut left = first;
+                let mut out: Option<SPred> = None;
+                for (op, right) in rest {
+                    let cmp = SPred {
+                        span: left.span.to(right.span),
+                        kind: SPredKind::Cmp(op, left, right.clone()),
+                    };
+                    out = Some(match out {
+                        None => cmp,
+                        Some(acc) => pred_bin(acc, cmp, true),
+                    });
+                    left = right;
+                }
+                out.expect("at_least(1) comparison")
+            });
+        let boolean = choice((
+            just(Token::True).to(true),
+            just(Token::False).to(false),
+        ))
+        .map_with_span(|b, span| SPred {
+            kind: SPredKind::Bool(b),
+            span: sp(span),
+        });
+        let paren = pred
+            .clone()
+            .delimited_by(just(Token::LParen), just(Token::RParen));
+        let atom = choice((boolean, chain, paren));
+        let not = just(Token::Bang)
+            .map_with_span(|_, span| sp(span))
+            .repeated()
+            .then(atom)
+            .foldr(|bang, p| SPred {
+                span: bang.to(p.span),
+                kind: SPredKind::Not(Box::new(p)),
+            });
+        let and = not
+            .clone()
+            .then(just(Token::AndAnd).ignore_then(not).repeated())
+            .foldl(|a, b| pred_bin(a, b, true));
+        and.clone()
+            .then(just(Token::OrOr).ignore_then(and).repeated())
+            .foldl(|a, b| pred_bin(a, b, false))
+    })
+}
+
+fn expr_bin(op: BinOp, a: SExpr, b: SExpr) -> SExpr {
+    SExpr {
+        span: a.span.to(b.span),
+        kind: SExprKind::Binary {
+            op,
+            lhs: Box::new(a),
+            rhs: Box::new(b),
+        },
+    }
+}
+
+fn ident() -> impl Parser<Token, Ident, Error = PErr> + Clone {
+    select! { Token::Ident(s) => s }.map_with_span(|name, span| Ident {
+        name,
+        span: sp(span),
+    })
+}
+
+/// Tensor expressions. Binder forms (`gen`, `sum`, `let`) and guards extend as far
+/// right as possible; then `++` over `+ -` over `* /` over unary `-` over postfix
+/// access `e[i, j]` over atoms.
+pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
+    let idx = index_parser();
+    let pred = pred_parser(index_parser());
+    recursive(move |expr| {
+        let number = select! {
+            Token::Int(s) => s,
+            Token::Float(s) => s,
+        }
+        .try_map(|s: String, span: Range<usize>| {
+            s.parse::<f64>()
+                .map_err(|_| Simple::custom(span, format!("`{s}` is not a number")))
+        })
+        .map_with_span(|v, span| SExpr {
+            kind: SExprKind::Num(v),
+            span: sp(span),
+        });
+        let name = select! { Token::Ident(s) => s }.map_with_span(|s, span| SExpr {
+            kind: SExprKind::Name(s),
+            span: sp(span),
+        });
+        let meta = select! { Token::Meta(s) => s }.map_with_span(|s, span| SExpr {
+            kind: SExprKind::Meta(s),
+            span: sp(span),
+        });
+        let paren = expr
+            .clone()
+            .delimited_by(just(Token::LParen), just(Token::RParen))
+            .map_with_span(|e, span| SExpr {
+                kind: SExprKind::Paren(Box::new(e)),
+                span: sp(span),
+            });
+        let range = choice((
+            just(Token::Lt).ignore_then(idx.clone()).map(SRange::Below),
+            just(Token::In)
+                .ignore_then(idx.clone())
+                .then_ignore(just(Token::DotDot))
+                .then(idx.clone())
+                .map(|(lo, hi)| SRange::Between(lo, hi)),
+        ));
+        let binder = ident()
+            .then(range)
+            .map_with_span(|(var, range), span| SBinder {
+                var,
+                range,
+                span: sp(span),
+            });
+        let quantifier = choice((
+            just(Token::Gen).to(Quantifier::Gen),
+            just(Token::Sum).to(Quantifier::Sum),
+        ));
+        let bind_form = quantifier
+            .then(binder.separated_by(just(Token::Comma)).at_least(1))
+            .then_ignore(just(Token::Colon))
+            .then(expr.clone())
+            .map_with_span(|((quantifier, binders), body), span| SExpr {
+                kind: SExprKind::Bind {
+                    quantifier,
+                    binders,
+                    body: Box::new(body),
+                },
+                span: sp(span),
+            });
+        let let_form = just(Token::Let)
+            .ignore_then(ident())
+            .then_ignore(just(Token::Eq))
+            .then(expr.clone())
+            .then_ignore(just(Token::In))
+            .then(expr.clone())
+            .map_with_span(|((var, value), body), span| SExpr {
+                kind: SExprKind::Let {
+                    var,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                },
+                span: sp(span),
+            });
+        let unary_call = choice((
+            just(Token::Transpose).to(true),
+            just(Token::Flatten).to(false),
+        ))
+        .then(
+            expr.clone()
+                .delimited_by(just(Token::LParen), just(Token::RParen)),
+        )
+        .map_with_span(|(is_transpose, e), span| SExpr {
+            kind: if is_transpose {
+                SExprKind::Transpose(Box::new(e))
+            } else {
+                SExprKind::Flatten(Box::new(e))
+            },
+            span: sp(span),
+        });
+        let amount_op = choice((
+            just(Token::Split).to(AmountOp::Split),
+            just(Token::PadL).to(AmountOp::PadL),
+            just(Token::PadR).to(AmountOp::PadR),
+            just(Token::TruncL).to(AmountOp::TruncL),
+            just(Token::TruncR).to(AmountOp::TruncR),
+        ));
+        let amount_call = amount_op
+            .then(
+                idx.clone()
+                    .then_ignore(just(Token::Comma))
+                    .then(expr.clone())
+                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+            )
+            .map_with_span(|(op, (amount, arg)), span| SExpr {
+                kind: SExprKind::Amount {
+                    op,
+                    amount,
+                    arg: Box::new(arg),
+                },
+                span: sp(span),
+            });
+        let concat_call = just(Token::Concat)
+            .ignore_then(
+                expr.clone()
+                    .then_ignore(just(Token::Comma))
+                    .then(expr.clone())
+                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+            )
+            .map_with_span(|(a, b), span| SExpr {
+                kind: SExprKind::Concat(Box::new(a), Box::new(b)),
+                span: sp(span),
+            });
+
+        // The guard's operand is parsed at the unary level, declared below; chumsky
+        // needs the recursion tied explicitly.
+        let mut unary = Recursive::declare();
+        let guard = pred
+            .clone()
+            .delimited_by(just(Token::LBracket), just(Token::RBracket))
+            .then_ignore(just(Token::Star))
+            .then(unary.clone())
+            .map_with_span(|(pred, body): (SPred, SExpr), span| SExpr {
+                kind: SExprKind::Guard {
+                    pred,
+                    body: Box::new(body),
+                },
+                span: sp(span),
+            });
+        let atom = choice((
+            number,
+            name,
+            meta,
+            paren,
+            bind_form,
+            let_form,
+            unary_call,
+            amount_call,
+            concat_call,
+            guard,
+        ))
+        .boxed();
+        let postfix = atom
+            .then(
+                idx.clone()
+                    .separated_by(just(Token::Comma))
+                    .at_least(1)
+                    .delimited_by(just(Token::LBracket), just(Token::RBracket))
+                    .map_with_span(|indices, span| (indices, sp(span)))
+                    .repeated(),
+            )
+            .foldl(|tensor, (indices, span)| SExpr {
+                span: tensor.span.to(span),
+                kind: SExprKind::Access {
+                    tensor: Box::new(tensor),
+                    indices,
+                },
+            });
+        unary.define(
+            just(Token::Minus)
+                .map_with_span(|_, span| sp(span))
+                .repeated()
+                .then(postfix)
+                .foldr(|minus, e| SExpr {
+                    span: minus.to(e.span),
+                    kind: SExprKind::Neg(Box::new(e)),
+                }),
+        );
+        let product = unary
+            .clone()
+            .then(
+                choice((
+                    just(Token::Star).to(BinOp::Mul),
+                    just(Token::Slash).to(BinOp::Div),
+                ))
+                .then(unary.clone())
+                .repeated(),
+            )
+            .foldl(|a, (op, b)| expr_bin(op, a, b));
+        let additive = product
+            .clone()
+            .then(
+                choice((
+                    just(Token::Plus).to(BinOp::Add),
+                    just(Token::Minus).to(BinOp::Sub),
+                ))
+                .then(product)
+                .repeated(),
+            )
+            .foldl(|a, (op, b)| expr_bin(op, a, b));
+        additive
+            .clone()
+            .then(just(Token::PlusPlus).ignore_then(additive).repeated())
+            .foldl(|a, b| SExpr {
+                span: a.span.to(b.span),
+                kind: SExprKind::Concat(Box::new(a), Box::new(b)),
+            })
+            .boxed()
+    })
+}
+
+/// Turns a chumsky error into a diagnostic.
+fn to_diag(e: PErr, what: &str) -> Diagnostic {
+    let span = sp(e.span());
+    match e.reason() {
+        SimpleReason::Unclosed { span: open, delimiter } => Diagnostic::error(
+            "E0202",
+            format!("unclosed `{delimiter}`"),
+        )
+        .at(span, "expected the closing delimiter before this")
+        .with_secondary(sp(open.clone()), "opened here"),
+        SimpleReason::Custom(msg) => Diagnostic::error("E0203", msg.clone()).at(span, "here"),
+        SimpleReason::Unexpected => {
+            let mut expected: Vec<String> = e
+                .expected()
+                .map(|t| match t {
+                    Some(t) => format!("`{t}`"),
+                    None => "end of input".to_string(),
+                })
+                .collect();
+            expected.sort();
+            expected.dedup();
+            let found = match e.found() {
+                Some(t) => format!("`{t}`"),
+                None => "end of input".to_string(),
+            };
+            let mut d = Diagnostic::error("E0201", format!("unexpected {found} in {what}"))
+                .at(span, format!("unexpected {found}"));
+            if !expected.is_empty() {
+                let list = if expected.len() > 10 {
+                    format!("{}, …", expected[..10].join(", "))
+                } else {
+                    expected.join(", ")
+                };
+                d = d.with_note(format!("expected one of: {list}"));
+            }
+            d
+        }
+    }
+}
+
+/// Runs a chumsky parser on a token slice that must be consumed entirely.
+fn run<T>(
+    parser: impl Parser<Token, T, Error = PErr>,
+    tokens: &[(Token, Span)],
+    eoi: usize,
+    what: &str,
+) -> Result<T, Diagnostic> {
+    let stream = Stream::from_iter(
+        eoi..eoi,
+        tokens.iter().map(|(t, s)| (t.clone(), s.range())),
+    );
+    parser
+        .then_ignore(end())
+        .parse(stream)
+        .map_err(|errs| {
+            // Report the first error of an item: later ones are usually consequences.
+            errs.into_iter()
+                .next()
+                .map(|e| to_diag(e, what))
+                .unwrap_or_else(|| Diagnostic::error("E0201", format!("cannot parse {what}")))
+        })
+}
+
+/// Byte offsets of line starts, to tell which line a token is on.
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn new(source: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(source.match_indices('\n').map(|(i, _)| i + 1));
+        Lines(starts)
+    }
+
+    fn line_of(&self, offset: usize) -> usize {
+        match self.0.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        }
+    }
+}
+
+/// Parses a whole source file.
+pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
+    let (tokens, mut diags) = lex(source);
+    let lines = Lines::new(source);
+    let mut file = File::default();
+
+    // Cut into items at item keywords.
+    let mut chunks: Vec<&[(Token, Span)]> = Vec::new();
+    let mut start = 0;
+    for (k, (tok, _)) in tokens.iter().enumerate() {
+        if tok.starts_item() && k > start {
+            chunks.push(&tokens[start..k]);
+            start = k;
+        }
+    }
+    if start < tokens.len() {
+        chunks.push(&tokens[start..]);
+    }
+
+    // Parsers are built once: building chumsky combinators costs more than running
+    // them on a typical item.
+    let expr_p = expr_parser().boxed();
+    let pred_p = pred_parser(index_parser()).boxed();
+    let index_p = index_parser().boxed();
+    for chunk in chunks {
+        let first = &chunk[0];
+        let end = chunk.last().map(|(_, s)| s.end).unwrap_or(first.1.end);
+        let whole = first.1.to(Span::new(end, end));
+        let result = match first.0 {
+            Token::Size => run(
+                just(Token::Size).ignore_then(ident().separated_by(just(Token::Comma)).at_least(1)),
+                chunk,
+                end,
+                "a size declaration",
+            )
+            .map(|names| Item::Size(names, whole)),
+            Token::Assume => run(
+                just(Token::Assume).ignore_then(pred_p.clone()),
+                chunk,
+                end,
+                "an assumption",
+            )
+            .map(|p| Item::Assume(p, whole)),
+            Token::Input => run(
+                just(Token::Input)
+                    .ignore_then(ident())
+                    .then_ignore(just(Token::Colon))
+                    .then(
+                        index_p
+                            .clone()
+                            .separated_by(just(Token::Comma))
+                            .delimited_by(just(Token::LBracket), just(Token::RBracket)),
+                    ),
+                chunk,
+                end,
+                "an input declaration",
+            )
+            .map(|(name, shape)| Item::Input {
+                name,
+                shape,
+                span: whole,
+            }),
+            Token::Def => run(
+                just(Token::Def)
+                    .ignore_then(ident())
+                    .then_ignore(just(Token::Eq))
+                    .then(expr_p.clone()),
+                chunk,
+                end,
+                "a definition",
+            )
+            .map(|(name, body)| Item::Def {
+                name,
+                body,
+                span: whole,
+            }),
+            Token::Derive => parse_derive(chunk, end, &lines, &mut diags).map(|(name, from, steps)| {
+                Item::Derive {
+                    name,
+                    from,
+                    steps,
+                    span: whole,
+                }
+            }),
+            _ => Err(Diagnostic::error(
+                "E0204",
+                format!("expected an item, found `{}`", first.0),
+            )
+            .at(
+                whole,
+                "not inside a declaration",
+            )
+            .with_help("a program is a sequence of `size`, `assume`, `input`, `def` and `derive` items")),
+        };
+        match result {
+            Ok(item) => file.items.push(item),
+            Err(d) => {
+                if matches!(first.0, Token::Def | Token::Derive)
+                    && let Some((Token::Ident(name), _)) = chunk.get(1)
+                {
+                    file.broken.push(name.clone());
+                }
+                diags.push(d);
+            }
+        }
+    }
+    (file, diags)
+}
+
+/// `derive NAME from BASE { steps }`.
+fn parse_derive(
+    chunk: &[(Token, Span)],
+    end: usize,
+    lines: &Lines,
+    diags: &mut Vec<Diagnostic>,
+) -> Result<(Ident, Ident, Vec<Step>), Diagnostic> {
+    let header = just(Token::Derive)
+        .ignore_then(ident())
+        .then_ignore(just(Token::From))
+        .then(ident())
+        .then_ignore(just(Token::LBrace));
+    if chunk.len() < 5 {
+        // Let chumsky produce the precise "expected …" message.
+        return run(header.map(|_| ()), chunk, end, "a derivation").and_then(|_| {
+            Err(Diagnostic::error("E0202", "unclosed `{`")
+                .at(Span::new(end, end), "expected `}` to close the derivation"))
+        });
+    }
+    let (name, from) = run(header, &chunk[..5], chunk[4].1.end, "a derivation")?;
+    let open = chunk[4].1;
+    let body = match chunk.last() {
+        Some((Token::RBrace, _)) => &chunk[5..chunk.len() - 1],
+        _ => {
+            return Err(Diagnostic::error("E0202", "unclosed `{`")
+                .at(Span::new(end, end), "expected `}` to close the derivation")
+                .with_secondary(open, "opened here"));
+        }
+    };
+    // Split the body into steps at line breaks outside brackets, and at `;`.
+    let mut steps = Vec::new();
+    let mut depth = 0i32;
+    let mut current: Vec<(Token, Span)> = Vec::new();
+    let mut last_line = lines.line_of(open.start);
+    for (tok, span) in body {
+        let line = lines.line_of(span.start);
+        if depth <= 0 && line != last_line && !current.is_empty() {
+            steps.push(std::mem::take(&mut current));
+        }
+        last_line = lines.line_of(span.end.saturating_sub(1).max(span.start));
+        match tok {
+            Token::Semi if depth <= 0 => {
+                if !current.is_empty() {
+                    steps.push(std::mem::take(&mut current));
+                }
+                continue;
+            }
+            Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
+            Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
+            _ => {}
+        }
+        current.push((tok.clone(), *span));
+    }
+    if !current.is_empty() {
+        steps.push(current);
+    }
+    let mut out = Vec::new();
+    for step in steps {
+        match parse_step(&step) {
+            Ok(s) => out.push(s),
+            Err(d) => diags.push(d),
+        }
+    }
+    Ok((name, from, out))
+}
+
+fn step_span(tokens: &[(Token, Span)]) -> Span {
+    let first = tokens.first().map(|t| t.1).unwrap_or_default();
+    let last = tokens.last().map(|t| t.1).unwrap_or_default();
+    first.to(last)
+}
+
+/// Splits at commas outside brackets.
+fn split_commas(tokens: &[(Token, Span)]) -> Vec<&[(Token, Span)]> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (k, (tok, _)) in tokens.iter().enumerate() {
+        match tok {
+            Token::LParen | Token::LBracket => depth += 1,
+            Token::RParen | Token::RBracket => depth -= 1,
+            Token::Comma if depth == 0 => {
+                out.push(&tokens[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&tokens[start..]);
+    out
+}
+
+/// One derivation step (tokens of one line).
+fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
+    let span = step_span(tokens);
+    let (head, head_span) = &tokens[0];
+    let rest = &tokens[1..];
+    let word = match head {
+        Token::Ident(w) => w.as_str(),
+        Token::RwBack => "rw<-",
+        Token::Split => "split",
+        Token::Input => "input",
+        other => {
+            return Err(Diagnostic::error("E0205", format!("expected a derivation step, found `{other}`"))
+                .at(*head_span, "not a step")
+                .with_help("steps are `rw RULE`, `rw<- RULE`, `unfold NAME`, `inline NAME`, `simpl`, `simpl_guard`, `check` or a scheduling directive, one per line"));
+        }
+    };
+    let name_arg = |what: &str| -> Result<Ident, Diagnostic> {
+        match rest {
+            [(Token::Ident(n), s)] => Ok(Ident {
+                name: n.clone(),
+                span: *s,
+            }),
+            [] => Err(Diagnostic::error("E0206", format!("`{word}` needs {what}"))
+                .at(*head_span, format!("expected {what} after this"))),
+            [(_, s), ..] => Err(Diagnostic::error("E0206", format!("`{word}` takes exactly one name ({what})"))
+                .at(step_span(rest).to(*s), "unexpected here")),
+        }
+    };
+    let no_args = || -> Result<(), Diagnostic> {
+        if rest.is_empty() {
+            Ok(())
+        } else {
+            Err(Diagnostic::error("E0206", format!("`{word}` takes no arguments"))
+                .at(step_span(rest), "unexpected arguments"))
+        }
+    };
+    let kind = match word {
+        "rw" | "rw<-" => parse_rewrite(word == "rw<-", *head_span, rest)?,
+        "unfold" => StepKind::Unfold(name_arg("a definition name")?),
+        "inline" => StepKind::Inline(name_arg("a let-bound name")?),
+        "simpl" => {
+            no_args()?;
+            StepKind::Simpl
+        }
+        "simpl_guard" => {
+            no_args()?;
+            StepKind::SimplGuard
+        }
+        "check" => {
+            no_args()?;
+            StepKind::Check
+        }
+        _ => {
+            let mut args = Vec::new();
+            for (tok, s) in rest {
+                args.push(match tok {
+                    Token::Ident(w) => DirectiveArg::Word(Ident {
+                        name: w.clone(),
+                        span: *s,
+                    }),
+                    Token::Int(v) => match v.parse::<i64>() {
+                        Ok(v) => DirectiveArg::Int(v, *s),
+                        Err(_) => {
+                            return Err(Diagnostic::error("E0203", format!("integer `{v}` does not fit in 64 bits"))
+                                .at(*s, "too large"));
+                        }
+                    },
+                    Token::Comma => DirectiveArg::Comma(*s),
+                    other => {
+                        return Err(Diagnostic::error("E0207", format!("unexpected `{other}` in the arguments of `{word}`"))
+                            .at(*s, "directive arguments are names, integers and commas"));
+                    }
+                });
+            }
+            StepKind::Directive {
+                name: Ident {
+                    name: word.to_string(),
+                    span: *head_span,
+                },
+                args,
+            }
+        }
+    };
+    Ok(Step { kind, span })
+}
+
+fn parse_rewrite(
+    backward: bool,
+    head_span: Span,
+    rest: &[(Token, Span)],
+) -> Result<StepKind, Diagnostic> {
+    let (rule, mut k) = match rest.first() {
+        Some((Token::Ident(n), s)) => (
+            Ident {
+                name: n.clone(),
+                span: *s,
+            },
+            1,
+        ),
+        _ => {
+            return Err(Diagnostic::error("E0206", "a rewrite step needs a rule name")
+                .at(head_span, "expected a rule name after this")
+                .with_help("for example `rw get_gen` or `rw<- tile_id with k := 8`"));
+        }
+    };
+    let mut site = SiteSelector::default();
+    let mut with = Vec::new();
+    while k < rest.len() {
+        let (tok, s) = &rest[k];
+        match tok {
+            Token::Ident(w) if w == "at" => {
+                match rest.get(k + 1) {
+                    Some((Token::Int(v), vs)) => match v.parse::<u64>() {
+                        Ok(n) if n >= 1 => site.at = Some((n, s.to(*vs))),
+                        _ => {
+                            return Err(Diagnostic::error("E0208", "`at` takes a match number from 1")
+                                .at(*vs, "matches are numbered 1, 2, … in pre-order"));
+                        }
+                    },
+                    _ => {
+                        return Err(Diagnostic::error("E0208", "`at` needs a match number")
+                            .at(*s, "expected a number after this"));
+                    }
+                }
+                k += 2;
+            }
+            Token::Ident(w) if w == "around" => {
+                let close = matching_paren(rest, k + 1).ok_or_else(|| {
+                    Diagnostic::error("E0208", "`around` needs a parenthesized pattern")
+                        .at(*s, "expected `(PATTERN)` after this")
+                })?;
+                let inner = &rest[k + 2..close];
+                let pattern = run(expr_parser(), inner, rest[close].1.start, "a pattern")?;
+                site.around = Some(pattern);
+                k = close + 1;
+            }
+            Token::In => {
+                let close = rest[k + 1..]
+                    .iter()
+                    .position(|(t, _)| *t == Token::RBracket)
+                    .map(|p| p + k + 1);
+                let ok_open = matches!(rest.get(k + 1), Some((Token::LBracket, _)));
+                let Some(close) = close.filter(|_| ok_open) else {
+                    return Err(Diagnostic::error("E0208", "`in` needs a path like `[0, 1, 0]`")
+                        .at(*s, "expected `[…]` after this"));
+                };
+                let mut path = Vec::new();
+                for part in split_commas(&rest[k + 2..close]) {
+                    match part {
+                        [] if path.is_empty() && close == k + 2 => {}
+                        [(Token::Int(v), vs)] => path.push(v.parse::<u64>().map_err(|_| {
+                            Diagnostic::error("E0208", "a path step is a child number").at(*vs, "too large")
+                        })?),
+                        _ => {
+                            return Err(Diagnostic::error("E0208", "a path is a list of child numbers")
+                                .at(step_span(part).to(*s), "expected a number"));
+                        }
+                    }
+                }
+                site.path = Some((path, s.to(rest[close].1)));
+                k = close + 1;
+            }
+            Token::Ident(w) if w == "with" => {
+                let end = rest[k + 1..]
+                    .iter()
+                    .position(|(t, _)| {
+                        matches!(t, Token::In) || matches!(t, Token::Ident(w) if w == "at" || w == "around")
+                    })
+                    .map(|p| p + k + 1)
+                    .unwrap_or(rest.len());
+                for part in split_commas(&rest[k + 1..end]) {
+                    match part {
+                        [(Token::Ident(n), ns), (Token::ColonEq, cs), value @ ..] if !value.is_empty() => {
+                            let v = run(index_parser(), value, value.last().map(|t| t.1.end).unwrap_or(cs.end), "an instantiation")?;
+                            with.push((
+                                Ident {
+                                    name: n.clone(),
+                                    span: *ns,
+                                },
+                                v,
+                            ));
+                        }
+                        _ => {
+                            let at = if part.is_empty() { *s } else { step_span(part) };
+                            return Err(Diagnostic::error("E0208", "`with` takes `name := value` pairs")
+                                .at(at, "expected `name := value`")
+                                .with_help("for example `with k := 8, m := n`"));
+                        }
+                    }
+                }
+                k = end;
+            }
+            other => {
+                return Err(Diagnostic::error("E0208", format!("unexpected `{other}` in a rewrite step"))
+                    .at(*s, "unknown option")
+                    .with_help("options are `at N`, `around (PATTERN)`, `in [PATH]` and `with NAME := VALUE`"));
+            }
+        }
+    }
+    Ok(StepKind::Rewrite {
+        backward,
+        rule,
+        site,
+        with,
+    })
+}
+
+/// Index of the `)` matching the `(` at `open`.
+fn matching_paren(tokens: &[(Token, Span)], open: usize) -> Option<usize> {
+    if !matches!(tokens.get(open), Some((Token::LParen, _))) {
+        return None;
+    }
+    let mut depth = 0i32;
+    for (k, (tok, _)) in tokens.iter().enumerate().skip(open) {
+        match tok {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn parse_standalone<T>(
+    source: &str,
+    parser: impl Parser<Token, T, Error = PErr>,
+    what: &str,
+) -> Result<T, Vec<Diagnostic>> {
+    let (tokens, diags) = lex(source);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    run(parser, &tokens, source.len(), what).map_err(|d| vec![d])
+}
+
+/// Parses a standalone predicate (command-line facts, tests). Every name is a free
+/// integer variable; metavariables are rejected.
+pub fn parse_pred_str(source: &str) -> Result<Pred, Vec<Diagnostic>> {
+    let p = parse_standalone(source, pred_parser(index_parser()), "a predicate")?;
+    crate::resolve::lower_pred_free(&p).map_err(|d| vec![d])
+}
+
+/// Parses a standalone index expression; names are free integer variables.
+pub fn parse_index_str(source: &str) -> Result<IndexExpr, Vec<Diagnostic>> {
+    let e = parse_standalone(source, index_parser(), "an index expression")?;
+    crate::resolve::lower_index_free(&e).map_err(|d| vec![d])
+}
+
+/// Parses a standalone expression in surface syntax (patterns, tests).
+pub fn parse_expr_str(source: &str) -> Result<SExpr, Vec<Diagnostic>> {
+    parse_standalone(source, expr_parser(), "an expression")
+}

@@ -1,0 +1,623 @@
+//! Name resolution: surface AST to core IR.
+//!
+//! Checks every name against its scope and sort (sizes and binders are integers; inputs,
+//! definitions and `let`s are tensors), nests multi-binder heads, desugars `i < n` and
+//! `e[i, j]`, and renames binders so that each is unique within its definition and
+//! distinct from every declared name. All problems are reported, not only the first;
+//! a definition with errors is left out of the IR, and definitions that use it are left
+//! out silently (their only problem is the one already reported).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ast::{self, File, Item, SExpr, SExprKind, SIndex, SIndexKind, SPred, SPredKind};
+use crate::diag::Diagnostic;
+use crate::index::{IndexExpr, Pred};
+use crate::ir::{Assume, Def, Derive, Expr, ExprKind, InputDecl, NameSupply, Program, SizeDecl};
+use crate::span::Span;
+
+/// What a global name denotes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Global {
+    Size,
+    Input,
+    Def,
+    Derive,
+}
+
+impl Global {
+    fn describe(self) -> &'static str {
+        match self {
+            Global::Size => "a size",
+            Global::Input => "an input tensor",
+            Global::Def => "a definition",
+            Global::Derive => "a derived definition",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Local {
+    /// A gen/sum binder, with its resolved (unique) name.
+    Index(String),
+    /// A let binder, with its resolved name.
+    Tensor(String),
+}
+
+struct Resolver<'a> {
+    /// Rename binders to unique names (off for the formatter, which keeps names as
+    /// written).
+    rename: bool,
+    globals: HashMap<String, (Global, Span)>,
+    /// Definitions that failed (to parse or resolve): references are not re-reported.
+    broken: HashSet<String>,
+    /// Definitions resolved so far, in order (a def may use only earlier ones).
+    defined: HashSet<String>,
+    diags: &'a mut Vec<Diagnostic>,
+}
+
+/// Edit distance, for "did you mean" hints.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn suggestion<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Option<String> {
+    // One-letter names are usually index variables: any other letter is "close", and
+    // suggesting it would be noise.
+    let len = name.chars().count();
+    if len < 2 {
+        return None;
+    }
+    let limit = (len + 1) / 3;
+    candidates
+        .filter(|c| c.chars().count() >= 2)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, c)| format!("did you mean `{c}`?"))
+}
+
+/// Converts an index expression whose names are all free variables (command-line
+/// facts, standalone predicates). Metavariables are rejected.
+pub fn lower_index_free(e: &SIndex) -> Result<IndexExpr, Diagnostic> {
+    lower_index_with(e, &mut |name, _| Ok(IndexExpr::Var(name.to_string())), false)
+}
+
+/// Converts a predicate whose names are all free variables.
+pub fn lower_pred_free(p: &SPred) -> Result<Pred, Diagnostic> {
+    lower_pred_with(p, &mut |name, _| Ok(IndexExpr::Var(name.to_string())), false)
+}
+
+type NameFn<'f> = dyn FnMut(&str, Span) -> Result<IndexExpr, Diagnostic> + 'f;
+
+fn lower_index_with(
+    e: &SIndex,
+    name: &mut NameFn<'_>,
+    allow_meta: bool,
+) -> Result<IndexExpr, Diagnostic> {
+    Ok(match &e.kind {
+        SIndexKind::Int(v) => IndexExpr::Const(*v),
+        SIndexKind::Name(n) => name(n, e.span)?,
+        SIndexKind::Meta(m) => {
+            if !allow_meta {
+                return Err(meta_error(m, e.span));
+            }
+            IndexExpr::Meta(m.clone())
+        }
+        SIndexKind::Paren(inner) => lower_index_with(inner, name, allow_meta)?,
+        SIndexKind::Neg(inner) => match &inner.kind {
+            // `-3` is the constant -3 (but `-(3)` is a negation, kept as written).
+            SIndexKind::Int(v) => IndexExpr::Const(v.checked_neg().ok_or_else(|| {
+                Diagnostic::error("E0203", "integer does not fit in 64 bits").at(e.span, "too large")
+            })?),
+            _ => IndexExpr::Neg(Box::new(lower_index_with(inner, name, allow_meta)?)),
+        },
+        SIndexKind::Bin(op, a, b) => {
+            let a = lower_index_with(a, name, allow_meta)?;
+            let b = lower_index_with(b, name, allow_meta)?;
+            IndexExpr::bin(*op, a, b)
+        }
+    })
+}
+
+fn lower_pred_with(p: &SPred, name: &mut NameFn<'_>, allow_meta: bool) -> Result<Pred, Diagnostic> {
+    Ok(match &p.kind {
+        SPredKind::Bool(b) => Pred::Bool(*b),
+        SPredKind::Cmp(op, a, b) => Pred::Cmp(
+            *op,
+            lower_index_with(a, name, allow_meta)?,
+            lower_index_with(b, name, allow_meta)?,
+        ),
+        SPredKind::And(a, b) => Pred::and(
+            lower_pred_with(a, name, allow_meta)?,
+            lower_pred_with(b, name, allow_meta)?,
+        ),
+        SPredKind::Or(a, b) => Pred::or(
+            lower_pred_with(a, name, allow_meta)?,
+            lower_pred_with(b, name, allow_meta)?,
+        ),
+        SPredKind::Not(a) => Pred::not(lower_pred_with(a, name, allow_meta)?),
+    })
+}
+
+fn meta_error(name: &str, span: Span) -> Diagnostic {
+    let shown = if name.is_empty() { "?".to_string() } else { format!("?{name}") };
+    Diagnostic::error("E0308", format!("metavariable `{shown}` outside a rule"))
+        .at(span, "metavariables only appear in rule patterns")
+}
+
+/// Errors collected while resolving one expression; resolution continues after an
+/// error so that all of them are reported.
+struct ExprCtx {
+    supply: NameSupply,
+    scope: Vec<(String, Local)>,
+    failed: bool,
+    /// Set when the expression uses a broken definition (no new diagnostic).
+    tainted: bool,
+}
+
+impl Resolver<'_> {
+    fn report(&mut self, ctx: &mut ExprCtx, d: Diagnostic) {
+        ctx.failed = true;
+        self.diags.push(d);
+    }
+
+    fn lookup_local<'c>(ctx: &'c ExprCtx, name: &str) -> Option<&'c Local> {
+        ctx.scope.iter().rev().find(|(n, _)| n == name).map(|(_, l)| l)
+    }
+
+    fn unknown(&self, name: &str, span: Span, scope: &[(String, Local)]) -> Diagnostic {
+        let mut d = Diagnostic::error("E0305", format!("unknown name `{name}`"))
+            .at(span, "not declared");
+        let candidates = self
+            .globals
+            .keys()
+            .map(String::as_str)
+            .chain(scope.iter().map(|(n, _)| n.as_str()));
+        if let Some(s) = suggestion(name, candidates) {
+            d = d.with_help(s);
+        } else {
+            d = d.with_help("declare it with `size`, `input` or `def`, or bind it with `gen`, `sum` or `let`");
+        }
+        d
+    }
+
+    /// Resolves a name in index position.
+    fn index_name(&mut self, ctx: &mut ExprCtx, name: &str, span: Span) -> IndexExpr {
+        match Self::lookup_local(ctx, name) {
+            Some(Local::Index(r)) => return IndexExpr::Var(r.clone()),
+            Some(Local::Tensor(_)) => {
+                let d = Diagnostic::error("E0303", format!("`{name}` is a tensor, not an index"))
+                    .at(span, "used as an index here")
+                    .with_help("indices are integers built from sizes, binder variables and constants");
+                self.report(ctx, d);
+                return IndexExpr::Const(0);
+            }
+            None => {}
+        }
+        match self.globals.get(name) {
+            Some((Global::Size, _)) => IndexExpr::Var(name.to_string()),
+            Some((g, decl)) => {
+                let d = Diagnostic::error("E0303", format!("`{name}` is {}, not an index", g.describe()))
+                    .at(span, "used as an index here")
+                    .with_secondary(*decl, "declared here")
+                    .with_help("indices are integers built from sizes, binder variables and constants");
+                self.report(ctx, d);
+                IndexExpr::Const(0)
+            }
+            None => {
+                let d = self.unknown(name, span, &ctx.scope);
+                self.report(ctx, d);
+                IndexExpr::Const(0)
+            }
+        }
+    }
+
+    fn index(&mut self, ctx: &mut ExprCtx, e: &SIndex) -> IndexExpr {
+        let mut errors = Vec::new();
+        let result = {
+            let mut f = |name: &str, span: Span| -> Result<IndexExpr, Diagnostic> {
+                Ok(self.index_name(ctx, name, span))
+            };
+            lower_index_with(e, &mut f, false)
+        };
+        match result {
+            Ok(v) => v,
+            Err(d) => {
+                errors.push(d);
+                for d in errors {
+                    self.report(ctx, d);
+                }
+                IndexExpr::Const(0)
+            }
+        }
+    }
+
+    fn pred(&mut self, ctx: &mut ExprCtx, p: &SPred) -> Pred {
+        let result = {
+            let mut f = |name: &str, span: Span| -> Result<IndexExpr, Diagnostic> {
+                Ok(self.index_name(ctx, name, span))
+            };
+            lower_pred_with(p, &mut f, false)
+        };
+        match result {
+            Ok(v) => v,
+            Err(d) => {
+                self.report(ctx, d);
+                Pred::Bool(true)
+            }
+        }
+    }
+
+    /// Declares a binder; reports clashes with sizes and tensors.
+    fn bind(&mut self, ctx: &mut ExprCtx, var: &ast::Ident, local_index: bool) -> String {
+        if let Some((g, decl)) = self.globals.get(&var.name).copied() {
+            let (code, what) = if g == Global::Size {
+                ("E0306", "a size cannot be used as a binder")
+            } else {
+                ("E0307", "a binder cannot reuse the name of a declaration")
+            };
+            let d = Diagnostic::error(code, format!("`{}` is {} and cannot be rebound", var.name, g.describe()))
+                .at(var.span, what)
+                .with_secondary(decl, "declared here")
+                .with_help("pick another name for the binder");
+            self.report(ctx, d);
+        }
+        let resolved = if self.rename {
+            // Fresh for this definition and every global name (checked by lookup, not
+            // by copying the globals into each definition's name supply).
+            let globals = &self.globals;
+            ctx.supply.fresh_avoiding(&var.name, &|n| globals.contains_key(n))
+        } else {
+            var.name.clone()
+        };
+        let local = if local_index {
+            Local::Index(resolved.clone())
+        } else {
+            Local::Tensor(resolved.clone())
+        };
+        ctx.scope.push((var.name.clone(), local));
+        resolved
+    }
+
+    fn expr(&mut self, ctx: &mut ExprCtx, e: &SExpr) -> Expr {
+        let span = e.span;
+        let kind = match &e.kind {
+            SExprKind::Num(v) => ExprKind::Lit(*v),
+            SExprKind::Paren(inner) => return self.expr(ctx, inner),
+            SExprKind::Meta(m) => {
+                let d = meta_error(m, span);
+                self.report(ctx, d);
+                ExprKind::Lit(0.0)
+            }
+            SExprKind::Error => {
+                ctx.failed = true;
+                ExprKind::Lit(0.0)
+            }
+            SExprKind::Name(name) => self.tensor_name(ctx, name, span),
+            SExprKind::Bind {
+                quantifier,
+                binders,
+                body,
+            } => {
+                // `gen i < n, j < m: e` is `gen i < n: gen j < m: e`.
+                let depth = ctx.scope.len();
+                let mut heads = Vec::new();
+                for b in binders {
+                    let (lo, hi) = match &b.range {
+                        ast::SRange::Below(hi) => (IndexExpr::Const(0), self.index(ctx, hi)),
+                        ast::SRange::Between(lo, hi) => (self.index(ctx, lo), self.index(ctx, hi)),
+                    };
+                    let var = self.bind(ctx, &b.var, true);
+                    heads.push((var, lo, hi, b.span));
+                }
+                let mut out = self.expr(ctx, body);
+                ctx.scope.truncate(depth);
+                for (k, (var, lo, hi, bspan)) in heads.into_iter().enumerate().rev() {
+                    let kind = match quantifier {
+                        ast::Quantifier::Gen => ExprKind::Gen {
+                            var,
+                            lo,
+                            hi,
+                            body: Box::new(out),
+                        },
+                        ast::Quantifier::Sum => ExprKind::Sum {
+                            var,
+                            lo,
+                            hi,
+                            body: Box::new(out),
+                        },
+                    };
+                    let node_span = if k == 0 { span } else { bspan.to(Span::new(span.end, span.end)) };
+                    out = Expr::new(kind, node_span);
+                }
+                return out;
+            }
+            SExprKind::Guard { pred, body } => {
+                let pred = self.pred(ctx, pred);
+                ExprKind::Guard {
+                    pred,
+                    body: Box::new(self.expr(ctx, body)),
+                }
+            }
+            SExprKind::Let { var, value, body } => {
+                let value = self.expr(ctx, value);
+                let depth = ctx.scope.len();
+                let name = self.bind(ctx, var, false);
+                let body = self.expr(ctx, body);
+                ctx.scope.truncate(depth);
+                ExprKind::Let {
+                    var: name,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                }
+            }
+            SExprKind::Access { tensor, indices } => {
+                let mut out = self.expr(ctx, tensor);
+                for i in indices {
+                    let index = self.index(ctx, i);
+                    let s = out.span.to(i.span);
+                    out = Expr::new(
+                        ExprKind::Access {
+                            tensor: Box::new(out),
+                            index,
+                        },
+                        s,
+                    );
+                }
+                // The outermost access covers the closing bracket too.
+                out.span = span;
+                return out;
+            }
+            SExprKind::Neg(inner) => match &inner.kind {
+                // `-1` is the literal -1; `-(1)` stays a negation.
+                SExprKind::Num(v) => ExprKind::Lit(-v),
+                _ => ExprKind::Neg(Box::new(self.expr(ctx, inner))),
+            },
+            SExprKind::Binary { op, lhs, rhs } => ExprKind::Binary {
+                op: *op,
+                lhs: Box::new(self.expr(ctx, lhs)),
+                rhs: Box::new(self.expr(ctx, rhs)),
+            },
+            SExprKind::Concat(a, b) => {
+                ExprKind::Concat(Box::new(self.expr(ctx, a)), Box::new(self.expr(ctx, b)))
+            }
+            SExprKind::Transpose(a) => ExprKind::Transpose(Box::new(self.expr(ctx, a))),
+            SExprKind::Flatten(a) => ExprKind::Flatten(Box::new(self.expr(ctx, a))),
+            SExprKind::Amount { op, amount, arg } => ExprKind::Amount {
+                op: *op,
+                amount: self.index(ctx, amount),
+                arg: Box::new(self.expr(ctx, arg)),
+            },
+        };
+        Expr::new(kind, span)
+    }
+
+    fn tensor_name(&mut self, ctx: &mut ExprCtx, name: &str, span: Span) -> ExprKind {
+        match Self::lookup_local(ctx, name) {
+            Some(Local::Tensor(r)) => return ExprKind::Var(r.clone()),
+            Some(Local::Index(_)) => {
+                let d = Diagnostic::error("E0304", format!("index variable `{name}` used as a value"))
+                    .at(span, "an index, not a tensor or scalar")
+                    .with_help("ATL has no index-to-scalar conversion; use it in an access `t[i]` or a guard `[i == 0] * e`");
+                self.report(ctx, d);
+                return ExprKind::Lit(0.0);
+            }
+            None => {}
+        }
+        match self.globals.get(name).copied() {
+            Some((Global::Input, _)) => ExprKind::Input(name.to_string()),
+            Some((Global::Def, decl)) | Some((Global::Derive, decl)) => {
+                if self.broken.contains(name) {
+                    ctx.tainted = true;
+                    return ExprKind::Lit(0.0);
+                }
+                if !self.defined.contains(name) {
+                    let d = Diagnostic::error("E0309", format!("`{name}` is used before its definition"))
+                        .at(span, "used here")
+                        .with_secondary(decl, "defined here")
+                        .with_help("a definition may only use definitions above it (no recursion)");
+                    self.report(ctx, d);
+                    return ExprKind::Lit(0.0);
+                }
+                ExprKind::DefRef(name.to_string())
+            }
+            Some((Global::Size, decl)) => {
+                let d = Diagnostic::error("E0302", format!("size `{name}` used as a value"))
+                    .at(span, "a size is an integer, not a tensor")
+                    .with_secondary(decl, "declared here")
+                    .with_help("sizes appear in ranges, indices and guards only");
+                self.report(ctx, d);
+                ExprKind::Lit(0.0)
+            }
+            None => {
+                if self.broken.contains(name) {
+                    ctx.tainted = true;
+                    return ExprKind::Lit(0.0);
+                }
+                let d = self.unknown(name, span, &ctx.scope);
+                self.report(ctx, d);
+                ExprKind::Lit(0.0)
+            }
+        }
+    }
+
+    fn new_ctx(&self) -> ExprCtx {
+        ExprCtx {
+            supply: NameSupply::default(),
+            scope: Vec::new(),
+            failed: false,
+            tainted: false,
+        }
+    }
+
+    /// Index expressions at top level (assumes, input shapes) may mention sizes only.
+    fn size_index(&mut self, e: &SIndex) -> Option<IndexExpr> {
+        let mut ctx = self.new_ctx();
+        let v = self.index(&mut ctx, e);
+        (!ctx.failed).then_some(v)
+    }
+}
+
+/// Resolves a parsed file into a program, appending diagnostics.
+pub fn resolve(file: &File, diags: &mut Vec<Diagnostic>) -> Program {
+    resolve_with(file, diags, true)
+}
+
+/// [`resolve`], optionally keeping binder names as written (`rename = false`: the
+/// result may shadow names; only the formatter uses it).
+pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> Program {
+    let mut r = Resolver {
+        rename,
+        globals: HashMap::new(),
+        broken: file.broken.iter().cloned().collect(),
+        defined: HashSet::new(),
+        diags,
+    };
+    // Declarations first, so that misuse of a later-declared name gets a precise message.
+    for item in &file.items {
+        let names: Vec<(&ast::Ident, Global)> = match item {
+            Item::Size(names, _) => names.iter().map(|n| (n, Global::Size)).collect(),
+            Item::Input { name, .. } => vec![(name, Global::Input)],
+            Item::Def { name, .. } => vec![(name, Global::Def)],
+            Item::Derive { name, .. } => vec![(name, Global::Derive)],
+            Item::Assume(..) => vec![],
+        };
+        for (ident, g) in names {
+            if let Some((prev, prev_span)) = r.globals.get(&ident.name).copied() {
+                r.diags.push(
+                    Diagnostic::error("E0301", format!("`{}` is declared twice", ident.name))
+                        .at(ident.span, "declared again here")
+                        .with_secondary(prev_span, format!("first declared here as {}", prev.describe()))
+                        .with_help("every size, input, definition and derivation needs its own name"),
+                );
+                if matches!(g, Global::Def | Global::Derive) {
+                    r.broken.insert(ident.name.clone());
+                }
+                continue;
+            }
+            r.globals.insert(ident.name.clone(), (g, ident.span));
+        }
+    }
+
+    let mut program = Program::default();
+    for item in &file.items {
+        match item {
+            Item::Size(names, _) => {
+                for n in names {
+                    if r.globals.get(&n.name).map(|(_, s)| *s) == Some(n.span) {
+                        program.sizes.push(SizeDecl {
+                            name: n.name.clone(),
+                            span: n.span,
+                        });
+                    }
+                }
+            }
+            Item::Assume(p, span) => {
+                let mut ctx = r.new_ctx();
+                let pred = r.pred(&mut ctx, p);
+                if !ctx.failed {
+                    program.assumes.push(Assume { pred, span: *span });
+                }
+            }
+            Item::Input { name, shape, span } => {
+                let dims: Vec<Option<IndexExpr>> = shape.iter().map(|d| r.size_index(d)).collect();
+                if dims.iter().all(Option::is_some)
+                    && r.globals.get(&name.name).map(|(_, s)| *s) == Some(name.span)
+                {
+                    program.inputs.push(InputDecl {
+                        name: name.name.clone(),
+                        shape: dims.into_iter().flatten().collect(),
+                        span: *span,
+                    });
+                }
+            }
+            Item::Def { name, body, span } => {
+                let duplicate = r.globals.get(&name.name).map(|(_, s)| *s) != Some(name.span);
+                let mut ctx = r.new_ctx();
+                let ir = r.expr(&mut ctx, body);
+                if ctx.failed || ctx.tainted || duplicate {
+                    if !duplicate {
+                        r.broken.insert(name.name.clone());
+                    }
+                    continue;
+                }
+                r.defined.insert(name.name.clone());
+                program.defs.push(Def {
+                    name: name.name.clone(),
+                    name_span: name.span,
+                    body: ir,
+                    span: *span,
+                });
+            }
+            Item::Derive {
+                name,
+                from,
+                steps,
+                span,
+            } => {
+                let duplicate = r.globals.get(&name.name).map(|(_, s)| *s) != Some(name.span);
+                if duplicate {
+                    continue;
+                }
+                let base_ok = match r.globals.get(&from.name).copied() {
+                    Some((Global::Def | Global::Derive, decl)) => {
+                        if r.broken.contains(&from.name) {
+                            false
+                        } else if r.defined.contains(&from.name) {
+                            true
+                        } else {
+                            r.diags.push(
+                                Diagnostic::error("E0309", format!("`{}` is used before its definition", from.name))
+                                    .at(from.span, "derived from here")
+                                    .with_secondary(decl, "defined here")
+                                    .with_help("a derivation may only start from a definition above it"),
+                            );
+                            false
+                        }
+                    }
+                    Some((g, decl)) => {
+                        r.diags.push(
+                            Diagnostic::error("E0310", format!("cannot derive from `{}`: it is {}", from.name, g.describe()))
+                                .at(from.span, "not a definition")
+                                .with_secondary(decl, "declared here")
+                                .with_help("`derive NAME from BASE` starts from a `def` or another derivation"),
+                        );
+                        false
+                    }
+                    None => {
+                        if !r.broken.contains(&from.name) {
+                            let d = r.unknown(&from.name, from.span, &[]);
+                            r.diags.push(d);
+                        }
+                        false
+                    }
+                };
+                if !base_ok {
+                    r.broken.insert(name.name.clone());
+                    continue;
+                }
+                r.defined.insert(name.name.clone());
+                program.derives.push(Derive {
+                    name: name.name.clone(),
+                    name_span: name.span,
+                    from: from.name.clone(),
+                    from_span: from.span,
+                    steps: steps.clone(),
+                    span: *span,
+                });
+            }
+        }
+    }
+    program
+}

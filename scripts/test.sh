@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the build needs (via
+# scripts/setup.sh), then runs every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo test --workspace --all-targets "$@"
