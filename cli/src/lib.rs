@@ -106,7 +106,11 @@ pub fn run(
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_ARGS } else { EXIT_OK };
-            let text = if color { e.render().ansi().to_string() } else { e.render().to_string() };
+            let text = if color {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
             let target: &mut dyn Write = if e.use_stderr() { stderr } else { stdout };
             let _ = write!(target, "{text}");
             return code;
@@ -125,7 +129,15 @@ pub fn run(
             inputs,
             json,
             out: out_path,
-        } => cmd_eval(&mut out, &file, def.as_deref(), &sizes, &inputs, json, out_path.as_deref()),
+        } => cmd_eval(
+            &mut out,
+            &file,
+            def.as_deref(),
+            &sizes,
+            &inputs,
+            json,
+            out_path.as_deref(),
+        ),
         Command::Fmt {
             file,
             check,
@@ -144,7 +156,10 @@ fn read_source(out: &mut Output<'_>, file: &Path) -> Result<String, i32> {
                 let offset = e.utf8_error().valid_up_to();
                 let source = String::from_utf8_lossy(e.as_bytes()).into_owned();
                 let d = Diagnostic::error("E0100", "the file is not valid UTF-8")
-                    .at(atl_lang::span::Span::new(offset, offset + 1), "invalid byte here")
+                    .at(
+                        atl_lang::span::Span::new(offset, offset + 1),
+                        "invalid byte here",
+                    )
                     .with_help("ATL sources are UTF-8 text");
                 out.diagnostics(&[d], file, &source);
                 Err(EXIT_USER)
@@ -242,9 +257,9 @@ fn parse_sizes(args: &[String]) -> Result<BTreeMap<String, i64>, String> {
     let mut sizes = BTreeMap::new();
     for arg in args {
         for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (name, value) = part
-                .split_once('=')
-                .ok_or_else(|| format!("`--sizes {part}`: expected NAME=VALUE, e.g. `--sizes n=4,m=5`"))?;
+            let (name, value) = part.split_once('=').ok_or_else(|| {
+                format!("`--sizes {part}`: expected NAME=VALUE, e.g. `--sizes n=4,m=5`")
+            })?;
             let value: i64 = value
                 .trim()
                 .parse()
@@ -266,19 +281,17 @@ enum InputSource {
 fn parse_inputs(args: &[String]) -> Result<Vec<(String, InputSource)>, String> {
     let mut out: Vec<(String, InputSource)> = Vec::new();
     for arg in args {
-        let (name, source) = arg
-            .split_once('=')
-            .ok_or_else(|| format!("`--input {arg}`: expected NAME=random:SEED or NAME=PATH.npy"))?;
+        let (name, source) = arg.split_once('=').ok_or_else(|| {
+            format!("`--input {arg}`: expected NAME=random:SEED or NAME=PATH.npy")
+        })?;
         let name = name.trim().to_string();
         if out.iter().any(|(n, _)| *n == name) {
             return Err(format!("`--input`: `{name}` is given twice"));
         }
         let source = if let Some(seed) = source.strip_prefix("random:") {
-            InputSource::Random(
-                seed.trim()
-                    .parse()
-                    .map_err(|_| format!("`--input {arg}`: the seed `{seed}` is not a non-negative integer"))?,
-            )
+            InputSource::Random(seed.trim().parse().map_err(|_| {
+                format!("`--input {arg}`: the seed `{seed}` is not a non-negative integer")
+            })?)
         } else if source.ends_with(".npy") {
             InputSource::Npy(PathBuf::from(source))
         } else {
@@ -308,15 +321,16 @@ fn pick_def<'p>(
                 )
                 .with_help("evaluate the definition it starts from; the rewrite engine that replays derivations comes in a later release"))
             } else {
-                Err(Diagnostic::error("E0606", format!("no definition named `{name}`"))
-                    .with_help(format!("definitions in this file: {}", defs.join(", "))))
+                Err(
+                    Diagnostic::error("E0606", format!("no definition named `{name}`"))
+                        .with_help(format!("definitions in this file: {}", defs.join(", "))),
+                )
             }
         }
-        None => program
-            .defs
-            .last()
-            .map(|d| d.name.as_str())
-            .ok_or_else(|| Diagnostic::error("E0606", "the file has no definition to evaluate").with_help("add a `def NAME = …`")),
+        None => program.defs.last().map(|d| d.name.as_str()).ok_or_else(|| {
+            Diagnostic::error("E0606", "the file has no definition to evaluate")
+                .with_help("add a `def NAME = …`")
+        }),
     }
 }
 
@@ -348,7 +362,11 @@ fn cmd_eval(
             return out.arg_error(&format!(
                 "`--sizes`: `{name}` is not a size of {} (sizes: {})",
                 file.display(),
-                if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
             ));
         }
     }
@@ -366,7 +384,11 @@ fn cmd_eval(
             return out.arg_error(&format!(
                 "`--input`: `{input_name}` is not an input of {} (inputs: {})",
                 file.display(),
-                if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
             ));
         };
         let tensor = match src {
@@ -385,7 +407,13 @@ fn cmd_eval(
                         data: a.data,
                     },
                     Err(m) => {
-                        let d = Diagnostic::error("E0608", format!("cannot read input `{input_name}` from `{}`: {m}", path.display()));
+                        let d = Diagnostic::error(
+                            "E0608",
+                            format!(
+                                "cannot read input `{input_name}` from `{}`: {m}",
+                                path.display()
+                            ),
+                        );
                         out.diagnostics(&[d], file, &source);
                         return EXIT_USER;
                     }
@@ -395,7 +423,13 @@ fn cmd_eval(
         };
         inputs.insert(input_name, tensor);
     }
-    let result = match atl_lang::interp::eval_def(program, &name, &sizes, &inputs, &EvalOptions::default()) {
+    let result = match atl_lang::interp::eval_def(
+        program,
+        &name,
+        &sizes,
+        &inputs,
+        &EvalOptions::default(),
+    ) {
         Ok(t) => t,
         Err(d) => {
             out.diagnostics(&[d], file, &source);
@@ -425,7 +459,10 @@ fn json_number(v: f64) -> serde_json::Value {
     serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 
-fn concrete_input_shape(shape: &[atl_lang::index::IndexExpr], sizes: &BTreeMap<String, i64>) -> Option<Vec<usize>> {
+fn concrete_input_shape(
+    shape: &[atl_lang::index::IndexExpr],
+    sizes: &BTreeMap<String, i64>,
+) -> Option<Vec<usize>> {
     shape
         .iter()
         .map(|d| {
@@ -440,7 +477,10 @@ fn concrete_input_shape(shape: &[atl_lang::index::IndexExpr], sizes: &BTreeMap<S
 fn show_tensor(t: &Tensor) -> String {
     fn rec(t: &Tensor, dim: usize, offset: usize, out: &mut String) {
         if dim == t.shape.len() {
-            out.push_str(&format!("{:.6}", t.data.get(offset).copied().unwrap_or(0.0)));
+            out.push_str(&format!(
+                "{:.6}",
+                t.data.get(offset).copied().unwrap_or(0.0)
+            ));
             return;
         }
         let stride: usize = t.shape[dim + 1..].iter().product();

@@ -7,6 +7,11 @@ fn main() {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let code = atl_cli::run(std::env::args_os(), &mut stdout.lock(), &mut stderr.lock(), color);
+    let code = atl_cli::run(
+        std::env::args_os(),
+        &mut stdout.lock(),
+        &mut stderr.lock(),
+        color,
+    );
     std::process::exit(code);
 }

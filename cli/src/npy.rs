@@ -49,9 +49,13 @@ pub fn parse(bytes: &[u8]) -> Result<NpyArray, String> {
             ));
         }
     };
-    let fortran = dict_value(header, "fortran_order").ok_or("the .npy header has no 'fortran_order'")?;
+    let fortran =
+        dict_value(header, "fortran_order").ok_or("the .npy header has no 'fortran_order'")?;
     if fortran.trim() != "False" {
-        return Err("Fortran-order arrays are not supported; save it in C order (np.ascontiguousarray)".into());
+        return Err(
+            "Fortran-order arrays are not supported; save it in C order (np.ascontiguousarray)"
+                .into(),
+        );
     }
     let shape_text = dict_value(header, "shape").ok_or("the .npy header has no 'shape'")?;
     let inner = shape_text
@@ -71,7 +75,9 @@ pub fn parse(bytes: &[u8]) -> Result<NpyArray, String> {
         .try_fold(1usize, |acc, d| acc.checked_mul(*d))
         .ok_or("the .npy shape is too large")?;
     let body = &bytes[header_end..];
-    let need = count.checked_mul(elem).ok_or("the .npy shape is too large")?;
+    let need = count
+        .checked_mul(elem)
+        .ok_or("the .npy shape is too large")?;
     if body.len() != need {
         return Err(format!(
             "the .npy data has {} bytes but shape {:?} needs {need}",
@@ -143,7 +149,13 @@ mod tests {
     fn round_trip_f64() {
         let mut buf = Vec::new();
         write_f64(&mut buf, &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, -6.5]).unwrap();
-        assert_eq!(buf.len() % 64, (6 * 8) % 64, "header padded to 64");
+        // The header is padded to a multiple of 64 bytes, then come 6 doubles.
+        assert_eq!((buf.len() - 6 * 8) % 64, 0, "header padded to 64 bytes");
+        assert_eq!(
+            buf[buf.len() - 6 * 8 - 1],
+            b'\n',
+            "header ends in a newline"
+        );
         let a = parse(&buf).unwrap();
         assert_eq!(a.shape, vec![2, 3]);
         assert_eq!(a.data, vec![1.0, 2.0, 3.0, 4.0, 5.0, -6.5]);

@@ -2,6 +2,9 @@
 //! target: under one second in release mode). Prints the median of several runs.
 //! Run with `cargo bench -p atl-lang --bench front_end`.
 
+// A benchmark reports on stdout.
+#![allow(clippy::print_stdout)]
+
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -11,7 +14,11 @@ fn generate(lines: usize) -> String {
     let mut s = String::from("size n, m\nassume n >= 2\ninput f : [n, m]\ninput g : [m, n]\n");
     let mut k = 0;
     while s.lines().count() + 5 <= lines {
-        let prev = if k == 0 { "f".to_string() } else { format!("d{}", k - 1) };
+        let prev = if k == 0 {
+            "f".to_string()
+        } else {
+            format!("d{}", k - 1)
+        };
         let _ = write!(
             s,
             "def d{k} =\n  let a = gen i < n, j < m: [0 <= i - 1] * {prev}[i - 1, j] + {prev}[i, j] in\n  let b = transpose(g) + a in\n  gen i < n, j < m: sum r < 3: [j + r < m] * b[i, j + r] * 0.5\n  + trunc_r(2, pad_r(2, b))[i, j]\n"
@@ -29,7 +36,11 @@ fn main() {
         let start = Instant::now();
         let (checked, diags) = atl_lang::check_source(&source);
         let elapsed = start.elapsed();
-        assert!(checked.is_some(), "generated program must check: {:?}", diags.first());
+        assert!(
+            checked.is_some(),
+            "generated program must check: {:?}",
+            diags.first()
+        );
         times.push(elapsed);
     }
     times.sort();

@@ -124,7 +124,7 @@ pub struct SiteSelector {
     /// `at N`: the N-th match in pre-order (1-based).
     pub at: Option<(u64, Span)>,
     /// `around (PATTERN)`: the first match inside the first subterm matching PATTERN.
-    pub around: Option<SExpr>,
+    pub around: Option<Box<SExpr>>,
     /// `in [0, 1, …]`: the child-index path from the root to the site.
     pub path: Option<(Vec<u64>, Span)>,
 }

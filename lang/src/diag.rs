@@ -131,7 +131,13 @@ fn render_one(
     };
     let Some(primary) = &d.primary else {
         // No position: a plain one-paragraph message in the same style.
-        writeln!(out, "{}[{}]: {}", severity_word(d.severity), d.code, d.message)?;
+        writeln!(
+            out,
+            "{}[{}]: {}",
+            severity_word(d.severity),
+            d.code,
+            d.message
+        )?;
         for note in &d.notes {
             writeln!(out, "  note: {note}")?;
         }

@@ -444,7 +444,11 @@ fn write_index_at(f: &mut fmt::Formatter<'_>, e: &IndexExpr, min_prec: u8) -> fm
         IndexExpr::Neg(a) => {
             write!(f, "-")?;
             // `-3` parses as the constant -3; the negation of the constant 3 is `-(3)`.
-            let min = if matches!(**a, IndexExpr::Const(_)) { 5 } else { 4 };
+            let min = if matches!(**a, IndexExpr::Const(_)) {
+                5
+            } else {
+                4
+            };
             write_index_at(f, a, min)
         }
         IndexExpr::Bin(op, a, b) if op.is_call() => {
@@ -563,7 +567,11 @@ mod tests {
         assert_eq!(e.to_string(), "a - (b - c)");
         let p = Pred::and(
             Pred::or(Pred::Bool(true), Pred::Bool(false)),
-            Pred::not(Pred::cmp(CmpOp::Lt, IndexExpr::var("i"), IndexExpr::var("n"))),
+            Pred::not(Pred::cmp(
+                CmpOp::Lt,
+                IndexExpr::var("i"),
+                IndexExpr::var("n"),
+            )),
         );
         assert_eq!(p.to_string(), "(true || false) && !(i < n)");
     }

@@ -440,21 +440,34 @@ fn find_def(program: &Program, name: &str) -> Result<usize, Diagnostic> {
 // ---------------------------------------------------------------------------------------
 
 /// An index expression with sizes folded to constants and binders as slots.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum CIdx {
     Const(i64),
     /// Position in the environment of `gen`/`sum` binder values (outermost first).
     Slot(usize),
+    /// `c + Σ coeff * slot`: the linear parts of index expressions (nearly all of them)
+    /// are collected at compile time, because walking boxed trees dominated the run
+    /// time of stencils. Like the unbounded integers of DESIGN §3.2, the linear form
+    /// has no intermediate results that could overflow where the final value does not.
+    Affine(i64, Box<[(usize, i64)]>),
     Neg(Box<CIdx>),
     Bin(IndexOp, Box<CIdx>, Box<CIdx>),
 }
 
+/// A linear form under construction: constant and (slot, coefficient) terms, sorted by
+/// slot, without zero coefficients.
+type Linear = (i64, Vec<(usize, i64)>);
+
 impl CIdx {
     /// `None` on overflow (the slot always exists by construction).
+    #[inline]
     fn eval(&self, env: &[i64]) -> Option<i64> {
         match self {
             CIdx::Const(c) => Some(*c),
             CIdx::Slot(s) => env.get(*s).copied(),
+            CIdx::Affine(c, terms) => terms.iter().try_fold(*c, |acc, &(s, k)| {
+                acc.checked_add(env.get(s)?.checked_mul(k)?)
+            }),
             CIdx::Neg(a) => a.eval(env)?.checked_neg(),
             CIdx::Bin(op, a, b) => apply_index_op(*op, a.eval(env)?, b.eval(env)?),
         }
@@ -463,6 +476,61 @@ impl CIdx {
     fn is_const(&self) -> bool {
         matches!(self, CIdx::Const(_))
     }
+
+    /// The linear form, if the expression is linear in the binders (and folding the
+    /// coefficients does not overflow).
+    fn linear(&self) -> Option<Linear> {
+        match self {
+            CIdx::Const(c) => Some((*c, Vec::new())),
+            CIdx::Slot(s) => Some((0, vec![(*s, 1)])),
+            CIdx::Affine(c, terms) => Some((*c, terms.to_vec())),
+            CIdx::Neg(a) => scale_linear(a.linear()?, -1),
+            CIdx::Bin(IndexOp::Add, a, b) => add_linear(a.linear()?, b.linear()?),
+            CIdx::Bin(IndexOp::Sub, a, b) => {
+                add_linear(a.linear()?, scale_linear(b.linear()?, -1)?)
+            }
+            CIdx::Bin(IndexOp::Mul, a, b) => match (a.linear()?, b.linear()?) {
+                ((k, t), other) | (other, (k, t)) if t.is_empty() => scale_linear(other, k),
+                _ => None,
+            },
+            CIdx::Bin(..) => None,
+        }
+    }
+
+    /// The cheapest equivalent form: linear expressions become `Const`, `Slot` or
+    /// `Affine`; anything else is kept as it is.
+    fn simplify(self) -> CIdx {
+        let Some((c, terms)) = self.linear() else {
+            return self;
+        };
+        match terms.as_slice() {
+            [] => CIdx::Const(c),
+            [(s, 1)] if c == 0 => CIdx::Slot(*s),
+            _ => CIdx::Affine(c, terms.into_boxed_slice()),
+        }
+    }
+}
+
+fn scale_linear((c, terms): Linear, k: i64) -> Option<Linear> {
+    let c = c.checked_mul(k)?;
+    let mut out = Vec::with_capacity(terms.len());
+    for (s, x) in terms {
+        let x = x.checked_mul(k)?;
+        if x != 0 {
+            out.push((s, x));
+        }
+    }
+    Some((c, out))
+}
+
+fn add_linear((c1, t1): Linear, (c2, t2): Linear) -> Option<Linear> {
+    let mut terms: BTreeMap<usize, i64> = t1.into_iter().collect();
+    for (s, x) in t2 {
+        let e = terms.entry(s).or_insert(0);
+        *e = e.checked_add(x)?;
+    }
+    let terms = terms.into_iter().filter(|&(_, x)| x != 0).collect();
+    Some((c1.checked_add(c2)?, terms))
 }
 
 #[derive(Clone, Debug)]
@@ -666,11 +734,9 @@ impl<'a> Compiler<'a> {
                     format!("metavariable `?{name}` cannot be evaluated"),
                 ));
             }
-            IndexExpr::Neg(a) => match self.index(a, span)? {
-                // An overflowing fold stays unfolded, so it is reported only if reached.
-                CIdx::Const(c) if c.checked_neg().is_some() => CIdx::Const(-c),
-                a => CIdx::Neg(Box::new(a)),
-            },
+            // An overflowing fold stays unfolded (`linear` gives up on it), so it is
+            // reported only if it is ever evaluated.
+            IndexExpr::Neg(a) => CIdx::Neg(Box::new(self.index(a, span)?)).simplify(),
             IndexExpr::Bin(op, a, b) => {
                 let a = self.index(a, span)?;
                 let b = self.index(b, span)?;
@@ -679,7 +745,7 @@ impl<'a> Compiler<'a> {
                         Some(v) => CIdx::Const(v),
                         None => CIdx::Bin(*op, Box::new(a), Box::new(b)),
                     },
-                    _ => CIdx::Bin(*op, Box::new(a), Box::new(b)),
+                    _ => CIdx::Bin(*op, Box::new(a), Box::new(b)).simplify(),
                 }
             }
         })

@@ -111,7 +111,10 @@ pub enum ExprKind {
         body: Box<Expr>,
     },
     /// `[pred] * body`.
-    Guard { pred: Pred, body: Box<Expr> },
+    Guard {
+        pred: Pred,
+        body: Box<Expr>,
+    },
     /// `let var = value in body`.
     Let {
         var: String,
@@ -498,9 +501,15 @@ fn subst_index_rec(
             } else if value_vars.contains(var) {
                 let fresh = supply.fresh(var);
                 let renamed = rename_index(body, var, &fresh);
-                (fresh, subst_index_rec(&renamed, name, value, value_vars, supply))
+                (
+                    fresh,
+                    subst_index_rec(&renamed, name, value, value_vars, supply),
+                )
             } else {
-                (var.clone(), subst_index_rec(body, name, value, value_vars, supply))
+                (
+                    var.clone(),
+                    subst_index_rec(body, name, value, value_vars, supply),
+                )
             };
             let body = Box::new(body);
             if matches!(e.kind, ExprKind::Gen { .. }) {
@@ -586,7 +595,12 @@ fn subst_tensor_rec(
             let mut out = e.clone();
             let new_body = rename_index(body, var, &fresh);
             match &mut out.kind {
-                ExprKind::Gen { var: v, body: b, .. } | ExprKind::Sum { var: v, body: b, .. } => {
+                ExprKind::Gen {
+                    var: v, body: b, ..
+                }
+                | ExprKind::Sum {
+                    var: v, body: b, ..
+                } => {
                     *v = fresh;
                     **b = rec(&new_body, supply);
                 }
@@ -606,7 +620,11 @@ fn subst_tensor_rec(
 
 /// Renames free occurrences of `let` variable `from` to `to` (`to` must be fresh).
 pub fn rename_tensor(e: &Expr, from: &str, to: &str) -> Expr {
-    subst_tensor(e, from, &Expr::new(ExprKind::Var(to.to_string()), Span::DUMMY))
+    subst_tensor(
+        e,
+        from,
+        &Expr::new(ExprKind::Var(to.to_string()), Span::DUMMY),
+    )
 }
 
 /// Alpha-equivalence: equal up to consistent renaming of bound variables (index and

@@ -273,11 +273,22 @@ mod tests {
 
     #[test]
     fn keywords_are_not_identifier_prefixes() {
-        assert_eq!(kinds("gen genx"), vec![Token::Gen, Token::Ident("genx".into())]);
-        assert_eq!(kinds("rw<- r"), vec![Token::RwBack, Token::Ident("r".into())]);
+        assert_eq!(
+            kinds("gen genx"),
+            vec![Token::Gen, Token::Ident("genx".into())]
+        );
+        assert_eq!(
+            kinds("rw<- r"),
+            vec![Token::RwBack, Token::Ident("r".into())]
+        );
         assert_eq!(
             kinds("i<-1"),
-            vec![Token::Ident("i".into()), Token::Lt, Token::Minus, Token::Int("1".into())]
+            vec![
+                Token::Ident("i".into()),
+                Token::Lt,
+                Token::Minus,
+                Token::Int("1".into())
+            ]
         );
     }
 
@@ -286,6 +297,9 @@ mod tests {
         let (toks, diags) = lex("a $$ b");
         assert_eq!(toks.len(), 2);
         assert_eq!(diags.len(), 1);
-        assert_eq!(diags[0].primary.as_ref().map(|l| l.span), Some(Span::new(2, 4)));
+        assert_eq!(
+            diags[0].primary.as_ref().map(|l| l.span),
+            Some(Span::new(2, 4))
+        );
     }
 }

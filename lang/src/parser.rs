@@ -158,14 +158,11 @@ pub fn pred_parser(
                 }
                 out.expect("at_least(1) comparison")
             });
-        let boolean = choice((
-            just(Token::True).to(true),
-            just(Token::False).to(false),
-        ))
-        .map_with_span(|b, span| SPred {
-            kind: SPredKind::Bool(b),
-            span: sp(span),
-        });
+        let boolean = choice((just(Token::True).to(true), just(Token::False).to(false)))
+            .map_with_span(|b, span| SPred {
+                kind: SPredKind::Bool(b),
+                span: sp(span),
+            });
         let paren = pred
             .clone()
             .delimited_by(just(Token::LParen), just(Token::RParen));
@@ -426,12 +423,12 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
 fn to_diag(e: PErr, what: &str) -> Diagnostic {
     let span = sp(e.span());
     match e.reason() {
-        SimpleReason::Unclosed { span: open, delimiter } => Diagnostic::error(
-            "E0202",
-            format!("unclosed `{delimiter}`"),
-        )
-        .at(span, "expected the closing delimiter before this")
-        .with_secondary(sp(open.clone()), "opened here"),
+        SimpleReason::Unclosed {
+            span: open,
+            delimiter,
+        } => Diagnostic::error("E0202", format!("unclosed `{delimiter}`"))
+            .at(span, "expected the closing delimiter before this")
+            .with_secondary(sp(open.clone()), "opened here"),
         SimpleReason::Custom(msg) => Diagnostic::error("E0203", msg.clone()).at(span, "here"),
         SimpleReason::Unexpected => {
             let mut expected: Vec<String> = e
@@ -469,20 +466,14 @@ fn run<T>(
     eoi: usize,
     what: &str,
 ) -> Result<T, Diagnostic> {
-    let stream = Stream::from_iter(
-        eoi..eoi,
-        tokens.iter().map(|(t, s)| (t.clone(), s.range())),
-    );
-    parser
-        .then_ignore(end())
-        .parse(stream)
-        .map_err(|errs| {
-            // Report the first error of an item: later ones are usually consequences.
-            errs.into_iter()
-                .next()
-                .map(|e| to_diag(e, what))
-                .unwrap_or_else(|| Diagnostic::error("E0201", format!("cannot parse {what}")))
-        })
+    let stream = Stream::from_iter(eoi..eoi, tokens.iter().map(|(t, s)| (t.clone(), s.range())));
+    parser.then_ignore(end()).parse(stream).map_err(|errs| {
+        // Report the first error of an item: later ones are usually consequences.
+        errs.into_iter()
+            .next()
+            .map(|e| to_diag(e, what))
+            .unwrap_or_else(|| Diagnostic::error("E0201", format!("cannot parse {what}")))
+    })
 }
 
 /// Byte offsets of line starts, to tell which line a token is on.
@@ -728,16 +719,21 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
             }),
             [] => Err(Diagnostic::error("E0206", format!("`{word}` needs {what}"))
                 .at(*head_span, format!("expected {what} after this"))),
-            [(_, s), ..] => Err(Diagnostic::error("E0206", format!("`{word}` takes exactly one name ({what})"))
-                .at(step_span(rest).to(*s), "unexpected here")),
+            [(_, s), ..] => Err(Diagnostic::error(
+                "E0206",
+                format!("`{word}` takes exactly one name ({what})"),
+            )
+            .at(step_span(rest).to(*s), "unexpected here")),
         }
     };
     let no_args = || -> Result<(), Diagnostic> {
         if rest.is_empty() {
             Ok(())
         } else {
-            Err(Diagnostic::error("E0206", format!("`{word}` takes no arguments"))
-                .at(step_span(rest), "unexpected arguments"))
+            Err(
+                Diagnostic::error("E0206", format!("`{word}` takes no arguments"))
+                    .at(step_span(rest), "unexpected arguments"),
+            )
         }
     };
     let kind = match word {
@@ -767,14 +763,20 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
                     Token::Int(v) => match v.parse::<i64>() {
                         Ok(v) => DirectiveArg::Int(v, *s),
                         Err(_) => {
-                            return Err(Diagnostic::error("E0203", format!("integer `{v}` does not fit in 64 bits"))
-                                .at(*s, "too large"));
+                            return Err(Diagnostic::error(
+                                "E0203",
+                                format!("integer `{v}` does not fit in 64 bits"),
+                            )
+                            .at(*s, "too large"));
                         }
                     },
                     Token::Comma => DirectiveArg::Comma(*s),
                     other => {
-                        return Err(Diagnostic::error("E0207", format!("unexpected `{other}` in the arguments of `{word}`"))
-                            .at(*s, "directive arguments are names, integers and commas"));
+                        return Err(Diagnostic::error(
+                            "E0207",
+                            format!("unexpected `{other}` in the arguments of `{word}`"),
+                        )
+                        .at(*s, "directive arguments are names, integers and commas"));
                     }
                 });
             }
@@ -804,9 +806,11 @@ fn parse_rewrite(
             1,
         ),
         _ => {
-            return Err(Diagnostic::error("E0206", "a rewrite step needs a rule name")
-                .at(head_span, "expected a rule name after this")
-                .with_help("for example `rw get_gen` or `rw<- tile_id with k := 8`"));
+            return Err(
+                Diagnostic::error("E0206", "a rewrite step needs a rule name")
+                    .at(head_span, "expected a rule name after this")
+                    .with_help("for example `rw get_gen` or `rw<- tile_id with k := 8`"),
+            );
         }
     };
     let mut site = SiteSelector::default();
@@ -819,8 +823,11 @@ fn parse_rewrite(
                     Some((Token::Int(v), vs)) => match v.parse::<u64>() {
                         Ok(n) if n >= 1 => site.at = Some((n, s.to(*vs))),
                         _ => {
-                            return Err(Diagnostic::error("E0208", "`at` takes a match number from 1")
-                                .at(*vs, "matches are numbered 1, 2, … in pre-order"));
+                            return Err(Diagnostic::error(
+                                "E0208",
+                                "`at` takes a match number from 1",
+                            )
+                            .at(*vs, "matches are numbered 1, 2, … in pre-order"));
                         }
                     },
                     _ => {
@@ -837,7 +844,7 @@ fn parse_rewrite(
                 })?;
                 let inner = &rest[k + 2..close];
                 let pattern = run(expr_parser(), inner, rest[close].1.start, "a pattern")?;
-                site.around = Some(pattern);
+                site.around = Some(Box::new(pattern));
                 k = close + 1;
             }
             Token::In => {
@@ -847,19 +854,25 @@ fn parse_rewrite(
                     .map(|p| p + k + 1);
                 let ok_open = matches!(rest.get(k + 1), Some((Token::LBracket, _)));
                 let Some(close) = close.filter(|_| ok_open) else {
-                    return Err(Diagnostic::error("E0208", "`in` needs a path like `[0, 1, 0]`")
-                        .at(*s, "expected `[…]` after this"));
+                    return Err(
+                        Diagnostic::error("E0208", "`in` needs a path like `[0, 1, 0]`")
+                            .at(*s, "expected `[…]` after this"),
+                    );
                 };
                 let mut path = Vec::new();
                 for part in split_commas(&rest[k + 2..close]) {
                     match part {
                         [] if path.is_empty() && close == k + 2 => {}
                         [(Token::Int(v), vs)] => path.push(v.parse::<u64>().map_err(|_| {
-                            Diagnostic::error("E0208", "a path step is a child number").at(*vs, "too large")
+                            Diagnostic::error("E0208", "a path step is a child number")
+                                .at(*vs, "too large")
                         })?),
                         _ => {
-                            return Err(Diagnostic::error("E0208", "a path is a list of child numbers")
-                                .at(step_span(part).to(*s), "expected a number"));
+                            return Err(Diagnostic::error(
+                                "E0208",
+                                "a path is a list of child numbers",
+                            )
+                            .at(step_span(part).to(*s), "expected a number"));
                         }
                     }
                 }
@@ -870,14 +883,22 @@ fn parse_rewrite(
                 let end = rest[k + 1..]
                     .iter()
                     .position(|(t, _)| {
-                        matches!(t, Token::In) || matches!(t, Token::Ident(w) if w == "at" || w == "around")
+                        matches!(t, Token::In)
+                            || matches!(t, Token::Ident(w) if w == "at" || w == "around")
                     })
                     .map(|p| p + k + 1)
                     .unwrap_or(rest.len());
                 for part in split_commas(&rest[k + 1..end]) {
                     match part {
-                        [(Token::Ident(n), ns), (Token::ColonEq, cs), value @ ..] if !value.is_empty() => {
-                            let v = run(index_parser(), value, value.last().map(|t| t.1.end).unwrap_or(cs.end), "an instantiation")?;
+                        [(Token::Ident(n), ns), (Token::ColonEq, cs), value @ ..]
+                            if !value.is_empty() =>
+                        {
+                            let v = run(
+                                index_parser(),
+                                value,
+                                value.last().map(|t| t.1.end).unwrap_or(cs.end),
+                                "an instantiation",
+                            )?;
                             with.push((
                                 Ident {
                                     name: n.clone(),
@@ -888,18 +909,26 @@ fn parse_rewrite(
                         }
                         _ => {
                             let at = if part.is_empty() { *s } else { step_span(part) };
-                            return Err(Diagnostic::error("E0208", "`with` takes `name := value` pairs")
-                                .at(at, "expected `name := value`")
-                                .with_help("for example `with k := 8, m := n`"));
+                            return Err(Diagnostic::error(
+                                "E0208",
+                                "`with` takes `name := value` pairs",
+                            )
+                            .at(at, "expected `name := value`")
+                            .with_help("for example `with k := 8, m := n`"));
                         }
                     }
                 }
                 k = end;
             }
             other => {
-                return Err(Diagnostic::error("E0208", format!("unexpected `{other}` in a rewrite step"))
-                    .at(*s, "unknown option")
-                    .with_help("options are `at N`, `around (PATTERN)`, `in [PATH]` and `with NAME := VALUE`"));
+                return Err(Diagnostic::error(
+                    "E0208",
+                    format!("unexpected `{other}` in a rewrite step"),
+                )
+                .at(*s, "unknown option")
+                .with_help(
+                    "options are `at N`, `around (PATTERN)`, `in [PATH]` and `with NAME := VALUE`",
+                ));
             }
         }
     }

@@ -126,7 +126,8 @@ impl Printer {
                 let mut first = true;
                 loop {
                     match &cur.kind {
-                        ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body }
+                        ExprKind::Gen { var, lo, hi, body }
+                        | ExprKind::Sum { var, lo, hi, body }
                             if matches!(cur.kind, ExprKind::Gen { .. }) == is_gen =>
                         {
                             if !first {
@@ -175,13 +176,21 @@ impl Printer {
                 self.out.push('-');
                 // `-1` would read back as the literal -1, `--x` is fine but `-(-1)` is not
                 // a literal either way.
-                let min = if matches!(a.kind, ExprKind::Lit(_)) { P_ATOM + 1 } else { P_UNARY };
+                let min = if matches!(a.kind, ExprKind::Lit(_)) {
+                    P_ATOM + 1
+                } else {
+                    P_UNARY
+                };
                 self.expr(a, min, rightmost);
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let p = prec(e);
                 self.expr(lhs, p, false);
-                let sym = if *op == crate::ir::BinOp::Mul { self.star() } else { op.symbol() };
+                let sym = if *op == crate::ir::BinOp::Mul {
+                    self.star()
+                } else {
+                    op.symbol()
+                };
                 let _ = write!(self.out, " {sym} ");
                 self.expr(rhs, p + 1, rightmost);
             }
@@ -191,7 +200,11 @@ impl Printer {
                 self.expr(b, P_CONCAT + 1, rightmost);
             }
             ExprKind::Transpose(a) | ExprKind::Flatten(a) => {
-                let name = if matches!(e.kind, ExprKind::Transpose(_)) { "transpose" } else { "flatten" };
+                let name = if matches!(e.kind, ExprKind::Transpose(_)) {
+                    "transpose"
+                } else {
+                    "flatten"
+                };
                 let _ = write!(self.out, "{name}(");
                 self.expr(a, 0, true);
                 self.out.push(')');
@@ -208,15 +221,126 @@ impl Printer {
     fn body(&mut self, e: &Expr, indent: &str) {
         let mut cur = e;
         while let ExprKind::Let { var, value, body } = &cur.kind {
-            let _ = write!(self.out, "{indent}let {var} = ");
-            self.expr(value, 0, true);
-            self.out.push_str(" in\n");
+            let head = format!("{indent}let {var} =");
+            let one_line = self.one_line(value, 0, true);
+            if head.chars().count() + 1 + one_line.chars().count() + 3 <= LINE_WIDTH {
+                let _ = writeln!(self.out, "{head} {one_line} in");
+            } else {
+                let _ = writeln!(self.out, "{head}");
+                self.block(value, &format!("{indent}    "), 0, true);
+                self.out.push_str(" in\n");
+            }
             cur = body;
         }
-        self.out.push_str(indent);
-        self.expr(cur, 0, true);
+        self.block(cur, indent, 0, true);
+    }
+
+    fn one_line(&self, e: &Expr, min: u8, rightmost: bool) -> String {
+        let mut p = Printer {
+            style: self.style,
+            out: String::new(),
+        };
+        p.expr(e, min, rightmost);
+        p.out
+    }
+
+    /// Prints `e` starting at `indent`, breaking lines that would exceed
+    /// [`LINE_WIDTH`]: after the `:` of a binder head, and before each operand of a
+    /// top-level `+`/`-` chain. Line breaks are whitespace to the parser, so this never
+    /// changes the meaning.
+    fn block(&mut self, e: &Expr, indent: &str, min: u8, rightmost: bool) {
+        let one_line = self.one_line(e, min, rightmost);
+        if indent.chars().count() + one_line.chars().count() <= LINE_WIDTH {
+            self.out.push_str(indent);
+            self.out.push_str(&one_line);
+            return;
+        }
+        let parenthesized = prec(e) < min || (right_open(e) && !rightmost);
+        match &e.kind {
+            _ if parenthesized => {
+                self.out.push_str(indent);
+                self.out.push_str(&one_line);
+            }
+            ExprKind::Gen { .. } | ExprKind::Sum { .. } => {
+                // Print the merged head, then the body on the next lines.
+                let is_gen = matches!(e.kind, ExprKind::Gen { .. });
+                let mut head = Printer {
+                    style: self.style,
+                    out: String::new(),
+                };
+                head.out.push_str(indent);
+                head.out
+                    .push_str(if is_gen { self.kw_gen() } else { self.kw_sum() });
+                head.out.push(' ');
+                let mut cur = e;
+                let mut first = true;
+                loop {
+                    match &cur.kind {
+                        ExprKind::Gen { var, lo, hi, body }
+                        | ExprKind::Sum { var, lo, hi, body }
+                            if matches!(cur.kind, ExprKind::Gen { .. }) == is_gen =>
+                        {
+                            if !first {
+                                head.out.push_str(", ");
+                            }
+                            first = false;
+                            head.range(var, lo, hi);
+                            cur = body;
+                        }
+                        _ => break,
+                    }
+                }
+                self.out.push_str(&head.out);
+                self.out.push_str(":\n");
+                self.block(cur, &format!("{indent}  "), 0, rightmost);
+            }
+            ExprKind::Binary {
+                op: crate::ir::BinOp::Add | crate::ir::BinOp::Sub,
+                ..
+            } => {
+                // Flatten the left-associated chain `((a + b) - c) + d`.
+                let mut operands = Vec::new();
+                let mut cur = e;
+                while let ExprKind::Binary { op, lhs, rhs } = &cur.kind
+                    && matches!(op, crate::ir::BinOp::Add | crate::ir::BinOp::Sub)
+                    && prec(cur) >= min
+                {
+                    operands.push((Some(*op), &**rhs));
+                    cur = lhs;
+                    if prec(cur) != P_ADD {
+                        break;
+                    }
+                }
+                operands.push((None, cur));
+                operands.reverse();
+                let last = operands.len() - 1;
+                for (k, (op, operand)) in operands.into_iter().enumerate() {
+                    let is_last = k == last;
+                    // The first operand sits left of a `+` (same precedence allowed);
+                    // later ones are right operands (strictly higher precedence).
+                    let need = if k == 0 { P_ADD } else { P_ADD + 1 };
+                    let text = self.one_line(operand, need, is_last && rightmost);
+                    match op {
+                        None => {
+                            self.out.push_str(indent);
+                            self.out.push_str(&text);
+                        }
+                        Some(op) => {
+                            let _ = write!(self.out, "\n{indent}{} {text}", op.symbol());
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.out.push_str(indent);
+                self.out.push_str(&one_line);
+            }
+        }
     }
 }
+
+/// Lines longer than this are broken by the formatter where the grammar allows.
+pub const LINE_WIDTH: usize = 88;
 
 /// Prints an expression on one line.
 pub fn expr_to_string(e: &Expr, style: Style) -> String {
@@ -390,7 +514,9 @@ fn format_items(
                 out.push_str(&body_to_string(&def.body, style, "  "));
                 out.push('\n');
             }
-            Item::Derive { name, from, steps, .. } => {
+            Item::Derive {
+                name, from, steps, ..
+            } => {
                 let _ = writeln!(out, "derive {} from {} {{", name.name, from.name);
                 for step in steps {
                     let _ = writeln!(out, "  {}", step_to_string(step, source)?);

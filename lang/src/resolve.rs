@@ -90,12 +90,20 @@ fn suggestion<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Opti
 /// Converts an index expression whose names are all free variables (command-line
 /// facts, standalone predicates). Metavariables are rejected.
 pub fn lower_index_free(e: &SIndex) -> Result<IndexExpr, Diagnostic> {
-    lower_index_with(e, &mut |name, _| Ok(IndexExpr::Var(name.to_string())), false)
+    lower_index_with(
+        e,
+        &mut |name, _| Ok(IndexExpr::Var(name.to_string())),
+        false,
+    )
 }
 
 /// Converts a predicate whose names are all free variables.
 pub fn lower_pred_free(p: &SPred) -> Result<Pred, Diagnostic> {
-    lower_pred_with(p, &mut |name, _| Ok(IndexExpr::Var(name.to_string())), false)
+    lower_pred_with(
+        p,
+        &mut |name, _| Ok(IndexExpr::Var(name.to_string())),
+        false,
+    )
 }
 
 type NameFn<'f> = dyn FnMut(&str, Span) -> Result<IndexExpr, Diagnostic> + 'f;
@@ -118,7 +126,8 @@ fn lower_index_with(
         SIndexKind::Neg(inner) => match &inner.kind {
             // `-3` is the constant -3 (but `-(3)` is a negation, kept as written).
             SIndexKind::Int(v) => IndexExpr::Const(v.checked_neg().ok_or_else(|| {
-                Diagnostic::error("E0203", "integer does not fit in 64 bits").at(e.span, "too large")
+                Diagnostic::error("E0203", "integer does not fit in 64 bits")
+                    .at(e.span, "too large")
             })?),
             _ => IndexExpr::Neg(Box::new(lower_index_with(inner, name, allow_meta)?)),
         },
@@ -151,7 +160,11 @@ fn lower_pred_with(p: &SPred, name: &mut NameFn<'_>, allow_meta: bool) -> Result
 }
 
 fn meta_error(name: &str, span: Span) -> Diagnostic {
-    let shown = if name.is_empty() { "?".to_string() } else { format!("?{name}") };
+    let shown = if name.is_empty() {
+        "?".to_string()
+    } else {
+        format!("?{name}")
+    };
     Diagnostic::error("E0308", format!("metavariable `{shown}` outside a rule"))
         .at(span, "metavariables only appear in rule patterns")
 }
@@ -173,12 +186,16 @@ impl Resolver<'_> {
     }
 
     fn lookup_local<'c>(ctx: &'c ExprCtx, name: &str) -> Option<&'c Local> {
-        ctx.scope.iter().rev().find(|(n, _)| n == name).map(|(_, l)| l)
+        ctx.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| l)
     }
 
     fn unknown(&self, name: &str, span: Span, scope: &[(String, Local)]) -> Diagnostic {
-        let mut d = Diagnostic::error("E0305", format!("unknown name `{name}`"))
-            .at(span, "not declared");
+        let mut d =
+            Diagnostic::error("E0305", format!("unknown name `{name}`")).at(span, "not declared");
         let candidates = self
             .globals
             .keys()
@@ -187,7 +204,9 @@ impl Resolver<'_> {
         if let Some(s) = suggestion(name, candidates) {
             d = d.with_help(s);
         } else {
-            d = d.with_help("declare it with `size`, `input` or `def`, or bind it with `gen`, `sum` or `let`");
+            d = d.with_help(
+                "declare it with `size`, `input` or `def`, or bind it with `gen`, `sum` or `let`",
+            );
         }
         d
     }
@@ -199,7 +218,9 @@ impl Resolver<'_> {
             Some(Local::Tensor(_)) => {
                 let d = Diagnostic::error("E0303", format!("`{name}` is a tensor, not an index"))
                     .at(span, "used as an index here")
-                    .with_help("indices are integers built from sizes, binder variables and constants");
+                    .with_help(
+                        "indices are integers built from sizes, binder variables and constants",
+                    );
                 self.report(ctx, d);
                 return IndexExpr::Const(0);
             }
@@ -208,10 +229,13 @@ impl Resolver<'_> {
         match self.globals.get(name) {
             Some((Global::Size, _)) => IndexExpr::Var(name.to_string()),
             Some((g, decl)) => {
-                let d = Diagnostic::error("E0303", format!("`{name}` is {}, not an index", g.describe()))
-                    .at(span, "used as an index here")
-                    .with_secondary(*decl, "declared here")
-                    .with_help("indices are integers built from sizes, binder variables and constants");
+                let d = Diagnostic::error(
+                    "E0303",
+                    format!("`{name}` is {}, not an index", g.describe()),
+                )
+                .at(span, "used as an index here")
+                .with_secondary(*decl, "declared here")
+                .with_help("indices are integers built from sizes, binder variables and constants");
                 self.report(ctx, d);
                 IndexExpr::Const(0)
             }
@@ -267,17 +291,21 @@ impl Resolver<'_> {
             } else {
                 ("E0307", "a binder cannot reuse the name of a declaration")
             };
-            let d = Diagnostic::error(code, format!("`{}` is {} and cannot be rebound", var.name, g.describe()))
-                .at(var.span, what)
-                .with_secondary(decl, "declared here")
-                .with_help("pick another name for the binder");
+            let d = Diagnostic::error(
+                code,
+                format!("`{}` is {} and cannot be rebound", var.name, g.describe()),
+            )
+            .at(var.span, what)
+            .with_secondary(decl, "declared here")
+            .with_help("pick another name for the binder");
             self.report(ctx, d);
         }
         let resolved = if self.rename {
             // Fresh for this definition and every global name (checked by lookup, not
             // by copying the globals into each definition's name supply).
             let globals = &self.globals;
-            ctx.supply.fresh_avoiding(&var.name, &|n| globals.contains_key(n))
+            ctx.supply
+                .fresh_avoiding(&var.name, &|n| globals.contains_key(n))
         } else {
             var.name.clone()
         };
@@ -338,7 +366,11 @@ impl Resolver<'_> {
                             body: Box::new(out),
                         },
                     };
-                    let node_span = if k == 0 { span } else { bspan.to(Span::new(span.end, span.end)) };
+                    let node_span = if k == 0 {
+                        span
+                    } else {
+                        bspan.to(Span::new(span.end, span.end))
+                    };
                     out = Expr::new(kind, node_span);
                 }
                 return out;
@@ -423,10 +455,13 @@ impl Resolver<'_> {
                     return ExprKind::Lit(0.0);
                 }
                 if !self.defined.contains(name) {
-                    let d = Diagnostic::error("E0309", format!("`{name}` is used before its definition"))
-                        .at(span, "used here")
-                        .with_secondary(decl, "defined here")
-                        .with_help("a definition may only use definitions above it (no recursion)");
+                    let d = Diagnostic::error(
+                        "E0309",
+                        format!("`{name}` is used before its definition"),
+                    )
+                    .at(span, "used here")
+                    .with_secondary(decl, "defined here")
+                    .with_help("a definition may only use definitions above it (no recursion)");
                     self.report(ctx, d);
                     return ExprKind::Lit(0.0);
                 }
@@ -498,8 +533,13 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                 r.diags.push(
                     Diagnostic::error("E0301", format!("`{}` is declared twice", ident.name))
                         .at(ident.span, "declared again here")
-                        .with_secondary(prev_span, format!("first declared here as {}", prev.describe()))
-                        .with_help("every size, input, definition and derivation needs its own name"),
+                        .with_secondary(
+                            prev_span,
+                            format!("first declared here as {}", prev.describe()),
+                        )
+                        .with_help(
+                            "every size, input, definition and derivation needs its own name",
+                        ),
                 );
                 if matches!(g, Global::Def | Global::Derive) {
                     r.broken.insert(ident.name.clone());
@@ -578,20 +618,34 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                             true
                         } else {
                             r.diags.push(
-                                Diagnostic::error("E0309", format!("`{}` is used before its definition", from.name))
-                                    .at(from.span, "derived from here")
-                                    .with_secondary(decl, "defined here")
-                                    .with_help("a derivation may only start from a definition above it"),
+                                Diagnostic::error(
+                                    "E0309",
+                                    format!("`{}` is used before its definition", from.name),
+                                )
+                                .at(from.span, "derived from here")
+                                .with_secondary(decl, "defined here")
+                                .with_help(
+                                    "a derivation may only start from a definition above it",
+                                ),
                             );
                             false
                         }
                     }
                     Some((g, decl)) => {
                         r.diags.push(
-                            Diagnostic::error("E0310", format!("cannot derive from `{}`: it is {}", from.name, g.describe()))
-                                .at(from.span, "not a definition")
-                                .with_secondary(decl, "declared here")
-                                .with_help("`derive NAME from BASE` starts from a `def` or another derivation"),
+                            Diagnostic::error(
+                                "E0310",
+                                format!(
+                                    "cannot derive from `{}`: it is {}",
+                                    from.name,
+                                    g.describe()
+                                ),
+                            )
+                            .at(from.span, "not a definition")
+                            .with_secondary(decl, "declared here")
+                            .with_help(
+                                "`derive NAME from BASE` starts from a `def` or another derivation",
+                            ),
                         );
                         false
                     }

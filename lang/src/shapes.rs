@@ -52,8 +52,10 @@ impl ShapeEnv {
             globals: HashMap::new(),
         };
         for input in &program.inputs {
-            env.globals
-                .insert(input.name.clone(), input.shape.iter().map(normalize).collect());
+            env.globals.insert(
+                input.name.clone(),
+                input.shape.iter().map(normalize).collect(),
+            );
         }
         env
     }
@@ -85,7 +87,11 @@ fn check_amount(
     if !bad.is_empty() {
         return Err(Diagnostic::error(
             "E0408",
-            format!("the amount of `{}` depends on the binder `{}`", op.name(), bad[0]),
+            format!(
+                "the amount of `{}` depends on the binder `{}`",
+                op.name(),
+                bad[0]
+            ),
         )
         .at(span, "the result would be jagged")
         .with_help("reshape amounts must be built from sizes and constants"));
@@ -96,7 +102,11 @@ fn check_amount(
             _ => c < 0,
         };
         if bad_const {
-            let need = if op == AmountOp::Split { "positive" } else { "non-negative" };
+            let need = if op == AmountOp::Split {
+                "positive"
+            } else {
+                "non-negative"
+            };
             return Err(Diagnostic::error(
                 "E0409",
                 format!("`{}` needs a {need} amount, got {c}", op.name()),
@@ -114,17 +124,26 @@ fn infer_in(
 ) -> Result<Shape, Diagnostic> {
     match &e.kind {
         ExprKind::Lit(_) => Ok(vec![]),
-        ExprKind::Input(name) | ExprKind::DefRef(name) => env.globals.get(name).cloned().ok_or_else(|| {
-            Diagnostic::error("E0411", format!("no shape known for `{name}`")).at(e.span, "here")
-        }),
+        ExprKind::Input(name) | ExprKind::DefRef(name) => {
+            env.globals.get(name).cloned().ok_or_else(|| {
+                Diagnostic::error("E0411", format!("no shape known for `{name}`"))
+                    .at(e.span, "here")
+            })
+        }
         ExprKind::Var(name) => lets
             .iter()
             .rev()
             .find(|(n, _)| n == name)
             .map(|(_, s)| s.clone())
-            .ok_or_else(|| Diagnostic::error("E0411", format!("no shape known for `{name}`")).at(e.span, "here")),
-        ExprKind::Meta(m) => Err(Diagnostic::error("E0308", format!("metavariable `?{m}` outside a rule"))
-            .at(e.span, "here")),
+            .ok_or_else(|| {
+                Diagnostic::error("E0411", format!("no shape known for `{name}`"))
+                    .at(e.span, "here")
+            }),
+        ExprKind::Meta(m) => Err(Diagnostic::error(
+            "E0308",
+            format!("metavariable `?{m}` outside a rule"),
+        )
+        .at(e.span, "here")),
         ExprKind::Gen { var, lo, hi, body } => {
             let extent = normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
             let bad = non_size_vars(env, &extent);
@@ -162,10 +181,12 @@ fn infer_in(
         ExprKind::Access { tensor, .. } => {
             let ts = infer_in(env, lets, tensor)?;
             if ts.is_empty() {
-                return Err(Diagnostic::error("E0403", "too many indices: this is a scalar")
-                    .at(e.span, "indexed here")
-                    .with_secondary(tensor.span, "this has shape []")
-                    .with_help("remove an index; a tensor of rank r takes at most r indices"));
+                return Err(
+                    Diagnostic::error("E0403", "too many indices: this is a scalar")
+                        .at(e.span, "indexed here")
+                        .with_secondary(tensor.span, "this has shape []")
+                        .with_help("remove an index; a tensor of rank r takes at most r indices"),
+                );
             }
             Ok(ts[1..].to_vec())
         }
@@ -211,8 +232,10 @@ fn infer_in(
             let sb = infer_in(env, lets, b)?;
             for (s, x) in [(&sa, a), (&sb, b)] {
                 if s.is_empty() {
-                    return Err(Diagnostic::error("E0406", "`concat` needs tensors, not scalars")
-                        .at(x.span, "this is a scalar"));
+                    return Err(
+                        Diagnostic::error("E0406", "`concat` needs tensors, not scalars")
+                            .at(x.span, "this is a scalar"),
+                    );
                 }
             }
             if !shapes_equal(&sa[1..], &sb[1..]) {
@@ -234,11 +257,18 @@ fn infer_in(
         }
         ExprKind::Transpose(a) | ExprKind::Flatten(a) => {
             let s = infer_in(env, lets, a)?;
-            let name = if matches!(e.kind, ExprKind::Transpose(_)) { "transpose" } else { "flatten" };
+            let name = if matches!(e.kind, ExprKind::Transpose(_)) {
+                "transpose"
+            } else {
+                "flatten"
+            };
             if s.len() < 2 {
                 return Err(Diagnostic::error(
                     "E0407",
-                    format!("`{name}` needs a tensor of rank at least 2, got shape {}", show_shape(&s)),
+                    format!(
+                        "`{name}` needs a tensor of rank at least 2, got shape {}",
+                        show_shape(&s)
+                    ),
                 )
                 .at(a.span, format!("shape {}", show_shape(&s))));
             }
@@ -265,7 +295,11 @@ fn infer_in(
             let mut out = Vec::with_capacity(s.len() + 1);
             match op {
                 AmountOp::Split => {
-                    out.push(normalize(&IndexExpr::bin(crate::index::IndexOp::CDiv, n, k.clone())));
+                    out.push(normalize(&IndexExpr::bin(
+                        crate::index::IndexOp::CDiv,
+                        n,
+                        k.clone(),
+                    )));
                     out.push(k);
                 }
                 AmountOp::PadL | AmountOp::PadR => out.push(normalize(&IndexExpr::add(n, k))),
@@ -300,8 +334,11 @@ pub fn check_program(program: &Program) -> (ShapeEnv, Vec<Diagnostic>) {
                 && c < 0
             {
                 diags.push(
-                    Diagnostic::error("E0412", format!("input `{}` has a negative extent {c}", input.name))
-                        .at(input.span, "invalid shape"),
+                    Diagnostic::error(
+                        "E0412",
+                        format!("input `{}` has a negative extent {c}", input.name),
+                    )
+                    .at(input.span, "invalid shape"),
                 );
             }
         }

@@ -32,17 +32,30 @@ fn malformed_programs_are_rejected_with_diagnostics() {
 pub fn programs_alpha_eq(a: &Program, b: &Program) -> bool {
     let names = |p: &Program| p.sizes.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
     names(a) == names(b)
-        && a.assumes.iter().map(|x| &x.pred).eq(b.assumes.iter().map(|x| &x.pred))
-        && a.inputs.iter().map(|x| (&x.name, &x.shape)).eq(b.inputs.iter().map(|x| (&x.name, &x.shape)))
+        && a.assumes
+            .iter()
+            .map(|x| &x.pred)
+            .eq(b.assumes.iter().map(|x| &x.pred))
+        && a.inputs
+            .iter()
+            .map(|x| (&x.name, &x.shape))
+            .eq(b.inputs.iter().map(|x| (&x.name, &x.shape)))
         && a.defs.len() == b.defs.len()
-        && a.defs.iter().zip(&b.defs).all(|(x, y)| x.name == y.name && alpha_eq(&x.body, &y.body))
+        && a.defs
+            .iter()
+            .zip(&b.defs)
+            .all(|(x, y)| x.name == y.name && alpha_eq(&x.body, &y.body))
         && a.derives.len() == b.derives.len()
 }
 
 fn resolved(source: &str) -> Program {
     let (file, mut diags) = parser::parse_file(source);
     let p = resolve::resolve(&file, &mut diags);
-    assert!(diags.is_empty(), "{}", render_to_string(&diags, "x.atl", source));
+    assert!(
+        diags.is_empty(),
+        "{}",
+        render_to_string(&diags, "x.atl", source)
+    );
     p
 }
 
@@ -51,14 +64,25 @@ fn valid_programs_check_and_round_trip_through_the_formatter() {
     insta::glob!("../test_data/ok", "*.atl", |path| {
         let source = read(path);
         let (checked, diags) = check_source(&source);
-        assert!(checked.is_some(), "{}", render_to_string(&diags, "ok.atl", &source));
+        assert!(
+            checked.is_some(),
+            "{}",
+            render_to_string(&diags, "ok.atl", &source)
+        );
         let original = resolved(&source);
         for unicode in [false, true] {
             let style = Style { unicode };
             let once = format_source(&source, style).expect("formats");
             let (again, diags) = check_source(&once);
-            assert!(again.is_some(), "formatted text fails to check:\n{once}\n{}", render_to_string(&diags, "fmt.atl", &once));
-            assert!(programs_alpha_eq(&original, &resolved(&once)), "not alpha-equivalent after formatting:\n{once}");
+            assert!(
+                again.is_some(),
+                "formatted text fails to check:\n{once}\n{}",
+                render_to_string(&diags, "fmt.atl", &once)
+            );
+            assert!(
+                programs_alpha_eq(&original, &resolved(&once)),
+                "not alpha-equivalent after formatting:\n{once}"
+            );
             let twice = format_source(&once, style).expect("formats again");
             assert_eq!(once, twice, "formatting is not idempotent");
         }

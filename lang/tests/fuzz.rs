@@ -17,7 +17,9 @@ fn seeds() -> Vec<String> {
     for dir in ["examples", "lang/test_data/ok", "lang/test_data/err"] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
             for e in entries.flatten() {
                 let p = e.path();
                 if p.is_dir() {
@@ -40,8 +42,12 @@ fn exercise(source: &str) {
     let (checked, _diags) = atl_lang::check_source(source);
     let _ = format_source(source, Style::default());
     let Some(checked) = checked else { return };
-    let formatted = format_source(source, Style { unicode: true }).expect("a checked program formats");
-    assert!(atl_lang::check_source(&formatted).0.is_some(), "formatted program fails to check:\n{formatted}");
+    let formatted =
+        format_source(source, Style { unicode: true }).expect("a checked program formats");
+    assert!(
+        atl_lang::check_source(&formatted).0.is_some(),
+        "formatted program fails to check:\n{formatted}"
+    );
     let program = &checked.program;
     let sizes: BTreeMap<String, i64> = program.sizes.iter().map(|s| (s.name.clone(), 3)).collect();
     let mut inputs = BTreeMap::new();
@@ -49,7 +55,11 @@ fn exercise(source: &str) {
         let shape: Option<Vec<usize>> = input
             .shape
             .iter()
-            .map(|d| d.eval(&|n| sizes.get(n).copied()).ok().and_then(|v| usize::try_from(v).ok()))
+            .map(|d| {
+                d.eval(&|n| sizes.get(n).copied())
+                    .ok()
+                    .and_then(|v| usize::try_from(v).ok())
+            })
             .collect();
         if let Some(shape) = shape
             && shape.iter().product::<usize>() <= 1 << 12
@@ -57,7 +67,10 @@ fn exercise(source: &str) {
             inputs.insert(input.name.clone(), Tensor::random(shape, k as u64));
         }
     }
-    let options = EvalOptions { max_elements: 1 << 14, ..EvalOptions::default() };
+    let options = EvalOptions {
+        max_elements: 1 << 14,
+        ..EvalOptions::default()
+    };
     for def in &program.defs {
         let _ = concrete_shape(program, &def.body, &sizes);
         let _ = eval_def(program, &def.name, &sizes, &inputs, &options);
@@ -65,10 +78,58 @@ fn exercise(source: &str) {
 }
 
 const TOKENS: &[&str] = &[
-    "gen", "sum", "let", "in", "[", "]", "(", ")", ",", ":", "..", "<", "<=", "==", "+", "-", "*", "/",
-    "%", "++", "0", "1", "-1", "99999999999", "n", "i", "f", "?e", "transpose(", "split(", "trunc_r(",
-    "pad_l(", "cdiv(", "min(", "&&", "||", "!", "def x =", "size", "input g : [", "derive d from",
-    "{", "}", "rw", "⊞", "Σ", "·", "≤", "#", "\n", "1e308", "0.5",
+    "gen",
+    "sum",
+    "let",
+    "in",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    ":",
+    "..",
+    "<",
+    "<=",
+    "==",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "++",
+    "0",
+    "1",
+    "-1",
+    "99999999999",
+    "n",
+    "i",
+    "f",
+    "?e",
+    "transpose(",
+    "split(",
+    "trunc_r(",
+    "pad_l(",
+    "cdiv(",
+    "min(",
+    "&&",
+    "||",
+    "!",
+    "def x =",
+    "size",
+    "input g : [",
+    "derive d from",
+    "{",
+    "}",
+    "rw",
+    "⊞",
+    "Σ",
+    "·",
+    "≤",
+    "#",
+    "\n",
+    "1e308",
+    "0.5",
 ];
 
 proptest! {

@@ -1,0 +1,307 @@
+//! End-to-end tests of the `atl` command line through [`atl_cli::run`] (in-process,
+//! with captured output) and, for exit statuses, through the real binary.
+
+use std::path::{Path, PathBuf};
+
+use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER, run};
+use atl_lang::interp::Tensor;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn path(rel: &str) -> String {
+    root().join(rel).display().to_string()
+}
+
+/// Runs `atl ARGS…`; returns (status, stdout, stderr).
+fn atl(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut all = vec!["atl"];
+    all.extend_from_slice(args);
+    let code = run(all, &mut out, &mut err, false);
+    (
+        code,
+        String::from_utf8(out).expect("stdout is UTF-8"),
+        String::from_utf8(err).expect("stderr is UTF-8"),
+    )
+}
+
+fn parse_json(text: &str) -> (Vec<usize>, Vec<f64>) {
+    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("valid JSON");
+    let shape = v["shape"]
+        .as_array()
+        .expect("shape")
+        .iter()
+        .map(|d| d.as_u64().expect("dim") as usize)
+        .collect();
+    let data = v["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|d| d.as_f64().expect("number"))
+        .collect();
+    (shape, data)
+}
+
+#[test]
+fn matmul_demo_prints_the_product() {
+    let (code, out, err) = atl(&[
+        "eval",
+        &path("examples/matmul/matmul.atl"),
+        "--sizes",
+        "M=3,N=4,K=5",
+        "--input",
+        "A=random:1",
+        "--input",
+        "B=random:2",
+        "--json",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.trim_start().starts_with("{\"shape\":[3,4],\"data\":["),
+        "{out}"
+    );
+    let (shape, data) = parse_json(&out);
+    assert_eq!(shape, vec![3, 4]);
+    // An independent matmul of the same deterministic inputs.
+    let a = Tensor::random(vec![3, 5], 1);
+    let b = Tensor::random(vec![5, 4], 2);
+    for i in 0..3 {
+        for j in 0..4 {
+            let mut acc = 0.0;
+            for k in 0..5 {
+                acc += a.data[i * 5 + k] * b.data[k * 4 + j];
+            }
+            let got = data[i * 4 + j];
+            assert!(
+                (got - acc).abs() <= 1e-12 * acc.abs().max(1.0),
+                "C[{i},{j}] = {got}, expected {acc}"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_inputs_are_in_range_and_deterministic() {
+    let t = Tensor::random(vec![1000], 7);
+    assert!(t.data.iter().all(|v| (-1.0..1.0).contains(v)));
+    assert_eq!(t, Tensor::random(vec![1000], 7));
+    assert_ne!(t, Tensor::random(vec![1000], 8));
+}
+
+#[test]
+fn every_malformed_program_exits_1_with_a_located_diagnostic() {
+    let dir = root().join("lang/test_data/err");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).expect("corpus exists") {
+        let p = entry.expect("entry").path();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("name")
+            .to_string();
+        let (code, out, err) = atl(&["check", &p.display().to_string()]);
+        assert_eq!(code, EXIT_USER, "{name}: {out}{err}");
+        assert!(
+            err.contains("Error: ") && err.contains("[E0"),
+            "{name}: {err}"
+        );
+        // ariadne's header names the file with line and column.
+        assert!(err.contains(&format!("{name}:")), "{name}: {err}");
+        count += 1;
+    }
+    assert!(count >= 30, "only {count} malformed programs");
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let pipeline = path("examples/pipeline/pipeline.atl");
+    for args in [
+        vec!["eval"],
+        vec!["frobnicate"],
+        vec!["eval", &pipeline, "--sizes", "n"],
+        vec!["eval", &pipeline, "--sizes", "n=x"],
+        vec!["eval", &pipeline, "--sizes", "n=3,n=4"],
+        vec!["eval", &pipeline, "--sizes", "zz=3"],
+        vec!["eval", &pipeline, "--sizes", "n=3", "--input", "f=nonsense"],
+        vec![
+            "eval",
+            &pipeline,
+            "--sizes",
+            "n=3",
+            "--input",
+            "nope=random:1",
+        ],
+        vec![
+            "eval",
+            &pipeline,
+            "--sizes",
+            "n=3",
+            "--input",
+            "f=random:-1",
+        ],
+        vec![
+            "eval",
+            &pipeline,
+            "--sizes",
+            "n=3",
+            "--input",
+            "f=/does/not/exist.npy",
+        ],
+        vec!["check", "/does/not/exist.atl"],
+        vec!["fmt", &pipeline, "--check", "--write"],
+    ] {
+        let (code, _, err) = atl(&args);
+        assert_eq!(code, EXIT_ARGS, "{args:?}: {err}");
+        assert!(!err.is_empty(), "{args:?} printed no message");
+    }
+}
+
+#[test]
+fn user_errors_at_evaluation_exit_1() {
+    let pipeline = path("examples/pipeline/pipeline.atl");
+    for (args, code) in [
+        (vec!["eval", &pipeline, "--input", "f=random:1"], "E0601"),
+        (
+            vec!["eval", &pipeline, "--sizes", "n=1", "--input", "f=random:1"],
+            "E0603",
+        ),
+        (
+            vec!["eval", &pipeline, "--sizes", "n=0", "--input", "f=random:1"],
+            "E0602",
+        ),
+        (vec!["eval", &pipeline, "--sizes", "n=3"], "E0604"),
+        (
+            vec!["eval", &pipeline, "--sizes", "n=3", "--def", "nothing"],
+            "E0606",
+        ),
+    ] {
+        let (status, _, err) = atl(&args);
+        assert_eq!(status, EXIT_USER, "{args:?}: {err}");
+        assert!(err.contains(code), "{args:?}: expected {code} in {err}");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let (code, out, _) = atl(&["--help"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.contains("eval") && out.contains("fmt") && out.contains("check"));
+    let (code, out, _) = atl(&["--version"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.starts_with("atl "));
+}
+
+#[test]
+fn npy_inputs_and_outputs_round_trip() {
+    let dir = std::env::temp_dir().join(format!("atl-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("f.npy");
+    let mut buf = Vec::new();
+    atl_cli::npy::write_f64(&mut buf, &[4], &[1.0, 2.0, 3.0, 4.0]).expect("write");
+    std::fs::write(&input, &buf).expect("write npy");
+    let output = dir.join("out.npy");
+    let (code, out, err) = atl(&[
+        "eval",
+        &path("examples/pipeline/pipeline.atl"),
+        "--sizes",
+        "n=4",
+        "--input",
+        &format!("f={}", input.display()),
+        "--json",
+        "--out",
+        &output.display().to_string(),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    // pipeline: out[i] = f[i-1] (zero at i = 0) + f[i].
+    let expected = vec![1.0, 3.0, 5.0, 7.0];
+    assert_eq!(parse_json(&out), (vec![4], expected.clone()));
+    let written =
+        atl_cli::npy::parse(&std::fs::read(&output).expect("out.npy written")).expect("valid npy");
+    assert_eq!((written.shape, written.data), (vec![4], expected));
+    // A wrongly shaped input is a user error naming both shapes.
+    let mut small = Vec::new();
+    atl_cli::npy::write_f64(&mut small, &[2], &[1.0, 2.0]).expect("write");
+    std::fs::write(&input, &small).expect("write npy");
+    let (code, _, err) = atl(&[
+        "eval",
+        &path("examples/pipeline/pipeline.atl"),
+        "--sizes",
+        "n=4",
+        "--input",
+        &format!("f={}", input.display()),
+    ]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(err.contains("E0605"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn examples_are_formatted_and_check() {
+    let mut count = 0;
+    for entry in std::fs::read_dir(root().join("examples")).expect("examples/") {
+        let dir = entry.expect("entry").path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&dir).expect("example dir") {
+            let p = f.expect("entry").path();
+            if p.extension().is_some_and(|e| e == "atl") {
+                let file = p.display().to_string();
+                let (code, _, err) = atl(&["check", &file]);
+                assert_eq!(code, EXIT_OK, "{file}: {err}");
+                let (code, _, err) = atl(&["fmt", "--check", &file]);
+                assert_eq!(code, EXIT_OK, "{file} is not in canonical form: {err}");
+                count += 1;
+            }
+        }
+    }
+    assert!(count >= 8, "only {count} examples");
+}
+
+#[test]
+fn fmt_check_reports_unformatted_files() {
+    let dir = std::env::temp_dir().join(format!("atl-fmt-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("messy.atl");
+    std::fs::write(&file, "size n input f:[n] def a=gen i<n:f[i]+f[i]").expect("write");
+    let name = file.display().to_string();
+    let (code, _, err) = atl(&["fmt", "--check", &name]);
+    assert_eq!(code, EXIT_USER);
+    assert!(err.contains("not formatted"), "{err}");
+    let (code, out, _) = atl(&["fmt", &name]);
+    assert_eq!(code, EXIT_OK);
+    assert_eq!(
+        out,
+        "size n\ninput f : [n]\n\ndef a =\n  gen i < n: f[i] + f[i]\n"
+    );
+    let (code, _, _) = atl(&["fmt", "--write", &name]);
+    assert_eq!(code, EXIT_OK);
+    let (code, _, _) = atl(&["fmt", "--check", &name]);
+    assert_eq!(code, EXIT_OK);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_binary_exits_with_the_documented_statuses() {
+    let exe = env!("CARGO_BIN_EXE_atl");
+    let status = |args: &[&str]| {
+        std::process::Command::new(exe)
+            .args(args)
+            .output()
+            .expect("atl runs")
+            .status
+            .code()
+    };
+    assert_eq!(
+        status(&["check", &path("examples/pipeline/pipeline.atl")]),
+        Some(0)
+    );
+    assert_eq!(
+        status(&["check", &path("lang/test_data/err/name_unknown.atl")]),
+        Some(1)
+    );
+    assert_eq!(status(&["check"]), Some(2));
+}
