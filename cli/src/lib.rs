@@ -70,8 +70,40 @@ enum Command {
         #[arg(long, conflicts_with = "check")]
         write: bool,
     },
-    /// Check a file: syntax, names and shapes.
+    /// Check a file: syntax, names, shapes, and every derivation replayed.
     Check { file: PathBuf },
+    /// Run a file's derivations and print the derived program.
+    Derive {
+        file: PathBuf,
+        /// Derivation to show (default: the last one).
+        #[arg(long = "def")]
+        def: Option<String>,
+        /// Print every step: the rule, the site, the side conditions, the program after.
+        #[arg(long)]
+        trace: bool,
+        /// Write the derivation's certificate (JSON) to this file.
+        #[arg(long = "cert", value_name = "OUT.json")]
+        cert: Option<PathBuf>,
+        /// Print with the Unicode aliases `⊞ Σ ·`.
+        #[arg(long)]
+        unicode: bool,
+    },
+    /// List the rule library.
+    Rules {
+        /// Only rules whose name contains this text.
+        filter: Option<String>,
+    },
+    /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
+    Prove {
+        /// A size (an integer >= 1); repeatable.
+        #[arg(long = "size", value_name = "NAME")]
+        sizes: Vec<String>,
+        /// A hypothesis; repeatable.
+        #[arg(long = "assume", value_name = "FACT")]
+        assumes: Vec<String>,
+        /// The goal.
+        goal: String,
+    },
 }
 
 /// Where diagnostics go and how they look.
@@ -145,6 +177,265 @@ pub fn run(
             write,
         } => cmd_fmt(&mut out, &file, check, unicode, write),
         Command::Check { file } => cmd_check(&mut out, &file),
+        Command::Derive {
+            file,
+            def,
+            trace,
+            cert,
+            unicode,
+        } => cmd_derive(
+            &mut out,
+            &file,
+            def.as_deref(),
+            trace,
+            cert.as_deref(),
+            unicode,
+        ),
+        Command::Rules { filter } => cmd_rules(&mut out, filter.as_deref()),
+        Command::Prove {
+            sizes,
+            assumes,
+            goal,
+        } => cmd_prove(&mut out, &sizes, &assumes, &goal),
+    }
+}
+
+/// A checked program with its derivations replayed.
+struct Loaded {
+    source: String,
+    /// The program with every derived definition added.
+    program: atl_lang::ir::Program,
+    shapes: atl_lang::shapes::ShapeEnv,
+    derivations: Vec<atl_rewrites::Derivation>,
+}
+
+/// The standard rule library; its files are embedded and tested, so a failure here is
+/// a bug in this build, reported rather than panicking.
+fn library(out: &mut Output<'_>) -> Result<atl_rewrites::Library, i32> {
+    let (lib, diags) = atl_rewrites::Library::standard();
+    if diags.is_empty() {
+        return Ok(lib);
+    }
+    for (file, d) in &diags {
+        let src = atl_rewrites::library::RULE_FILES
+            .iter()
+            .find(|(n, _)| n == file)
+            .map(|(_, s)| *s)
+            .unwrap_or("");
+        let _ = diag::render(std::slice::from_ref(d), file, src, out.color, out.stderr);
+    }
+    Err(EXIT_USER)
+}
+
+/// Front end plus derivations.
+fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
+    let (source, checked) = load(out, file)?;
+    let lib = library(out)?;
+    let solver = atl_solver::Solver::new();
+    let env = atl_rewrites::Env {
+        program: &checked.program,
+        shapes: &checked.shapes,
+        library: &lib,
+        solver: &solver,
+    };
+    let (derivations, diags) = atl_rewrites::run_derivations(&env);
+    if !diags.is_empty() {
+        out.diagnostics(&diags, file, &source);
+        return Err(EXIT_USER);
+    }
+    let (program, shapes) =
+        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    Ok(Loaded {
+        source,
+        program,
+        shapes,
+        derivations,
+    })
+}
+
+fn grade_word(g: atl_rewrites::rule::Grade) -> &'static str {
+    match g {
+        atl_rewrites::rule::Grade::Exact => "exact (bit-identical to its specification)",
+        atl_rewrites::rule::Grade::Real => "real (equal over the reals; rounding may differ)",
+    }
+}
+
+fn cmd_derive(
+    out: &mut Output<'_>,
+    file: &Path,
+    def: Option<&str>,
+    trace: bool,
+    cert: Option<&Path>,
+    unicode: bool,
+) -> i32 {
+    let loaded = match load_derived(out, file) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let chosen = match def {
+        Some(name) => loaded.derivations.iter().find(|d| d.name == name),
+        None => loaded.derivations.last(),
+    };
+    let Some(d) = chosen else {
+        let names: Vec<&str> = loaded.derivations.iter().map(|d| d.name.as_str()).collect();
+        let msg = match def {
+            Some(name) => format!("no derivation named `{name}`"),
+            None => "the file has no derivation".to_string(),
+        };
+        let mut diag = Diagnostic::error("E0606", msg);
+        diag = if names.is_empty() {
+            diag.with_help("add a `derive NAME from DEF { … }` block")
+        } else {
+            diag.with_help(format!("derivations in this file: {}", names.join(", ")))
+        };
+        out.diagnostics(&[diag], file, &loaded.source);
+        return EXIT_USER;
+    };
+    let style = Style { unicode };
+    let show = |e: &atl_lang::ir::Expr| atl_lang::pretty::body_to_string(e, style, "  ");
+    if trace {
+        let _ = writeln!(out.stdout, "derive {} from {}", d.name, d.from);
+        let _ = writeln!(out.stdout, "{}\n", show(&d.initial));
+        for (k, step) in d.steps.iter().enumerate() {
+            let path: Vec<String> = step.path.iter().map(usize::to_string).collect();
+            let _ = writeln!(
+                out.stdout,
+                "step {}: {}  (at [{}])",
+                k + 1,
+                step.command,
+                path.join(", ")
+            );
+            if step.rule.is_some() {
+                let _ = writeln!(out.stdout, "  rewrote  {}", step.before);
+                let _ = writeln!(out.stdout, "  into     {}", step.after_site);
+            }
+            for c in &step.conditions {
+                let _ = writeln!(out.stdout, "  {}: {} -- {}", c.name, c.goal, c.verdict);
+            }
+            let _ = writeln!(out.stdout, "  program: {}\n", step.after);
+        }
+        let _ = writeln!(out.stdout, "grade: {}", grade_word(d.grade()));
+    }
+    let _ = writeln!(out.stdout, "def {} =\n{}", d.name, show(&d.result));
+    if let Some(path) = cert {
+        let certificate = atl_rewrites::cert::Certificate {
+            format: "atl-certificate/1",
+            derivation: d.name.clone(),
+            from: d.from.clone(),
+            declarations: declarations_text(&loaded.program),
+            initial: atl_lang::pretty::expr_to_string(&d.initial, Style::default()),
+            steps: d.steps.clone(),
+            result: atl_lang::pretty::expr_to_string(&d.result, Style::default()),
+            grade: d.grade(),
+        };
+        let text = match serde_json::to_string_pretty(&certificate) {
+            Ok(t) => t,
+            Err(e) => return out.arg_error(&format!("cannot serialize the certificate: {e}")),
+        };
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            return out.arg_error(&format!("cannot write `{}`: {e}", path.display()));
+        }
+    }
+    let _ = &loaded.shapes;
+    EXIT_OK
+}
+
+/// The sizes, assumptions and inputs of a program as ATL text.
+fn declarations_text(p: &atl_lang::ir::Program) -> String {
+    let mut s = String::new();
+    if !p.sizes.is_empty() {
+        let names: Vec<&str> = p.sizes.iter().map(|x| x.name.as_str()).collect();
+        s.push_str(&format!("size {}\n", names.join(", ")));
+    }
+    for a in &p.assumes {
+        s.push_str(&format!("assume {}\n", a.pred));
+    }
+    for i in &p.inputs {
+        let dims: Vec<String> = i.shape.iter().map(|d| d.to_string()).collect();
+        s.push_str(&format!("input {} : [{}]\n", i.name, dims.join(", ")));
+    }
+    s
+}
+
+fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
+    let lib = match library(out) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let mut shown = 0;
+    for r in lib.rules() {
+        if filter.is_some_and(|f| !r.name.contains(f)) {
+            continue;
+        }
+        let grade = match r.grade {
+            atl_rewrites::rule::Grade::Exact => "exact",
+            atl_rewrites::rule::Grade::Real => "real",
+        };
+        let _ = writeln!(out.stdout, "{}  [{grade}, checked]  {}", r.name, r.equation);
+        let _ = writeln!(out.stdout, "    {}", r.doc);
+        for c in &r.conditions {
+            let text = match c {
+                atl_rewrites::rule::Condition::Pred { pred, .. } => {
+                    match atl_rewrites::rule::as_pred_meta(pred) {
+                        Some(m) => format!("?{m}"),
+                        None => pred.to_string(),
+                    }
+                }
+                atl_rewrites::rule::Condition::Shape {
+                    meta, dims, open, ..
+                } => {
+                    let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                    if *open {
+                        parts.push("..".into());
+                    }
+                    format!("shape(?{meta}) = [{}]", parts.join(", "))
+                }
+            };
+            let _ = writeln!(out.stdout, "    if {}: {text}", c.name());
+        }
+        shown += 1;
+    }
+    if shown == 0 {
+        let _ = writeln!(out.stderr, "no rule matches `{}`", filter.unwrap_or(""));
+        return EXIT_USER;
+    }
+    EXIT_OK
+}
+
+fn cmd_prove(out: &mut Output<'_>, sizes: &[String], assumes: &[String], goal: &str) -> i32 {
+    let mut facts = atl_solver::Facts {
+        sizes: Vec::new(),
+        facts: Vec::new(),
+    };
+    for s in sizes {
+        for name in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return out.arg_error(&format!("`--size {name}`: expected a name"));
+            }
+            facts.sizes.push(name.to_string());
+        }
+    }
+    for a in assumes {
+        match atl_lang::parser::parse_pred_str(a) {
+            Ok(p) => facts.facts.push(p),
+            Err(diags) => {
+                out.diagnostics(&diags, Path::new("--assume"), a);
+                return EXIT_USER;
+            }
+        }
+    }
+    let goal_pred = match atl_lang::parser::parse_pred_str(goal) {
+        Ok(p) => p,
+        Err(diags) => {
+            out.diagnostics(&diags, Path::new("GOAL"), goal);
+            return EXIT_USER;
+        }
+    };
+    let verdict = atl_solver::Solver::new().prove(&facts, &goal_pred);
+    let _ = writeln!(out.stdout, "{verdict}");
+    match verdict {
+        atl_solver::Verdict::Proved => EXIT_OK,
+        _ => EXIT_USER,
     }
 }
 
@@ -183,28 +474,33 @@ fn load(out: &mut Output<'_>, file: &Path) -> Result<(String, atl_lang::Checked)
 }
 
 fn cmd_check(out: &mut Output<'_>, file: &Path) -> i32 {
-    let (_, checked) = match load(out, file) {
+    let loaded = match load_derived(out, file) {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let p = &checked.program;
+    let p = &loaded.program;
     for def in &p.defs {
-        let shape = checked
+        let shape = loaded
             .shapes
             .globals
             .get(&def.name)
             .map(|s| atl_lang::shapes::show_shape(s))
             .unwrap_or_default();
-        let _ = writeln!(out.stdout, "def {} : {shape}", def.name);
-    }
-    for d in &p.derives {
-        let _ = writeln!(
-            out.stdout,
-            "derive {} from {} ({} steps, not replayed: the rewrite engine is not built yet)",
-            d.name,
-            d.from,
-            d.steps.len()
-        );
+        match loaded.derivations.iter().find(|d| d.name == def.name) {
+            Some(d) => {
+                let _ = writeln!(
+                    out.stdout,
+                    "derive {} from {} : {shape}  ({} steps replayed; grade {})",
+                    d.name,
+                    d.from,
+                    d.steps.len(),
+                    grade_word(d.grade())
+                );
+            }
+            None => {
+                let _ = writeln!(out.stdout, "def {} : {shape}", def.name);
+            }
+        }
     }
     let _ = writeln!(out.stdout, "ok: {}", file.display());
     EXIT_OK
@@ -314,12 +610,6 @@ fn pick_def<'p>(
         Some(name) => {
             if let Some(d) = program.def(name) {
                 Ok(d.name.as_str())
-            } else if program.derive(name).is_some() {
-                Err(Diagnostic::error(
-                    "E0607",
-                    format!("`{name}` is a derivation, and derivations are not executed by this version"),
-                )
-                .with_help("evaluate the definition it starts from; the rewrite engine that replays derivations comes in a later release"))
             } else {
                 Err(
                     Diagnostic::error("E0606", format!("no definition named `{name}`"))
@@ -351,11 +641,12 @@ fn cmd_eval(
         Ok(s) => s,
         Err(m) => return out.arg_error(&m),
     };
-    let (source, checked) = match load(out, file) {
+    let loaded = match load_derived(out, file) {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let program = &checked.program;
+    let source = loaded.source.clone();
+    let program = &loaded.program;
     for name in sizes.keys() {
         if !program.is_size(name) {
             let declared: Vec<&str> = program.sizes.iter().map(|s| s.name.as_str()).collect();
@@ -377,6 +668,16 @@ fn cmd_eval(
             return EXIT_USER;
         }
     };
+    // Sizes, assumptions and the element limit are checked before any input is built,
+    // so huge sizes give a diagnostic instead of an out-of-memory abort.
+    let options = EvalOptions::default();
+    let shapes = match atl_lang::interp::input_shapes(program, &sizes, &options) {
+        Ok(s) => s,
+        Err(d) => {
+            out.diagnostics(&[d], file, &source);
+            return EXIT_USER;
+        }
+    };
     let mut inputs = BTreeMap::new();
     for (input_name, src) in input_sources {
         let Some(decl) = program.input(&input_name) else {
@@ -392,14 +693,10 @@ fn cmd_eval(
             ));
         };
         let tensor = match src {
-            InputSource::Random(seed) => {
-                // The shape comes from the declaration at the given sizes; missing sizes
-                // are reported by the interpreter's validation below.
-                match concrete_input_shape(&decl.shape, &sizes) {
-                    Some(shape) => Tensor::random(shape, seed),
-                    None => continue,
-                }
-            }
+            InputSource::Random(seed) => match shapes.get(&decl.name) {
+                Some(shape) => Tensor::random(shape.clone(), seed),
+                None => continue,
+            },
             InputSource::Npy(path) => match std::fs::read(&path) {
                 Ok(bytes) => match npy::parse(&bytes) {
                     Ok(a) => Tensor {
@@ -457,20 +754,6 @@ fn cmd_eval(
 /// JSON has no NaN or infinity; they print as `null` (and the text output shows them).
 fn json_number(v: f64) -> serde_json::Value {
     serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number)
-}
-
-fn concrete_input_shape(
-    shape: &[atl_lang::index::IndexExpr],
-    sizes: &BTreeMap<String, i64>,
-) -> Option<Vec<usize>> {
-    shape
-        .iter()
-        .map(|d| {
-            d.eval(&|n| sizes.get(n).copied())
-                .ok()
-                .and_then(|v| usize::try_from(v).ok())
-        })
-        .collect()
 }
 
 /// Human-readable nested-list rendering with six significant digits.

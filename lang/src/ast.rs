@@ -44,6 +44,8 @@ pub enum SPredKind {
     And(Box<SPred>, Box<SPred>),
     Or(Box<SPred>, Box<SPred>),
     Not(Box<SPred>),
+    /// A predicate metavariable `?p` (rule patterns only).
+    Meta(String),
 }
 
 /// The range of one binder: `i < n` (from 0) or `i in lo..hi`.
@@ -53,7 +55,8 @@ pub enum SRange {
     Between(SIndex, SIndex),
 }
 
-/// One binder of a `gen` or `sum` head.
+/// One binder of a `gen` or `sum` head. In rule patterns the variable may be a binder
+/// metavariable, spelled with its `?` (`gen ?i < ?n: ?e`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SBinder {
     pub var: Ident,
@@ -113,6 +116,13 @@ pub enum SExprKind {
         op: AmountOp,
         amount: SIndex,
         arg: Box<SExpr>,
+    },
+    /// `e[?i := k]`: capture-avoiding substitution of a binder metavariable, only in
+    /// rule patterns.
+    Subst {
+        body: Box<SExpr>,
+        var: Ident,
+        value: SIndex,
     },
     /// Placeholder left by error recovery; never reaches resolution.
     Error,

@@ -42,9 +42,10 @@
 //!   (an empty tensor) and amounts of 0.
 //! - `x / 0` on scalars (including `0 / 0` and a divisor of `-0.0`) is E0501.
 //! - Out-of-bounds accesses give `+0.0` zeros of the element shape, also under `-e`.
-//! - A `let` value is computed every time the `let` node is evaluated (once per
-//!   iteration if it sits inside a `gen`), exactly as written; definitions are computed
-//!   once per call even if referenced only under a false guard.
+//! - A `let` value that depends on an enclosing binder is computed every time the `let`
+//!   is evaluated, as written; one that does not is computed once, the first time it is
+//!   needed, and reused. Definitions are computed once per call, before the expression,
+//!   even if they are referenced only under a false guard.
 //! - The element limit applies to every node's shape, including nodes that are only
 //!   ever read through an access, so the check is a property of the program and the
 //!   sizes, not of the data.
@@ -64,7 +65,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 
@@ -619,6 +620,10 @@ enum Kind {
     Let {
         value: Box<Node>,
         body: Box<Node>,
+        /// For a value that mentions no enclosing binder or `let` variable: its value,
+        /// computed the first time the `let` is evaluated (values are pure, so this only
+        /// saves recomputing it in every iteration of an enclosing `gen`/`sum`).
+        cache: Option<OnceLock<Arc<Vec<f64>>>>,
     },
     Access {
         tensor: Box<Node>,
@@ -700,7 +705,9 @@ impl<'a> Compiler<'a> {
             | Kind::Neg(a)
             | Kind::Transpose(a)
             | Kind::Flatten(a) => a.checks,
-            Kind::Let { value: a, body: b }
+            Kind::Let {
+                value: a, body: b, ..
+            }
             | Kind::Binary { lhs: a, rhs: b, .. }
             | Kind::Concat(a, b) => a.checks || b.checks,
         };
@@ -931,13 +938,19 @@ impl<'a> Compiler<'a> {
                 self.node(Kind::Guard { pred, body }, shape, span)
             }
             ExprKind::Let { var, value, body } => {
+                let closed = value.free_tensor_vars().is_empty()
+                    && value
+                        .free_index_vars()
+                        .iter()
+                        .all(|name| !self.idx_names.contains(&name.as_str()));
+                let cache = closed.then(OnceLock::new);
                 let value = Box::new(self.compile(value)?);
                 self.lets.push((var, value.shape.clone()));
                 let body = self.compile(body);
                 self.lets.pop();
                 let body = Box::new(body?);
                 let shape = body.shape.clone();
-                self.node(Kind::Let { value, body }, shape, span)
+                self.node(Kind::Let { value, body, cache }, shape, span)
             }
             ExprKind::Access { tensor, index } => {
                 let tensor = Box::new(self.compile(tensor)?);
@@ -1317,14 +1330,27 @@ impl Ctx<'_> {
                     Ok(())
                 }
             }
-            Kind::Let { value, body } => {
-                // The value is a whole tensor: evaluate it without the pending indices.
-                let saved = std::mem::take(&mut env.pending);
-                let mut buf = vec![0.0; value.numel()];
-                let r = self.eval(value, env, &mut buf);
-                env.pending = saved;
-                r?;
-                env.lets.push(Arc::new(buf));
+            Kind::Let { value, body, cache } => {
+                let buf = match cache.as_ref().and_then(OnceLock::get) {
+                    Some(buf) => Arc::clone(buf),
+                    None => {
+                        // The value is a whole tensor: evaluate it without the pending
+                        // indices.
+                        let saved = std::mem::take(&mut env.pending);
+                        let mut buf = vec![0.0; value.numel()];
+                        let r = self.eval(value, env, &mut buf);
+                        env.pending = saved;
+                        r?;
+                        let buf = Arc::new(buf);
+                        if let Some(cache) = cache {
+                            // Another thread may have filled it meanwhile, with the same
+                            // value.
+                            let _ = cache.set(Arc::clone(&buf));
+                        }
+                        buf
+                    }
+                };
+                env.lets.push(buf);
                 let r = self.eval(body, env, out);
                 env.lets.pop();
                 r
@@ -1434,10 +1460,13 @@ impl Ctx<'_> {
             }
             offset += k as usize * node.stride(d + 1);
         }
-        let slice = data
-            .get(offset..offset + out.len())
-            .ok_or_else(|| internal(node.span, "stored tensor has the wrong size"))?;
-        out.copy_from_slice(slice);
+        let missing = || internal(node.span, "stored tensor has the wrong size");
+        if let [o] = out {
+            // The common case (a scalar read) without a `memcpy` call.
+            *o = *data.get(offset).ok_or_else(missing)?;
+        } else {
+            out.copy_from_slice(data.get(offset..offset + out.len()).ok_or_else(missing)?);
+        }
         Ok(())
     }
 
@@ -2411,6 +2440,46 @@ mod tests {
     }
 
     #[test]
+    fn loop_invariant_let_values_are_cached_and_correct() {
+        // gen i < n: let x = gen j < n: f[j] * 2 in x[n - 1 - i]   (x does not use i)
+        let value = gen_(
+            "j",
+            v("n"),
+            bin(BinOp::Mul, get(inp("f"), v("j")), Expr::lit(2.0)),
+        );
+        let e = gen_(
+            "i",
+            v("n"),
+            Expr::let_(
+                "x",
+                value.clone(),
+                get(Expr::var("x"), I::sub(I::sub(v("n"), c(1)), v("i"))),
+            ),
+        );
+        assert_eq!(eval(&e), t(vec![5], vec![10.0, 8.0, 6.0, 4.0, 2.0]));
+        let p = program();
+        let sz = validate_sizes(&p, &sizes(5, 3)).unwrap();
+        let mut comp = Compiler::new(&p, &sz, usize::MAX, 0);
+        let node = comp.compile(&e).unwrap();
+        let Kind::Gen { body, .. } = &node.kind else {
+            panic!("expected a gen")
+        };
+        assert!(matches!(&body.kind, Kind::Let { cache: Some(_), .. }));
+        // A value that uses the binder is not cached.
+        let e = gen_(
+            "i",
+            v("n"),
+            Expr::let_("x", get(inp("f"), v("i")), Expr::var("x")),
+        );
+        let node = comp.compile(&e).unwrap();
+        let Kind::Gen { body, .. } = &node.kind else {
+            panic!("expected a gen")
+        };
+        assert!(matches!(&body.kind, Kind::Let { cache: None, .. }));
+        assert_eq!(eval(&e), inputs()["f"]);
+    }
+
+    #[test]
     fn the_pipeline_example_from_the_design() {
         // let buf = gen j < n: f[j] in gen i < n: [0 <= i - 1] * buf[i - 1] + buf[i]
         let buf = || Expr::var("buf");
@@ -2780,6 +2849,45 @@ mod tests {
             Tensor::random(vec![3], 7).data,
             Tensor::random(vec![2, 2], 7).data[..3]
         );
+    }
+
+    #[test]
+    fn linear_index_expressions_are_collected() {
+        let p = program();
+        let sz = validate_sizes(&p, &sizes(5, 3)).unwrap();
+        let mut comp = Compiler::new(&p, &sz, usize::MAX, 0);
+        comp.idx_names = vec!["i", "j"];
+        comp.idx_rep = vec![0, 0];
+        let compile = |e: I| comp.index(&e, Span::DUMMY).unwrap();
+        // (i + n) * 2 - (j - 1) - i  =  i - j + 11  (n = 5)
+        let e = I::sub(
+            I::sub(I::mul(I::add(v("i"), v("n")), c(2)), I::sub(v("j"), c(1))),
+            v("i"),
+        );
+        assert_eq!(
+            compile(e),
+            CIdx::Affine(11, vec![(0, 1), (1, -1)].into_boxed_slice())
+        );
+        assert_eq!(
+            compile(I::mul(c(3), v("j"))),
+            CIdx::Affine(0, vec![(1, 3)].into())
+        );
+        assert_eq!(
+            compile(I::sub(I::add(v("j"), v("i")), v("i"))),
+            CIdx::Slot(1)
+        );
+        assert_eq!(compile(I::mul(v("m"), v("n"))), CIdx::Const(15));
+        // Non-linear parts stay trees over linear leaves; their values are unchanged.
+        let e = compile(ibin(IndexOp::Div, I::sub(v("i"), c(3)), c(2)));
+        assert!(matches!(e, CIdx::Bin(IndexOp::Div, _, _)), "{e:?}");
+        assert_eq!(e.eval(&[0, 0]), Some(-2));
+        assert!(matches!(
+            compile(I::mul(v("i"), v("j"))),
+            CIdx::Bin(IndexOp::Mul, _, _)
+        ));
+        // Folding that would overflow is left for evaluation to report.
+        assert_eq!(compile(I::Neg(Box::new(c(i64::MIN)))).eval(&[]), None);
+        assert_eq!(compile(I::mul(v("i"), c(i64::MAX))).eval(&[2, 0]), None);
     }
 
     #[test]

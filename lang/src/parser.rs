@@ -166,7 +166,12 @@ pub fn pred_parser(
         let paren = pred
             .clone()
             .delimited_by(just(Token::LParen), just(Token::RParen));
-        let atom = choice((boolean, chain, paren));
+        // In rule patterns a bare `?p` stands for a whole predicate.
+        let meta = select! { Token::Meta(s) => s }.map_with_span(|m, span| SPred {
+            kind: SPredKind::Meta(m),
+            span: sp(span),
+        });
+        let atom = choice((boolean, chain, paren, meta));
         let not = just(Token::Bang)
             .map_with_span(|_, span| sp(span))
             .repeated()
@@ -245,7 +250,15 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
                 .then(idx.clone())
                 .map(|(lo, hi)| SRange::Between(lo, hi)),
         ));
-        let binder = ident()
+        let binder_var =
+            ident().or(
+                select! { Token::Meta(s) => s }.map_with_span(|name, span| Ident {
+                    name: format!("?{name}"),
+                    span: sp(span),
+                }),
+            );
+        let binder = binder_var
+            .clone()
             .then(range)
             .map_with_span(|(var, range), span| SBinder {
                 var,
@@ -269,7 +282,7 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
                 span: sp(span),
             });
         let let_form = just(Token::Let)
-            .ignore_then(ident())
+            .ignore_then(binder_var.clone())
             .then_ignore(just(Token::Eq))
             .then(expr.clone())
             .then_ignore(just(Token::In))
@@ -360,22 +373,38 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
             guard,
         ))
         .boxed();
-        let postfix = atom
-            .then(
-                idx.clone()
-                    .separated_by(just(Token::Comma))
-                    .at_least(1)
-                    .delimited_by(just(Token::LBracket), just(Token::RBracket))
-                    .map_with_span(|indices, span| (indices, sp(span)))
-                    .repeated(),
-            )
-            .foldl(|tensor, (indices, span)| SExpr {
-                span: tensor.span.to(span),
-                kind: SExprKind::Access {
-                    tensor: Box::new(tensor),
-                    indices,
-                },
-            });
+        // `e[i, j]` (access) or, in rule patterns, `e[?i := k]` (substitution).
+        let subst_suffix = select! { Token::Meta(s) => s }
+            .map_with_span(|name, span| Ident {
+                name: format!("?{name}"),
+                span: sp(span),
+            })
+            .then_ignore(just(Token::ColonEq))
+            .then(idx.clone())
+            .delimited_by(just(Token::LBracket), just(Token::RBracket))
+            .map_with_span(|(var, value), span| (Err((var, value)), sp(span)));
+        let access_suffix = idx
+            .clone()
+            .separated_by(just(Token::Comma))
+            .at_least(1)
+            .delimited_by(just(Token::LBracket), just(Token::RBracket))
+            .map_with_span(|indices, span| (Ok(indices), sp(span)));
+        let postfix =
+            atom.then(subst_suffix.or(access_suffix).repeated())
+                .foldl(|tensor, (suffix, span)| SExpr {
+                    span: tensor.span.to(span),
+                    kind: match suffix {
+                        Ok(indices) => SExprKind::Access {
+                            tensor: Box::new(tensor),
+                            indices,
+                        },
+                        Err((var, value)) => SExprKind::Subst {
+                            body: Box::new(tensor),
+                            var,
+                            value,
+                        },
+                    },
+                });
         unary.define(
             just(Token::Minus)
                 .map_with_span(|_, span| sp(span))

@@ -156,6 +156,7 @@ fn lower_pred_with(p: &SPred, name: &mut NameFn<'_>, allow_meta: bool) -> Result
             lower_pred_with(b, name, allow_meta)?,
         ),
         SPredKind::Not(a) => Pred::not(lower_pred_with(a, name, allow_meta)?),
+        SPredKind::Meta(m) => return Err(meta_error(m, p.span)),
     })
 }
 
@@ -285,6 +286,10 @@ impl Resolver<'_> {
 
     /// Declares a binder; reports clashes with sizes and tensors.
     fn bind(&mut self, ctx: &mut ExprCtx, var: &ast::Ident, local_index: bool) -> String {
+        if let Some(meta) = var.name.strip_prefix('?') {
+            let d = meta_error(meta, var.span);
+            self.report(ctx, d);
+        }
         if let Some((g, decl)) = self.globals.get(&var.name).copied() {
             let (code, what) = if g == Global::Size {
                 ("E0306", "a size cannot be used as a binder")
@@ -325,6 +330,18 @@ impl Resolver<'_> {
             SExprKind::Paren(inner) => return self.expr(ctx, inner),
             SExprKind::Meta(m) => {
                 let d = meta_error(m, span);
+                self.report(ctx, d);
+                ExprKind::Lit(0.0)
+            }
+            SExprKind::Subst { var, .. } => {
+                let d = Diagnostic::error(
+                    "E0308",
+                    format!("substitution `[{} := …]` outside a rule", var.name),
+                )
+                .at(
+                    span,
+                    "substitutions only appear on the right of rule patterns",
+                );
                 self.report(ctx, d);
                 ExprKind::Lit(0.0)
             }

@@ -117,6 +117,15 @@ fn check_amount(
     Ok(k)
 }
 
+/// Infers the shape of `e` with the shapes of enclosing `let`s given (innermost last).
+pub fn infer_with_lets(
+    env: &ShapeEnv,
+    lets: &mut Vec<(String, Shape)>,
+    e: &Expr,
+) -> Result<Shape, Diagnostic> {
+    infer_in(env, lets, e)
+}
+
 fn infer_in(
     env: &ShapeEnv,
     lets: &mut Vec<(String, Shape)>,

@@ -1,0 +1,86 @@
+//! Derivation certificates: what each step did and why it was allowed, as JSON.
+//!
+//! The format is documented in `docs/certificates.md`. Programs are stored as ATL text
+//! (the pretty printer's output, which parses back to the same IR), so a checker needs
+//! only the front end, the rule files and a solver.
+
+use std::collections::BTreeMap;
+
+use atl_lang::index::Pred;
+use atl_solver::{Facts, Verdict};
+use serde::Serialize;
+
+use crate::rule::Grade;
+
+/// One side condition: the goal, the facts it was proved under, and the verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConditionRecord {
+    pub name: String,
+    pub goal: String,
+    pub context: Vec<String>,
+    pub verdict: String,
+}
+
+impl ConditionRecord {
+    pub fn new(name: &str, goal: &Pred, facts: &Facts, verdict: &Verdict) -> ConditionRecord {
+        let mut context: Vec<String> = facts.sizes.iter().map(|s| format!("{s} >= 1")).collect();
+        context.extend(facts.facts.iter().map(|p| p.to_string()));
+        ConditionRecord {
+            name: name.to_string(),
+            goal: goal.to_string(),
+            context,
+            verdict: verdict.to_string(),
+        }
+    }
+}
+
+/// One step of a derivation.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRecord {
+    /// The step as written (`rw get_gen`, `unfold a`, `simpl`, …).
+    pub command: String,
+    pub rule: Option<String>,
+    pub direction: Option<String>,
+    /// Child indices from the root to the rewritten subterm.
+    pub path: Vec<usize>,
+    /// Metavariable → its value (ATL text).
+    pub instantiation: BTreeMap<String, String>,
+    pub conditions: Vec<ConditionRecord>,
+    pub grade: Grade,
+    /// The subterm before and after (for rule steps), and the whole program after.
+    pub before: String,
+    pub after_site: String,
+    pub after: String,
+}
+
+impl StepRecord {
+    /// A record for a tactic that is not a single rule application.
+    pub fn tactic(command: String, path: Vec<usize>, before: String, after: String) -> StepRecord {
+        StepRecord {
+            command,
+            rule: None,
+            direction: None,
+            path,
+            instantiation: BTreeMap::new(),
+            conditions: Vec::new(),
+            grade: Grade::Exact,
+            before,
+            after_site: after.clone(),
+            after,
+        }
+    }
+}
+
+/// A whole certificate.
+#[derive(Clone, Debug, Serialize)]
+pub struct Certificate {
+    pub format: &'static str,
+    pub derivation: String,
+    pub from: String,
+    /// The declarations the programs live in (sizes, assumes, inputs), as ATL text.
+    pub declarations: String,
+    pub initial: String,
+    pub steps: Vec<StepRecord>,
+    pub result: String,
+    pub grade: Grade,
+}

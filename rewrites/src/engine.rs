@@ -1,0 +1,930 @@
+//! The rewrite engine: contexts, site selection, tactics and derivations.
+//!
+//! A step rewrites one program (a definition body) into an equal one. On the way down
+//! to a site the engine collects the *context* (thesis §4.2.2): the range of every
+//! enclosing `gen`/`sum`, every enclosing guard's predicate, the shapes of enclosing
+//! `let`s, the program's `assume`s and sizes >= 1. Side conditions are proved by the
+//! solver under that context; "unknown" is a failure. Every step is recorded for the
+//! certificate.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use atl_lang::ast::{self, StepKind};
+use atl_lang::diag::Diagnostic;
+use atl_lang::index::{CmpOp, IndexExpr, Pred};
+use atl_lang::ir::{self, Expr, ExprKind, Program};
+use atl_lang::poly;
+use atl_lang::pretty::{Style, expr_to_string};
+use atl_lang::shapes::{self, Shape, ShapeEnv, show_shape};
+use atl_lang::span::Span;
+use atl_solver::{Facts, Solver, Verdict};
+
+use crate::cert::{ConditionRecord, StepRecord};
+use crate::library::Library;
+use crate::matcher::{self, Bindings};
+use crate::rule::{Condition, Grade, Rule};
+
+/// Facts and shapes known at a point of a program.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// Binder ranges and guard predicates, outermost first.
+    pub facts: Vec<Pred>,
+    /// Shapes of enclosing lets (innermost last).
+    pub lets: Vec<(String, Shape)>,
+    /// Names bound around the point (index and tensor binders).
+    pub bound: Vec<String>,
+}
+
+/// Everything a step needs besides the expression being rewritten.
+#[derive(Debug)]
+pub struct Env<'a> {
+    pub program: &'a Program,
+    pub shapes: &'a ShapeEnv,
+    pub library: &'a Library,
+    pub solver: &'a Solver,
+}
+
+impl Env<'_> {
+    /// The solver's facts for a context: sizes, assumes, then the context's facts.
+    pub fn facts(&self, ctx: &Context) -> Facts {
+        let mut f = Facts {
+            sizes: self.program.sizes.iter().map(|s| s.name.clone()).collect(),
+            facts: self
+                .program
+                .assumes
+                .iter()
+                .map(|a| a.pred.clone())
+                .collect(),
+        };
+        f.facts.extend(ctx.facts.iter().cloned());
+        f
+    }
+}
+
+/// A node reached by a pre-order walk: its path (child indices from the root), the
+/// context there and the node.
+#[derive(Debug)]
+pub struct Site<'e> {
+    pub path: Vec<usize>,
+    pub ctx: Context,
+    pub expr: &'e Expr,
+}
+
+fn range_fact(var: &str, lo: &IndexExpr, hi: &IndexExpr) -> Pred {
+    Pred::and(
+        Pred::cmp(CmpOp::Le, lo.clone(), IndexExpr::var(var)),
+        Pred::cmp(CmpOp::Lt, IndexExpr::var(var), hi.clone()),
+    )
+}
+
+/// The context inside child `k` of `e`, given the context at `e`.
+fn child_context(env: &ShapeEnv, e: &Expr, k: usize, ctx: &Context) -> Context {
+    let mut c = ctx.clone();
+    match &e.kind {
+        ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+            c.facts.push(range_fact(var, lo, hi));
+            c.bound.push(var.clone());
+        }
+        ExprKind::Guard { pred, .. } => c.facts.push(pred.clone()),
+        ExprKind::Let { var, value, .. } if k == 1 => {
+            let mut lets = ctx.lets.clone();
+            if let Ok(s) = shapes::infer_with_lets(env, &mut lets, value) {
+                c.lets.push((var.clone(), s));
+            }
+            c.bound.push(var.clone());
+        }
+        _ => {}
+    }
+    c
+}
+
+/// All nodes in pre-order with paths and contexts.
+pub fn sites<'e>(env: &ShapeEnv, root: &'e Expr) -> Vec<Site<'e>> {
+    let mut out = Vec::new();
+    fn go<'e>(
+        env: &ShapeEnv,
+        e: &'e Expr,
+        path: &mut Vec<usize>,
+        ctx: Context,
+        out: &mut Vec<Site<'e>>,
+    ) {
+        out.push(Site {
+            path: path.clone(),
+            ctx: ctx.clone(),
+            expr: e,
+        });
+        for (k, c) in e.children().into_iter().enumerate() {
+            let cctx = child_context(env, e, k, &ctx);
+            path.push(k);
+            go(env, c, path, cctx, out);
+            path.pop();
+        }
+    }
+    go(env, root, &mut Vec::new(), Context::default(), &mut out);
+    out
+}
+
+/// The node at `path`, if any.
+pub fn node_at<'e>(root: &'e Expr, path: &[usize]) -> Option<&'e Expr> {
+    let mut cur = root;
+    for &k in path {
+        cur = *cur.children().get(k)?;
+    }
+    Some(cur)
+}
+
+/// Replaces the node at `path`.
+pub fn replace_at(root: &Expr, path: &[usize], new: Expr) -> Option<Expr> {
+    if path.is_empty() {
+        return Some(new);
+    }
+    let mut out = root.clone();
+    let child = {
+        let children = out.children();
+        (*children.get(path[0])?).clone()
+    };
+    let replaced = replace_at(&child, &path[1..], new)?;
+    *out.children_mut().into_iter().nth(path[0])? = replaced;
+    Some(out)
+}
+
+/// The result of one step: the new expression and its record.
+#[derive(Debug)]
+pub struct StepOutcome {
+    pub expr: Expr,
+    pub record: StepRecord,
+}
+
+fn show(e: &Expr) -> String {
+    expr_to_string(e, Style::default())
+}
+
+fn show_facts(facts: &Facts) -> Vec<String> {
+    let mut out: Vec<String> = facts.sizes.iter().map(|s| format!("{s} >= 1")).collect();
+    out.extend(facts.facts.iter().map(|p| p.to_string()));
+    out
+}
+
+fn step_error(code: &'static str, span: Span, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(code, msg).at(span, "this step")
+}
+
+/// Which side is matched and which is produced.
+fn sides(rule: &Rule, backward: bool) -> (&Expr, &Expr) {
+    if backward {
+        (&rule.rhs, &rule.lhs)
+    } else {
+        (&rule.lhs, &rule.rhs)
+    }
+}
+
+/// Applies `rw RULE …` to `root`.
+#[allow(clippy::too_many_arguments)]
+pub fn rewrite(
+    env: &Env<'_>,
+    root: &Expr,
+    rule_name: &ast::Ident,
+    backward: bool,
+    site_sel: &ast::SiteSelector,
+    with: &[(ast::Ident, ast::SIndex)],
+    step_span: Span,
+) -> Result<StepOutcome, Diagnostic> {
+    let rule = env.library.get(&rule_name.name).ok_or_else(|| {
+        let mut d = Diagnostic::error("E0801", format!("no rule named `{}`", rule_name.name))
+            .at(rule_name.span, "unknown rule");
+        if let Some(s) = env.library.suggest(&rule_name.name) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        } else {
+            d = d.with_help("`atl rules` lists the rule library");
+        }
+        d
+    })?;
+    if backward && !rule.substs.is_empty() {
+        return Err(Diagnostic::error(
+            "E0802",
+            format!("rule `{}` cannot be used right-to-left", rule.name),
+        )
+        .at(
+            step_span,
+            "its right side contains a substitution, which is not a pattern",
+        )
+        .with_help(format!("use `rw {}`", rule.name)));
+    }
+    let (pattern, result) = sides(rule, backward);
+
+    // `with` values are index expressions in the site's scope.
+    let mut with_values = BTreeMap::new();
+    let mut pattern_metas = BTreeSet::new();
+    crate::rule::metas_of(pattern, &mut pattern_metas);
+    for (name, value) in with {
+        let key = name.name.trim_start_matches('?').to_string();
+        if !rule.params.contains(&key) && !rule.conditions.iter().any(|c| matches!(c, Condition::Shape { dims, .. } if dims.iter().any(|d| d == &IndexExpr::Meta(key.clone())))) {
+            return Err(Diagnostic::error("E0803", format!("`{key}` is not a parameter of rule `{}`", rule.name))
+                .at(name.span, "unknown parameter")
+                .with_help(if rule.params.is_empty() {
+                    "this rule takes no `with` values".to_string()
+                } else {
+                    format!("its parameters are: {}", rule.params.iter().map(|p| format!("?{p}")).collect::<Vec<_>>().join(", "))
+                }));
+        }
+        if pattern_metas.contains(&key) {
+            return Err(Diagnostic::error(
+                "E0803",
+                format!("`?{key}` is matched in this direction and cannot be given with `with`"),
+            )
+            .at(name.span, "determined by the match"));
+        }
+        let v = atl_lang::resolve::lower_index_free(value)?;
+        with_values.insert(key, v);
+    }
+
+    // Candidate sites.
+    let all = sites(env.shapes, root);
+    let mut candidates: Vec<&Site<'_>> = all.iter().collect();
+    if let Some((path, span)) = &site_sel.path {
+        let path: Vec<usize> = path.iter().map(|p| *p as usize).collect();
+        candidates.retain(|s| s.path == path);
+        if candidates.is_empty() {
+            return Err(Diagnostic::error("E0804", "no subterm at this path")
+                .at(*span, "path leads nowhere")
+                .with_help("paths are child numbers from the root, starting at 0"));
+        }
+    }
+    if let Some(around) = &site_sel.around {
+        let pat = crate::rule::site_pattern(around)?;
+        let anchor = all
+            .iter()
+            .find(|s| site_matches(&pat, s.expr))
+            .ok_or_else(|| {
+                Diagnostic::error("E0805", "no subterm matches the `around` pattern")
+                    .at(around.span, "matches nothing")
+            })?;
+        let prefix = anchor.path.clone();
+        candidates.retain(|s| s.path.starts_with(&prefix));
+    }
+    let mut matches = Vec::new();
+    let mut refusals = Vec::new();
+    for s in candidates {
+        match matcher::match_at(rule, pattern, s.expr) {
+            Ok(b) => matches.push((s, b)),
+            Err(notes) => refusals.extend(notes.scope_refusals),
+        }
+    }
+    let wanted = site_sel.at.map(|(n, _)| n as usize).unwrap_or(1);
+    let total = matches.len();
+    let Some((site, mut bindings)) = matches.into_iter().nth(wanted - 1) else {
+        let mut d = if total == 0 {
+            Diagnostic::error("E0806", format!("rule `{}` matches nowhere", rule.name))
+                .at(step_span, "no match")
+                .with_note(format!(
+                    "{}: {}",
+                    if backward { "right side" } else { "left side" },
+                    if backward {
+                        rule.equation.split("=>").nth(1).unwrap_or("").trim()
+                    } else {
+                        rule.equation.split("=>").next().unwrap_or("").trim()
+                    }
+                ))
+        } else {
+            Diagnostic::error(
+                "E0806",
+                format!("rule `{}` has only {total} match(es)", rule.name),
+            )
+            .at(step_span, format!("asked for match {wanted}"))
+        };
+        if let Some(r) = refusals.first() {
+            d = d.with_note(format!("a structural match was refused: {r}"));
+        }
+        return Err(d);
+    };
+    for (k, v) in &with_values {
+        bindings.indices.insert(k.clone(), v.clone());
+    }
+
+    let facts = env.facts(&site.ctx);
+    let mut records = Vec::new();
+
+    // Shape conditions bind or check dimensions.
+    for c in &rule.conditions {
+        let Condition::Shape {
+            name,
+            meta,
+            dims,
+            open,
+        } = c
+        else {
+            continue;
+        };
+        let Some(term) = bindings.exprs.get(meta) else {
+            return Err(step_error(
+                "E0807",
+                step_span,
+                format!(
+                    "condition `{name}` of `{}` needs `?{meta}`, which is not matched in this direction",
+                    rule.name
+                ),
+            ));
+        };
+        let mut lets = site.ctx.lets.clone();
+        let shape = shapes::infer_with_lets(env.shapes, &mut lets, term).map_err(|d| {
+            step_error(
+                "E0807",
+                step_span,
+                format!("cannot infer the shape of `?{meta}` for condition `{name}`"),
+            )
+            .with_note(d.message)
+        })?;
+        if shape.len() < dims.len() || (!open && shape.len() != dims.len()) {
+            return Err(step_error(
+                "E0808",
+                step_span,
+                format!("condition `{name}` of `{}` fails", rule.name),
+            )
+            .with_note(format!(
+                "`?{meta}` has shape {}, which is not {}",
+                show_shape(&shape),
+                show_dims(dims, *open)
+            )));
+        }
+        for (d, actual) in dims.iter().zip(&shape) {
+            if let IndexExpr::Meta(m) = d
+                && !bindings.indices.contains_key(m)
+            {
+                bindings.indices.insert(m.clone(), actual.clone());
+                continue;
+            }
+            let expected = matcher::instantiate_index(d, &bindings).ok_or_else(|| {
+                step_error(
+                    "E0807",
+                    step_span,
+                    format!("condition `{name}` mentions an unbound metavariable"),
+                )
+            })?;
+            let goal = Pred::cmp(CmpOp::Eq, expected.clone(), actual.clone());
+            let verdict = if poly::same(&expected, actual) {
+                Verdict::Proved
+            } else {
+                env.solver.prove(&facts, &goal)
+            };
+            records.push(ConditionRecord::new(name, &goal, &facts, &verdict));
+            check_verdict(&verdict, rule, name, &goal, &facts, step_span)?;
+        }
+    }
+
+    // Every parameter must have a value now.
+    let mut result_metas = BTreeSet::new();
+    crate::rule::metas_of(result, &mut result_metas);
+    for spec in rule.substs.values() {
+        result_metas.insert(spec.meta.clone());
+        match &spec.value {
+            crate::rule::SubstValue::Index(v) => {
+                let mut ms = BTreeSet::new();
+                crate::rule::metas_of(&Expr::access(Expr::input("_"), v.clone()), &mut ms);
+                result_metas.extend(ms);
+            }
+            crate::rule::SubstValue::Expr(v) => {
+                result_metas.insert(v.clone());
+            }
+        }
+    }
+    for m in &result_metas {
+        if rule.substs.contains_key(m) {
+            continue;
+        }
+        let bound = match m.strip_prefix("pred:") {
+            Some(p) => bindings.preds.contains_key(p),
+            None => bindings.exprs.contains_key(m) || bindings.indices.contains_key(m),
+        };
+        if !bound {
+            return Err(Diagnostic::error(
+                "E0809",
+                format!(
+                    "rule `{}` needs a value for `?{m}` in this direction",
+                    rule.name
+                ),
+            )
+            .at(step_span, "missing instantiation")
+            .with_help(format!("add `with {m} := …`")));
+        }
+    }
+
+    // Index side conditions.
+    for c in &rule.conditions {
+        let Condition::Pred { name, pred } = c else {
+            continue;
+        };
+        let goal = matcher::instantiate_pred(pred, &bindings).ok_or_else(|| {
+            step_error(
+                "E0809",
+                step_span,
+                format!(
+                    "condition `{name}` of `{}` mentions a metavariable without a value",
+                    rule.name
+                ),
+            )
+            .with_help("give it with `with NAME := …`")
+        })?;
+        // Conditions may mention binders matched inside the pattern: add their ranges.
+        let mut f = facts.clone();
+        for (pv, (lo, hi)) in &bindings.ranges {
+            if let Some(tv) = bindings.binders.get(pv)
+                && goal.mentions(tv)
+            {
+                let lo = rename_pattern_vars(lo, &bindings);
+                let hi = rename_pattern_vars(hi, &bindings);
+                f.facts.push(range_fact(tv, &lo, &hi));
+            }
+        }
+        let goal = rename_pattern_pred(&goal, &bindings);
+        let verdict = env.solver.prove(&f, &goal);
+        records.push(ConditionRecord::new(name, &goal, &f, &verdict));
+        check_verdict(&verdict, rule, name, &goal, &f, step_span)?;
+    }
+
+    // Build the result.
+    let mut avoid: BTreeSet<String> = ir::all_names(root).into_iter().collect();
+    avoid.extend(env.program.sizes.iter().map(|s| s.name.clone()));
+    avoid.extend(env.program.inputs.iter().map(|s| s.name.clone()));
+    avoid.extend(env.program.defs.iter().map(|s| s.name.clone()));
+    let new_node = matcher::instantiate(rule, result, &bindings, &avoid).map_err(|m| {
+        step_error(
+            "E0810",
+            step_span,
+            format!("cannot instantiate rule `{}`: {m}", rule.name),
+        )
+    })?;
+    let replaced = replace_at(root, &site.path, new_node.clone())
+        .ok_or_else(|| step_error("E0810", step_span, "internal: the site disappeared"))?;
+    let reserved: BTreeSet<String> = env
+        .program
+        .sizes
+        .iter()
+        .map(|s| s.name.clone())
+        .chain(env.program.inputs.iter().map(|s| s.name.clone()))
+        .chain(env.program.defs.iter().map(|s| s.name.clone()))
+        .collect();
+    let expr = matcher::uniquify(&replaced, &reserved);
+
+    let instantiation = bindings
+        .exprs
+        .iter()
+        .map(|(k, v)| (format!("?{k}"), show(v)))
+        .chain(
+            bindings
+                .indices
+                .iter()
+                .map(|(k, v)| (format!("?{k}"), v.to_string())),
+        )
+        .chain(bindings.binders.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    let record = StepRecord {
+        command: format!("{} {}", if backward { "rw<-" } else { "rw" }, rule.name),
+        rule: Some(rule.name.clone()),
+        direction: Some(if backward { "backward" } else { "forward" }.to_string()),
+        path: site.path.clone(),
+        instantiation,
+        conditions: records,
+        grade: rule.grade,
+        before: show(site.expr),
+        after_site: show(&new_node),
+        after: show(&expr),
+    };
+    Ok(StepOutcome { expr, record })
+}
+
+fn show_dims(dims: &[IndexExpr], open: bool) -> String {
+    let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    if open {
+        parts.push("..".to_string());
+    }
+    format!("[{}]", parts.join(", "))
+}
+
+/// Pattern binder names (`?i`) in an instantiated condition become the term's names.
+fn rename_pattern_vars(e: &IndexExpr, b: &Bindings) -> IndexExpr {
+    let mut out = e.clone();
+    for (pv, tv) in &b.binders {
+        out = out.subst(pv, &IndexExpr::var(tv.clone()));
+    }
+    out
+}
+
+fn rename_pattern_pred(p: &Pred, b: &Bindings) -> Pred {
+    p.map_index(&mut |i| rename_pattern_vars(i, b))
+}
+
+fn check_verdict(
+    verdict: &Verdict,
+    rule: &Rule,
+    name: &str,
+    goal: &Pred,
+    facts: &Facts,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let context = show_facts(facts).join(", ");
+    match verdict {
+        Verdict::Proved => Ok(()),
+        Verdict::Refuted(cex) => Err(Diagnostic::error(
+            "E0811",
+            format!("side condition `{name}` of `{}` is false here", rule.name),
+        )
+        .at(span, format!("cannot prove {goal}"))
+        .with_note(format!("goal: {goal}"))
+        .with_note(format!("context: {}", if context.is_empty() { "(none)".to_string() } else { context }))
+        .with_note(format!("counterexample: {cex}"))
+        .with_help("select another site (`at N`, `around (…)`), or first make the context imply the condition (a guard, a split)")),
+        Verdict::Unknown(reason) => Err(Diagnostic::error(
+            "E0812",
+            format!("side condition `{name}` of `{}` could not be proved", rule.name),
+        )
+        .at(span, format!("unknown: {goal}"))
+        .with_note(format!("goal: {goal}"))
+        .with_note(format!("context: {}", if context.is_empty() { "(none)".to_string() } else { context }))
+        .with_note(format!("the solver gave up: {reason}"))
+        .with_help("an unproved condition is never accepted; simplify the indices (`simpl`) or add an `assume`")),
+    }
+}
+
+/// Whether `e` matches an `around` pattern: metavariables match anything, binder names
+/// match any binder, other names must be equal.
+fn site_matches(p: &Expr, e: &Expr) -> bool {
+    use ExprKind as K;
+    match (&p.kind, &e.kind) {
+        (K::Meta(_), _) => true,
+        (K::Input(n), K::Input(m)) | (K::Input(n), K::DefRef(m)) | (K::Input(n), K::Var(m)) => {
+            n == m
+        }
+        (K::Lit(a), K::Lit(b)) => a == b,
+        (
+            K::Gen {
+                lo: l1,
+                hi: h1,
+                body: b1,
+                ..
+            },
+            K::Gen {
+                lo: l2,
+                hi: h2,
+                body: b2,
+                ..
+            },
+        )
+        | (
+            K::Sum {
+                lo: l1,
+                hi: h1,
+                body: b1,
+                ..
+            },
+            K::Sum {
+                lo: l2,
+                hi: h2,
+                body: b2,
+                ..
+            },
+        ) => index_site_matches(l1, l2) && index_site_matches(h1, h2) && site_matches(b1, b2),
+        _ => false,
+    }
+}
+
+fn index_site_matches(p: &IndexExpr, e: &IndexExpr) -> bool {
+    match p {
+        IndexExpr::Meta(_) => true,
+        _ => poly::same(p, e),
+    }
+}
+
+/// `unfold NAME`: replaces every reference to definition NAME by its body.
+pub fn unfold(
+    env: &Env<'_>,
+    root: &Expr,
+    name: &ast::Ident,
+    derived: &BTreeMap<String, Expr>,
+) -> Result<StepOutcome, Diagnostic> {
+    let body = derived
+        .get(&name.name)
+        .cloned()
+        .or_else(|| env.program.def(&name.name).map(|d| d.body.clone()))
+        .ok_or_else(|| {
+            Diagnostic::error("E0813", format!("no definition named `{}`", name.name))
+                .at(name.span, "cannot unfold")
+        })?;
+    let mut count = 0;
+    let mut paths = Vec::new();
+    fn go(
+        e: &Expr,
+        name: &str,
+        body: &Expr,
+        count: &mut usize,
+        path: &mut Vec<usize>,
+        paths: &mut Vec<Vec<usize>>,
+    ) -> Expr {
+        if let ExprKind::DefRef(r) = &e.kind
+            && r == name
+        {
+            *count += 1;
+            paths.push(path.clone());
+            return body.clone();
+        }
+        let mut out = e.clone();
+        for (k, c) in out.children_mut().into_iter().enumerate() {
+            path.push(k);
+            *c = go(c, name, body, count, path, paths);
+            path.pop();
+        }
+        out
+    }
+    let replaced = go(
+        root,
+        &name.name,
+        &body,
+        &mut count,
+        &mut Vec::new(),
+        &mut paths,
+    );
+    if count == 0 {
+        return Err(
+            Diagnostic::error("E0813", format!("`{}` is not used here", name.name))
+                .at(name.span, "nothing to unfold"),
+        );
+    }
+    let expr = matcher::uniquify(&replaced, &reserved_names(env.program));
+    Ok(StepOutcome {
+        record: StepRecord::tactic(
+            format!("unfold {}", name.name),
+            paths.first().cloned().unwrap_or_default(),
+            show(root),
+            show(&expr),
+        ),
+        expr,
+    })
+}
+
+fn reserved_names(p: &Program) -> BTreeSet<String> {
+    p.sizes
+        .iter()
+        .map(|s| s.name.clone())
+        .chain(p.inputs.iter().map(|s| s.name.clone()))
+        .chain(p.defs.iter().map(|s| s.name.clone()))
+        .collect()
+}
+
+/// `inline x`: replaces `let x = v in b` by `b[x := v]`.
+pub fn inline(env: &Env<'_>, root: &Expr, name: &ast::Ident) -> Result<StepOutcome, Diagnostic> {
+    let all = sites(env.shapes, root);
+    let site = all
+        .iter()
+        .find(|s| matches!(&s.expr.kind, ExprKind::Let { var, .. } if *var == name.name))
+        .ok_or_else(|| {
+            Diagnostic::error("E0814", format!("no `let {}` in the program", name.name))
+                .at(name.span, "nothing to inline")
+                .with_help("binder names are shown by `--trace` and the REPL's `:show`")
+        })?;
+    let ExprKind::Let { var, value, body } = &site.expr.kind else {
+        unreachable!("found a let above")
+    };
+    let new_node = ir::subst_tensor(body, var, value);
+    let replaced = replace_at(root, &site.path, new_node).expect("the site exists");
+    let expr = matcher::uniquify(&replaced, &reserved_names(env.program));
+    Ok(StepOutcome {
+        record: StepRecord::tactic(
+            format!("inline {}", name.name),
+            site.path.clone(),
+            show(root),
+            show(&expr),
+        ),
+        expr,
+    })
+}
+
+/// Rebuilds `e` bottom-up, giving `f` each node with its context.
+fn map_with_context(
+    env: &ShapeEnv,
+    e: &Expr,
+    ctx: &Context,
+    f: &mut dyn FnMut(&Expr, &Context) -> Expr,
+) -> Expr {
+    let mut out = e.clone();
+    let original = e.clone();
+    for (k, c) in out.children_mut().into_iter().enumerate() {
+        let cctx = child_context(env, &original, k, ctx);
+        *c = map_with_context(env, c, &cctx, f);
+    }
+    f(&out, ctx)
+}
+
+/// `simpl`: simplifies every index expression and guard under its context.
+pub fn simpl(env: &Env<'_>, root: &Expr) -> StepOutcome {
+    let expr = map_with_context(env.shapes, root, &Context::default(), &mut |node, ctx| {
+        let facts = env.facts(ctx);
+        let mut out = node.clone();
+        out.map_own_index(&mut |i| atl_solver::simplify_index(i, &facts, env.solver));
+        out
+    });
+    StepOutcome {
+        record: StepRecord::tactic("simpl".to_string(), Vec::new(), show(root), show(&expr)),
+        expr,
+    }
+}
+
+/// `simpl_guard`: removes guards that are provably true in their context, and replaces
+/// scalar guarded expressions whose guard is provably false by `0`.
+pub fn simpl_guard(env: &Env<'_>, root: &Expr) -> StepOutcome {
+    let mut conditions = Vec::new();
+    let expr = map_with_context(env.shapes, root, &Context::default(), &mut |node, ctx| {
+        let ExprKind::Guard { pred, body } = &node.kind else {
+            return node.clone();
+        };
+        let facts = env.facts(ctx);
+        let verdict = env.solver.prove(&facts, pred);
+        if verdict == Verdict::Proved {
+            conditions.push(ConditionRecord::new("guard_true", pred, &facts, &verdict));
+            return (**body).clone();
+        }
+        let negated = Pred::not(pred.clone());
+        let verdict = env.solver.prove(&facts, &negated);
+        let mut lets = ctx.lets.clone();
+        let scalar =
+            shapes::infer_with_lets(env.shapes, &mut lets, body).is_ok_and(|s| s.is_empty());
+        if verdict == Verdict::Proved && scalar {
+            conditions.push(ConditionRecord::new(
+                "guard_false",
+                &negated,
+                &facts,
+                &verdict,
+            ));
+            return Expr::lit(0.0);
+        }
+        node.clone()
+    });
+    let mut record = StepRecord::tactic(
+        "simpl_guard".to_string(),
+        Vec::new(),
+        show(root),
+        show(&expr),
+    );
+    record.conditions = conditions;
+    StepOutcome { expr, record }
+}
+
+/// The result of running a derivation.
+#[derive(Clone, Debug)]
+pub struct Derivation {
+    pub name: String,
+    pub from: String,
+    pub initial: Expr,
+    pub result: Expr,
+    pub steps: Vec<StepRecord>,
+}
+
+impl Derivation {
+    /// The weakest grade of the derivation's steps.
+    pub fn grade(&self) -> Grade {
+        if self.steps.iter().any(|s| s.grade == Grade::Real) {
+            Grade::Real
+        } else {
+            Grade::Exact
+        }
+    }
+}
+
+/// Executes one derivation step on `expr`.
+pub fn run_step(
+    env: &Env<'_>,
+    expr: &Expr,
+    step: &ast::Step,
+    original_shape: &Shape,
+    derived: &BTreeMap<String, Expr>,
+) -> Result<StepOutcome, Diagnostic> {
+    let outcome = match &step.kind {
+        StepKind::Rewrite {
+            backward,
+            rule,
+            site,
+            with,
+        } => rewrite(env, expr, rule, *backward, site, with, step.span)?,
+        StepKind::Unfold(name) => unfold(env, expr, name, derived)?,
+        StepKind::Inline(name) => inline(env, expr, name)?,
+        StepKind::Simpl => simpl(env, expr),
+        StepKind::SimplGuard => simpl_guard(env, expr),
+        StepKind::Check => StepOutcome {
+            expr: expr.clone(),
+            record: StepRecord::tactic("check".to_string(), Vec::new(), show(expr), show(expr)),
+        },
+        StepKind::Directive { name, .. } => {
+            return Err(Diagnostic::error("E0815", format!("`{}` is not a step this version understands", name.name))
+                .at(name.span, "unknown step")
+                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard` and `check`; Halide-style directives are not implemented yet"));
+        }
+    };
+    // Every step must preserve the shape (a cheap, independent sanity check).
+    let shape = shapes::infer(env.shapes, &outcome.expr).map_err(|d| {
+        Diagnostic::error("E0816", "the step produced an ill-shaped program")
+            .at(step.span, "this step")
+            .with_note(d.message)
+    })?;
+    if shape.len() != original_shape.len()
+        || !shape
+            .iter()
+            .zip(original_shape)
+            .all(|(a, b)| poly::same(a, b))
+    {
+        let facts = env.facts(&Context::default());
+        let all_proved = shape.len() == original_shape.len()
+            && shape.iter().zip(original_shape).all(|(a, b)| {
+                env.solver
+                    .prove(&facts, &Pred::cmp(CmpOp::Eq, a.clone(), b.clone()))
+                    == Verdict::Proved
+            });
+        if !all_proved {
+            return Err(
+                Diagnostic::error("E0817", "the step changed the shape of the program")
+                    .at(step.span, "this step")
+                    .with_note(format!(
+                        "before: {}, after: {}",
+                        show_shape(original_shape),
+                        show_shape(&shape)
+                    )),
+            );
+        }
+    }
+    Ok(outcome)
+}
+
+/// Runs every derivation of a program in order. Returns the derivations that succeeded
+/// and one diagnostic per failing derivation (its first failing step).
+pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
+    let mut done: Vec<Derivation> = Vec::new();
+    let mut derived: BTreeMap<String, Expr> = BTreeMap::new();
+    let mut diags = Vec::new();
+    for d in &env.program.derives {
+        let initial = match derived
+            .get(&d.from)
+            .cloned()
+            .or_else(|| env.program.def(&d.from).map(|x| x.body.clone()))
+        {
+            Some(e) => e,
+            None => continue, // its base failed; already reported
+        };
+        let Ok(original_shape) = shapes::infer(env.shapes, &initial) else {
+            continue;
+        };
+        let mut expr = initial.clone();
+        let mut steps = Vec::new();
+        let mut failed = false;
+        for step in &d.steps {
+            match run_step(env, &expr, step, &original_shape, &derived) {
+                Ok(outcome) => {
+                    expr = outcome.expr;
+                    steps.push(outcome.record);
+                }
+                Err(diag) => {
+                    diags.push(
+                        diag.with_secondary(d.name_span, format!("in derivation `{}`", d.name)),
+                    );
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed {
+            continue;
+        }
+        derived.insert(d.name.clone(), expr.clone());
+        done.push(Derivation {
+            name: d.name.clone(),
+            from: d.from.clone(),
+            initial,
+            result: expr,
+            steps,
+        });
+    }
+    (done, diags)
+}
+
+/// The program with every successful derivation added as a definition (so that
+/// `--def NAME` finds it) and the shape environment extended accordingly.
+pub fn with_derived(
+    program: &Program,
+    shapes_env: &ShapeEnv,
+    derivations: &[Derivation],
+) -> (Program, ShapeEnv) {
+    let mut p = program.clone();
+    let mut env = shapes_env.clone();
+    for d in derivations {
+        let span = program
+            .derive(&d.name)
+            .map(|x| x.name_span)
+            .unwrap_or_default();
+        if let Ok(s) = shapes::infer(&env, &d.result) {
+            env.globals.insert(d.name.clone(), s);
+        }
+        p.defs.push(ir::Def {
+            name: d.name.clone(),
+            name_span: span,
+            body: d.result.clone(),
+            span,
+        });
+    }
+    (p, env)
+}

@@ -1,0 +1,18 @@
+//! `atl-rewrites`: scheduling by named, checked source-to-source rewrites.
+//!
+//! - [`rule`]: rules as data (`rules/*.rules`), loaded and validated.
+//! - [`matcher`]: matching under binders with structural scoping, instantiation.
+//! - [`engine`]: contexts, site selection, tactics (`rw`, `rw<-`, `unfold`, `inline`,
+//!   `simpl`, `simpl_guard`, `check`) and derivations.
+//! - [`cert`]: the certificate each derivation produces.
+//!
+//! Library code never prints.
+
+pub mod cert;
+pub mod engine;
+pub mod library;
+pub mod matcher;
+pub mod rule;
+
+pub use engine::{Derivation, Env, run_derivations, with_derived};
+pub use library::Library;

@@ -1,0 +1,96 @@
+//! The rule library: every `rules/*.rules` file of this crate, embedded at build time
+//! so that the binary carries exactly the rules its tests checked.
+
+use std::collections::HashMap;
+
+use atl_lang::diag::Diagnostic;
+
+use crate::rule::{Rule, load_rules};
+
+/// The library's rule files: (file name, contents).
+pub const RULE_FILES: &[(&str, &str)] = &[
+    ("let.rules", include_str!("../rules/let.rules")),
+    ("access.rules", include_str!("../rules/access.rules")),
+    ("guard.rules", include_str!("../rules/guard.rules")),
+    ("loops.rules", include_str!("../rules/loops.rules")),
+    ("algebra.rules", include_str!("../rules/algebra.rules")),
+    ("reshape.rules", include_str!("../rules/reshape.rules")),
+];
+
+/// A set of rules by name.
+#[derive(Clone, Debug, Default)]
+pub struct Library {
+    rules: Vec<Rule>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Library {
+    /// Loads the embedded standard library. Diagnostics name the file they point into.
+    pub fn standard() -> (Library, Vec<(String, Diagnostic)>) {
+        Library::from_sources(
+            RULE_FILES
+                .iter()
+                .map(|(n, s)| (n.to_string(), s.to_string())),
+        )
+    }
+
+    /// Loads rules from (file name, text) pairs.
+    pub fn from_sources(
+        files: impl IntoIterator<Item = (String, String)>,
+    ) -> (Library, Vec<(String, Diagnostic)>) {
+        let mut lib = Library::default();
+        let mut diags = Vec::new();
+        for (name, text) in files {
+            let (rules, ds) = load_rules(&text, &name);
+            diags.extend(ds.into_iter().map(|d| (name.clone(), d)));
+            for r in rules {
+                if lib.by_name.contains_key(&r.name) {
+                    diags.push((
+                        name.clone(),
+                        Diagnostic::error(
+                            "E0704",
+                            format!("rule `{}` is defined in two files", r.name),
+                        ),
+                    ));
+                    continue;
+                }
+                lib.by_name.insert(r.name.clone(), lib.rules.len());
+                lib.rules.push(r);
+            }
+        }
+        (lib, diags)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Rule> {
+        self.by_name.get(name).map(|k| &self.rules[*k])
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The closest rule name, for "did you mean".
+    pub fn suggest(&self, name: &str) -> Option<&str> {
+        self.rules
+            .iter()
+            .map(|r| (strsim(name, &r.name), r.name.as_str()))
+            .filter(|(d, _)| *d <= 2.max(name.len() / 3))
+            .min()
+            .map(|(_, n)| n)
+    }
+}
+
+fn strsim(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
