@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the system packages the workspace needs to build, and nothing else.
+#
+# Idempotent: a package is installed only when `dpkg -s` says it is missing, and
+# `apt-get update` runs only when something has to be installed.
+#
+# - libz3-dev: the solver crate links the system libz3 (no bundled/static build;
+#   building z3 from source takes too long for CI).
+# - libclang-dev: z3-sys 0.8 runs bindgen at build time to read z3's enums from the
+#   installed z3.h (so the enum values match the linked library exactly); bindgen
+#   loads libclang at run time and needs clang's builtin headers.
+# - pkg-config: lets build scripts locate system libraries.
+set -euo pipefail
+
+packages=(libz3-dev libclang-dev pkg-config)
+
+missing=()
+for pkg in "${packages[@]}"; do
+    if ! dpkg -s "$pkg" >/dev/null 2>&1; then
+        missing+=("$pkg")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "setup: all system packages present (${packages[*]})"
+    exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+    sudo_cmd=(sudo)
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
