@@ -258,8 +258,9 @@ impl Printer {
         let parenthesized = prec(e) < min || (right_open(e) && !rightmost);
         match &e.kind {
             _ if parenthesized => {
-                self.out.push_str(indent);
-                self.out.push_str(&one_line);
+                let _ = writeln!(self.out, "{indent}(");
+                self.block(e, &format!("{indent}  "), 0, true);
+                self.out.push(')');
             }
             ExprKind::Gen { .. } | ExprKind::Sum { .. } => {
                 // Print the merged head, then the body on the next lines.
@@ -330,6 +331,32 @@ impl Printer {
                         }
                     }
                 }
+            }
+            ExprKind::Amount { op, amount, arg } => {
+                let _ = writeln!(self.out, "{indent}{}({amount},", op.name());
+                self.block(arg, &format!("{indent}  "), 0, true);
+                self.out.push(')');
+            }
+            ExprKind::Transpose(arg) | ExprKind::Flatten(arg) => {
+                let name = if matches!(e.kind, ExprKind::Transpose(_)) {
+                    "transpose"
+                } else {
+                    "flatten"
+                };
+                let _ = writeln!(self.out, "{indent}{name}(");
+                self.block(arg, &format!("{indent}  "), 0, true);
+                self.out.push(')');
+            }
+            ExprKind::Concat(a, b) => {
+                // `a ++ b` is left-associative: the left operand may be a concat itself.
+                self.block(a, indent, P_CONCAT, false);
+                let _ = writeln!(self.out);
+                let _ = writeln!(self.out, "{indent}++");
+                self.block(b, indent, P_CONCAT + 1, rightmost);
+            }
+            ExprKind::Guard { pred, body } => {
+                let _ = writeln!(self.out, "{indent}[{pred}] {}", self.star());
+                self.block(body, &format!("{indent}  "), P_UNARY, rightmost);
             }
             _ => {
                 self.out.push_str(indent);

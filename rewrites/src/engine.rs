@@ -216,8 +216,33 @@ pub fn rewrite(
     let mut with_values = BTreeMap::new();
     let mut pattern_metas = BTreeSet::new();
     crate::rule::metas_of(pattern, &mut pattern_metas);
+    // Binders that only the produced side introduces may be named with `with`.
+    let mut pattern_binders = std::collections::HashSet::new();
+    pattern.bound_names(&mut pattern_binders);
+    let mut result_binders = std::collections::HashSet::new();
+    result.bound_names(&mut result_binders);
+    let mut binder_names = BTreeMap::new();
     for (name, value) in with {
         let key = name.name.trim_start_matches('?').to_string();
+        let binder = format!("?{key}");
+        if result_binders.contains(&binder) && !pattern_binders.contains(&binder) {
+            match atl_lang::resolve::lower_index_free(value)? {
+                IndexExpr::Var(v)
+                    if !ir::all_names(root).contains(&v)
+                        && !env.program.is_size(&v)
+                        && env.program.input(&v).is_none()
+                        && env.program.def(&v).is_none() =>
+                {
+                    binder_names.insert(binder, v);
+                    continue;
+                }
+                _ => {
+                    return Err(Diagnostic::error("E0803", format!("`{key}` names a new binder and needs a fresh name"))
+                        .at(value.span, "not a fresh name")
+                        .with_help(format!("for example `with {key} := {key}2`, using a name the program does not use yet")));
+                }
+            }
+        }
         if !rule.params.contains(&key) && !rule.conditions.iter().any(|c| matches!(c, Condition::Shape { dims, .. } if dims.iter().any(|d| d == &IndexExpr::Meta(key.clone())))) {
             return Err(Diagnostic::error("E0803", format!("`{key}` is not a parameter of rule `{}`", rule.name))
                 .at(name.span, "unknown parameter")
@@ -446,13 +471,14 @@ pub fn rewrite(
     avoid.extend(env.program.sizes.iter().map(|s| s.name.clone()));
     avoid.extend(env.program.inputs.iter().map(|s| s.name.clone()));
     avoid.extend(env.program.defs.iter().map(|s| s.name.clone()));
-    let new_node = matcher::instantiate(rule, result, &bindings, &avoid).map_err(|m| {
-        step_error(
-            "E0810",
-            step_span,
-            format!("cannot instantiate rule `{}`: {m}", rule.name),
-        )
-    })?;
+    let new_node =
+        matcher::instantiate(rule, result, &bindings, &avoid, &binder_names).map_err(|m| {
+            step_error(
+                "E0810",
+                step_span,
+                format!("cannot instantiate rule `{}`: {m}", rule.name),
+            )
+        })?;
     let replaced = replace_at(root, &site.path, new_node.clone())
         .ok_or_else(|| step_error("E0810", step_span, "internal: the site disappeared"))?;
     let reserved: BTreeSet<String> = env

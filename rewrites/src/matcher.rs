@@ -341,19 +341,22 @@ pub fn instantiate_pred(p: &Pred, b: &Bindings) -> Option<Pred> {
 }
 
 /// Instantiates the other side of a rule. Binder metavariables that were matched keep
-/// the term's names; the others get names fresh for `avoid`.
+/// the term's names; the others get the names in `names` (from `with`) or names fresh
+/// for `avoid`.
 pub fn instantiate(
     rule: &Rule,
     pattern: &Expr,
     b: &Bindings,
     avoid: &BTreeSet<String>,
+    names: &BTreeMap<String, String>,
 ) -> Result<Expr, String> {
     let raw = build(rule, pattern, b)?;
     let mut supply = NameSupply::new(avoid.iter().cloned());
-    for v in b.binders.values() {
+    for v in b.binders.values().chain(names.values()) {
         supply.reserve(v);
     }
-    let mut chosen: HashMap<String, String> = HashMap::new();
+    let mut chosen: HashMap<String, String> =
+        names.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     Ok(name_binders(&raw, b, &mut supply, &mut chosen))
 }
 
