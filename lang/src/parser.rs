@@ -1015,6 +1015,11 @@ pub fn parse_index_str(source: &str) -> Result<IndexExpr, Vec<Diagnostic>> {
     crate::resolve::lower_index_free(&e).map_err(|d| vec![d])
 }
 
+/// Parses a standalone index expression into the surface AST (keeps spans).
+pub fn parse_index_ast(source: &str) -> Result<SIndex, Vec<Diagnostic>> {
+    parse_standalone(source, index_parser(), "an index expression")
+}
+
 /// Parses a standalone expression in surface syntax (patterns, tests).
 pub fn parse_expr_str(source: &str) -> Result<SExpr, Vec<Diagnostic>> {
     parse_standalone(source, expr_parser(), "an expression")

@@ -9,6 +9,7 @@
 //! Library code never prints.
 
 pub mod cert;
+pub mod check;
 pub mod engine;
 pub mod library;
 pub mod matcher;

@@ -161,3 +161,28 @@ fn every_example_applies_and_preserves_meaning() {
     );
     assert!(checked >= 60, "only {checked} examples checked");
 }
+
+/// Bounded semantic testing with random instances: every rule must agree on every
+/// instance the engine accepts, and must have at least one accepted instance.
+#[test]
+fn every_rule_agrees_on_random_instances() {
+    use atl_rewrites::check::{RuleCheck, check_rule};
+    let lib = library();
+    let solver = Solver::new();
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    // `ATL_RULE_CHECK_ATTEMPTS` and `ATL_RULE_CHECK_SEED` scale the search up for a
+    // deeper run than CI's default.
+    let attempts: usize = std::env::var("ATL_RULE_CHECK_ATTEMPTS").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
+    let seed: u64 = std::env::var("ATL_RULE_CHECK_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    for (k, rule) in lib.rules().iter().enumerate() {
+        match check_rule(rule, &lib, &solver, attempts, seed * 1000 + k as u64) {
+            RuleCheck::Passed { instances, tried } => report.push(format!("{}: {instances}/{tried}", rule.name)),
+            RuleCheck::NoInstance { tried } => failures.push(format!("{}: no accepted instance in {tried} tries", rule.name)),
+            RuleCheck::Failed { lhs, rhs, sizes, detail } => {
+                failures.push(format!("{}: WRONG at {sizes}\n  {lhs}\n  => {rhs}\n  {detail}", rule.name))
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}\n\npassed: {}", failures.join("\n"), report.join(", "));
+}
