@@ -6,6 +6,8 @@
 //! command-line arguments.
 
 pub mod npy;
+pub mod repl;
+mod repl_term;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -87,6 +89,11 @@ enum Command {
         /// Print with the Unicode aliases `⊞ Σ ·`.
         #[arg(long)]
         unicode: bool,
+    },
+    /// Interactive rewriting: apply steps to a definition and see the result at once.
+    Repl {
+        /// A program file to load.
+        file: Option<PathBuf>,
     },
     /// List the rule library.
     Rules {
@@ -192,6 +199,7 @@ pub fn run(
             unicode,
         ),
         Command::Rules { filter } => cmd_rules(&mut out, filter.as_deref()),
+        Command::Repl { file } => repl_term::run_repl(file, color, out.stdout, out.stderr),
         Command::Prove {
             sizes,
             assumes,

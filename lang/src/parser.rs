@@ -661,11 +661,21 @@ fn parse_derive(
                 .with_secondary(open, "opened here"));
         }
     };
-    // Split the body into steps at line breaks outside brackets, and at `;`.
+    let (out, step_diags) = steps_from_tokens(body, lines, lines.line_of(open.start));
+    diags.extend(step_diags);
+    Ok((name, from, out))
+}
+
+/// Splits tokens into steps at line breaks outside brackets and at `;`, and parses each.
+fn steps_from_tokens(
+    body: &[(Token, Span)],
+    lines: &Lines,
+    first_line: usize,
+) -> (Vec<Step>, Vec<Diagnostic>) {
     let mut steps = Vec::new();
     let mut depth = 0i32;
     let mut current: Vec<(Token, Span)> = Vec::new();
-    let mut last_line = lines.line_of(open.start);
+    let mut last_line = first_line;
     for (tok, span) in body {
         let line = lines.line_of(span.start);
         if depth <= 0 && line != last_line && !current.is_empty() {
@@ -689,13 +699,39 @@ fn parse_derive(
         steps.push(current);
     }
     let mut out = Vec::new();
+    let mut diags = Vec::new();
     for step in steps {
         match parse_step(&step) {
             Ok(s) => out.push(s),
             Err(d) => diags.push(d),
         }
     }
-    Ok((name, from, out))
+    (out, diags)
+}
+
+/// Parses derivation steps typed outside a file (the REPL): one per line or separated
+/// by `;`.
+pub fn parse_steps(source: &str) -> (Vec<Step>, Vec<Diagnostic>) {
+    let (tokens, mut diags) = lex(source);
+    let lines = Lines::new(source);
+    let (steps, step_diags) = steps_from_tokens(&tokens, &lines, 0);
+    diags.extend(step_diags);
+    (steps, diags)
+}
+
+/// Whether brackets are still open at the end of `source` (the REPL then asks for
+/// another line).
+pub fn is_incomplete(source: &str) -> bool {
+    let (tokens, _) = lex(source);
+    let mut depth = 0i32;
+    for (t, _) in &tokens {
+        match t {
+            Token::LParen | Token::LBracket | Token::LBrace => depth += 1,
+            Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
+            _ => {}
+        }
+    }
+    depth > 0
 }
 
 fn step_span(tokens: &[(Token, Span)]) -> Span {

@@ -32,7 +32,12 @@ pub enum RuleCheck {
     /// No random instance was accepted by the engine (the examples still apply).
     NoInstance { tried: usize },
     /// An accepted instance whose two sides differ: a wrong rule.
-    Failed { lhs: String, rhs: String, sizes: String, detail: String },
+    Failed {
+        lhs: String,
+        rhs: String,
+        sizes: String,
+        detail: String,
+    },
 }
 
 struct Rng(u64);
@@ -79,7 +84,9 @@ impl Generator {
     fn index(&mut self, scope: &[String], depth: usize) -> IndexExpr {
         let leaf = |g: &mut Generator| -> IndexExpr {
             match g.rng.below(6) {
-                0 | 1 if !scope.is_empty() => IndexExpr::var(scope[g.rng.below(scope.len())].clone()),
+                0 | 1 if !scope.is_empty() => {
+                    IndexExpr::var(scope[g.rng.below(scope.len())].clone())
+                }
                 0 => IndexExpr::var("n"),
                 2 => IndexExpr::var("n"),
                 3 => IndexExpr::var("m"),
@@ -99,10 +106,20 @@ impl Generator {
     }
 
     fn pred(&mut self, scope: &[String]) -> Pred {
-        let op = [CmpOp::Lt, CmpOp::Le, CmpOp::Eq, CmpOp::Ne, CmpOp::Gt, CmpOp::Ge][self.rng.below(6)];
+        let op = [
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ][self.rng.below(6)];
         let p = Pred::cmp(op, self.index(scope, 1), self.index(scope, 1));
         if self.rng.chance(20) {
-            Pred::and(p, Pred::cmp(CmpOp::Lt, self.index(scope, 1), IndexExpr::var("n")))
+            Pred::and(
+                p,
+                Pred::cmp(CmpOp::Lt, self.index(scope, 1), IndexExpr::var("n")),
+            )
         } else {
             p
         }
@@ -117,11 +134,18 @@ impl Generator {
     fn expr(&mut self, shape: &[IndexExpr], scope: &mut Vec<String>, depth: usize) -> Expr {
         let matching: Vec<&'static str> = inputs()
             .into_iter()
-            .filter(|(_, s)| s.len() == shape.len() && s.iter().zip(shape).all(|(a, b)| atl_lang::poly::same(a, b)))
+            .filter(|(_, s)| {
+                s.len() == shape.len()
+                    && s.iter().zip(shape).all(|(a, b)| atl_lang::poly::same(a, b))
+            })
             .map(|(n, _)| n)
             .collect();
         if shape.is_empty() {
-            let choice = if depth == 0 { self.rng.below(3) } else { self.rng.below(8) };
+            let choice = if depth == 0 {
+                self.rng.below(3)
+            } else {
+                self.rng.below(8)
+            };
             return match choice {
                 0 => Expr::lit([0.5, -1.25, 2.0, 3.0][self.rng.below(4)]),
                 1 => {
@@ -146,7 +170,11 @@ impl Generator {
                 }
                 6 => {
                     let v = self.fresh();
-                    let hi = if self.rng.chance(50) { IndexExpr::var("n") } else { IndexExpr::Const(1 + self.rng.below(3) as i64) };
+                    let hi = if self.rng.chance(50) {
+                        IndexExpr::var("n")
+                    } else {
+                        IndexExpr::Const(1 + self.rng.below(3) as i64)
+                    };
                     scope.push(v.clone());
                     let body = self.expr(shape, scope, depth - 1);
                     scope.pop();
@@ -196,7 +224,12 @@ fn random_bindings(rule: &Rule, g: &mut Generator) -> (Bindings, BTreeMap<String
     let mut b = Bindings::default();
     let mut lhs_metas = BTreeSet::new();
     metas_of(&rule.lhs, &mut lhs_metas);
-    let scope_of = |m: &str| -> Vec<String> { rule.scopes.get(m).map(|s| s.iter().cloned().collect()).unwrap_or_default() };
+    let scope_of = |m: &str| -> Vec<String> {
+        rule.scopes
+            .get(m)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    };
     // Index metavariables first: shape conditions may refer to them.
     for m in &lhs_metas {
         if let Some(p) = m.strip_prefix("pred:") {
@@ -215,7 +248,11 @@ fn random_bindings(rule: &Rule, g: &mut Generator) -> (Bindings, BTreeMap<String
             continue;
         }
         let scope = scope_of(m);
-        let v = if g.rng.chance(30) { IndexExpr::Const(1 + g.rng.below(4) as i64) } else { g.index(&scope, 1) };
+        let v = if g.rng.chance(30) {
+            IndexExpr::Const(1 + g.rng.below(4) as i64)
+        } else {
+            g.index(&scope, 1)
+        };
         b.indices.insert(m.clone(), v);
     }
     let scalars = scalar_metas(&rule.lhs);
@@ -223,14 +260,29 @@ fn random_bindings(rule: &Rule, g: &mut Generator) -> (Bindings, BTreeMap<String
         let mut scope = scope_of(m);
         // A shape condition on this metavariable decides its leading dimensions; an
         // operand of `*` or `/` is a scalar.
-        let mut shape = if scalars.contains(m) { Vec::new() } else { g.shape() };
+        let mut shape = if scalars.contains(m) {
+            Vec::new()
+        } else {
+            g.shape()
+        };
         for c in &rule.conditions {
-            if let Condition::Shape { meta, dims, open, .. } = c
+            if let Condition::Shape {
+                meta, dims, open, ..
+            } = c
                 && meta == m
             {
                 let mut s: Vec<IndexExpr> = dims
                     .iter()
-                    .map(|d| matcher::instantiate_index(d, &b).unwrap_or_else(|| [IndexExpr::var("n"), IndexExpr::var("m"), IndexExpr::Const(3)][g.rng.below(3)].clone()))
+                    .map(|d| {
+                        matcher::instantiate_index(d, &b).unwrap_or_else(|| {
+                            [
+                                IndexExpr::var("n"),
+                                IndexExpr::var("m"),
+                                IndexExpr::Const(3),
+                            ][g.rng.below(3)]
+                            .clone()
+                        })
+                    })
                     .collect();
                 if *open && g.rng.chance(40) {
                     s.push(IndexExpr::var("m"));
@@ -244,7 +296,11 @@ fn random_bindings(rule: &Rule, g: &mut Generator) -> (Bindings, BTreeMap<String
     let mut params = BTreeMap::new();
     for p in &rule.params {
         if !lhs_metas.contains(p) {
-            let v = if g.rng.chance(50) { IndexExpr::Const(g.rng.below(5) as i64) } else { g.index(&[], 1) };
+            let v = if g.rng.chance(50) {
+                IndexExpr::Const(g.rng.below(5) as i64)
+            } else {
+                g.index(&[], 1)
+            };
             params.insert(p.clone(), v);
         }
     }
@@ -260,7 +316,11 @@ fn scalar_metas(p: &Expr) -> BTreeSet<String> {
             ExprKind::Meta(m) if scalar => {
                 out.insert(m.clone());
             }
-            ExprKind::Binary { op: BinOp::Mul | BinOp::Div, lhs, rhs } => {
+            ExprKind::Binary {
+                op: BinOp::Mul | BinOp::Div,
+                lhs,
+                rhs,
+            } => {
                 go(lhs, true, out);
                 go(rhs, true, out);
             }
@@ -291,7 +351,13 @@ fn show(e: &Expr) -> String {
 }
 
 /// Checks one rule with `attempts` random instances.
-pub fn check_rule(rule: &Rule, library: &Library, solver: &Solver, attempts: usize, seed: u64) -> RuleCheck {
+pub fn check_rule(
+    rule: &Rule,
+    library: &Library,
+    solver: &Solver,
+    attempts: usize,
+    seed: u64,
+) -> RuleCheck {
     let mut g = Generator {
         rng: Rng(seed ^ 0x5EED),
         fresh: 0,
@@ -304,7 +370,13 @@ pub fn check_rule(rule: &Rule, library: &Library, solver: &Solver, attempts: usi
     };
     for _ in 0..attempts {
         let (bindings, params) = random_bindings(rule, &mut g);
-        let Ok(lhs) = matcher::instantiate(rule, &rule.lhs, &bindings, &BTreeSet::new(), &BTreeMap::new()) else {
+        let Ok(lhs) = matcher::instantiate(
+            rule,
+            &rule.lhs,
+            &bindings,
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+        ) else {
             continue;
         };
         let mut program = base.program.clone();
@@ -361,7 +433,9 @@ pub fn check_rule(rule: &Rule, library: &Library, solver: &Solver, attempts: usi
                 max_elements: 1 << 16,
                 ..EvalOptions::default()
             };
-            let Ok(in_shapes) = input_shapes(&program, &sizes, &options) else { continue };
+            let Ok(in_shapes) = input_shapes(&program, &sizes, &options) else {
+                continue;
+            };
             let inputs: BTreeMap<String, Tensor> = in_shapes
                 .into_iter()
                 .enumerate()
@@ -378,7 +452,11 @@ pub fn check_rule(rule: &Rule, library: &Library, solver: &Solver, attempts: usi
                         lhs: show(&lhs),
                         rhs: show(&outcome.expr),
                         sizes: format!("n={n}, m={m}"),
-                        detail: format!("one side fails to evaluate: {:?} / {:?}", a.err().map(|d| d.message), b.err().map(|d| d.message)),
+                        detail: format!(
+                            "one side fails to evaluate: {:?} / {:?}",
+                            a.err().map(|d| d.message),
+                            b.err().map(|d| d.message)
+                        ),
                     };
                 }
             };
@@ -392,7 +470,10 @@ pub fn check_rule(rule: &Rule, library: &Library, solver: &Solver, attempts: usi
                     lhs: show(&lhs),
                     rhs: show(&outcome.expr),
                     sizes: format!("n={n}, m={m}"),
-                    detail: format!("left {:?} {:?}, right {:?} {:?}", a.shape, a.data, b.shape, b.data),
+                    detail: format!(
+                        "left {:?} {:?}, right {:?} {:?}",
+                        a.shape, a.data, b.shape, b.data
+                    ),
                 };
             }
         }

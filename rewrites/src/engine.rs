@@ -954,3 +954,54 @@ pub fn with_derived(
     }
     (p, env)
 }
+
+/// One place where a rule matches, for listing (`:sites` in the REPL).
+#[derive(Debug)]
+pub struct SiteReport {
+    pub path: Vec<usize>,
+    /// The matched subterm.
+    pub subterm: String,
+    /// `Ok` with the subterm it would become, or the diagnostic that stops the step
+    /// (a side condition, a missing `with`).
+    pub outcome: Result<String, Diagnostic>,
+}
+
+/// Every structural match of `rule_name` in `root`, in pre-order, with whether the step
+/// would succeed there.
+pub fn list_sites(
+    env: &Env<'_>,
+    root: &Expr,
+    rule_name: &str,
+    backward: bool,
+) -> Result<Vec<SiteReport>, Diagnostic> {
+    let rule = env.library.get(rule_name).ok_or_else(|| {
+        let mut d = Diagnostic::error("E0801", format!("no rule named `{rule_name}`"));
+        if let Some(s) = env.library.suggest(rule_name) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        }
+        d
+    })?;
+    let (pattern, _) = sides(rule, backward);
+    let ident = ast::Ident {
+        name: rule_name.to_string(),
+        span: Span::DUMMY,
+    };
+    let mut out = Vec::new();
+    for s in sites(env.shapes, root) {
+        if matcher::match_at(rule, pattern, s.expr).is_err() {
+            continue;
+        }
+        let sel = ast::SiteSelector {
+            path: Some((s.path.iter().map(|p| *p as u64).collect(), Span::DUMMY)),
+            ..Default::default()
+        };
+        let outcome = rewrite(env, root, &ident, backward, &sel, &[], Span::DUMMY)
+            .map(|o| o.record.after_site);
+        out.push(SiteReport {
+            path: s.path.clone(),
+            subterm: show(s.expr),
+            outcome,
+        });
+    }
+    Ok(out)
+}

@@ -173,16 +173,38 @@ fn every_rule_agrees_on_random_instances() {
     let mut report = Vec::new();
     // `ATL_RULE_CHECK_ATTEMPTS` and `ATL_RULE_CHECK_SEED` scale the search up for a
     // deeper run than CI's default.
-    let attempts: usize = std::env::var("ATL_RULE_CHECK_ATTEMPTS").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
-    let seed: u64 = std::env::var("ATL_RULE_CHECK_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let attempts: usize = std::env::var("ATL_RULE_CHECK_ATTEMPTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120);
+    let seed: u64 = std::env::var("ATL_RULE_CHECK_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     for (k, rule) in lib.rules().iter().enumerate() {
         match check_rule(rule, &lib, &solver, attempts, seed * 1000 + k as u64) {
-            RuleCheck::Passed { instances, tried } => report.push(format!("{}: {instances}/{tried}", rule.name)),
-            RuleCheck::NoInstance { tried } => failures.push(format!("{}: no accepted instance in {tried} tries", rule.name)),
-            RuleCheck::Failed { lhs, rhs, sizes, detail } => {
-                failures.push(format!("{}: WRONG at {sizes}\n  {lhs}\n  => {rhs}\n  {detail}", rule.name))
+            RuleCheck::Passed { instances, tried } => {
+                report.push(format!("{}: {instances}/{tried}", rule.name))
             }
+            RuleCheck::NoInstance { tried } => failures.push(format!(
+                "{}: no accepted instance in {tried} tries",
+                rule.name
+            )),
+            RuleCheck::Failed {
+                lhs,
+                rhs,
+                sizes,
+                detail,
+            } => failures.push(format!(
+                "{}: WRONG at {sizes}\n  {lhs}\n  => {rhs}\n  {detail}",
+                rule.name
+            )),
         }
     }
-    assert!(failures.is_empty(), "{}\n\npassed: {}", failures.join("\n"), report.join(", "));
+    assert!(
+        failures.is_empty(),
+        "{}\n\npassed: {}",
+        failures.join("\n"),
+        report.join(", ")
+    );
 }

@@ -1,0 +1,791 @@
+//! The interactive rewrite session behind `atl repl`, independent of any terminal: a
+//! [`Session`] takes one input (a derivation step or a `:command`) at a time and writes
+//! its answer to any `io::Write`, so whole sessions are testable through byte buffers.
+//! The binary wraps it in a line editor (rustyline) for completion and history.
+//!
+//! A failed step never ends the session: the program stays as it was and the
+//! diagnostic (goal, context, counterexample) is printed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use atl_lang::Checked;
+use atl_lang::diag::{self, Diagnostic};
+use atl_lang::interp::{EvalOptions, Tensor, eval_def, input_shapes};
+use atl_lang::ir::{Def, Expr, Program};
+use atl_lang::pretty::{Style, body_to_string};
+use atl_lang::shapes::show_shape;
+use atl_lang::span::Span;
+use atl_rewrites::cert::StepRecord;
+use atl_rewrites::engine::{list_sites, run_step};
+use atl_rewrites::{Env, Library};
+use atl_solver::Solver;
+
+/// What the caller should do after an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    Quit,
+}
+
+/// A `:command`: its name, argument synopsis, help line and handler.
+struct Command {
+    name: &'static str,
+    args: &'static str,
+    help: &'static str,
+    run: fn(&mut Session, &str, &mut dyn Write) -> Control,
+}
+
+/// The command table. Later stages (`:pads`, `:c`, `:ir`) add rows here.
+const COMMANDS: &[Command] = &[
+    Command {
+        name: "help",
+        args: "",
+        help: "this list; steps are `rw RULE`, `rw<- RULE`, `unfold NAME`, `inline x`, `simpl`, `simpl_guard`, `check`",
+        run: Session::cmd_help,
+    },
+    Command {
+        name: "load",
+        args: "FILE",
+        help: "load a program file",
+        run: Session::cmd_load,
+    },
+    Command {
+        name: "focus",
+        args: "NAME",
+        help: "work on a definition (or derivation) of the file",
+        run: Session::cmd_focus,
+    },
+    Command {
+        name: "show",
+        args: "",
+        help: "print the current program",
+        run: Session::cmd_show,
+    },
+    Command {
+        name: "shape",
+        args: "",
+        help: "print the current program's shape",
+        run: Session::cmd_shape,
+    },
+    Command {
+        name: "undo",
+        args: "",
+        help: "take back the last step",
+        run: Session::cmd_undo,
+    },
+    Command {
+        name: "redo",
+        args: "",
+        help: "redo the last undone step",
+        run: Session::cmd_redo,
+    },
+    Command {
+        name: "history",
+        args: "",
+        help: "the steps taken so far",
+        run: Session::cmd_history,
+    },
+    Command {
+        name: "rules",
+        args: "[FILTER]",
+        help: "list rules (with their equations)",
+        run: Session::cmd_rules,
+    },
+    Command {
+        name: "rule",
+        args: "NAME",
+        help: "show one rule: equation, conditions, grade, examples",
+        run: Session::cmd_rule,
+    },
+    Command {
+        name: "sites",
+        args: "RULE",
+        help: "numbered places where a rule matches, with the status of its side conditions (`:sites <- RULE` for right-to-left)",
+        run: Session::cmd_sites,
+    },
+    Command {
+        name: "eval",
+        args: "n=4,m=5",
+        help: "evaluate the current and the original program on random inputs and compare",
+        run: Session::cmd_eval,
+    },
+    Command {
+        name: "save",
+        args: "NAME",
+        help: "append `derive NAME from … { steps }` to the file",
+        run: Session::cmd_save,
+    },
+    Command {
+        name: "unicode",
+        args: "on|off",
+        help: "print with ⊞ Σ ·",
+        run: Session::cmd_unicode,
+    },
+    Command {
+        name: "quit",
+        args: "",
+        help: "leave (also Ctrl-D)",
+        run: Session::cmd_quit,
+    },
+];
+
+/// An interactive session.
+#[derive(Debug)]
+pub struct Session {
+    file: Option<PathBuf>,
+    source: String,
+    checked: Option<Checked>,
+    /// Definitions and derivations of the file, as the starting points for `:focus`.
+    derived: BTreeMap<String, Expr>,
+    library: Library,
+    solver: Solver,
+    focus: Option<String>,
+    /// The program the focus started from, and the steps taken (input text, result,
+    /// record).
+    original: Option<Expr>,
+    steps: Vec<(String, Expr, StepRecord)>,
+    undone: Vec<(String, Expr, StepRecord)>,
+    style: Style,
+    color: bool,
+}
+
+impl Session {
+    /// A session with the standard rule library. `color` enables coloured diagnostics.
+    pub fn new(color: bool) -> Result<Session, Vec<Diagnostic>> {
+        let (library, diags) = Library::standard();
+        if !diags.is_empty() {
+            return Err(diags.into_iter().map(|(_, d)| d).collect());
+        }
+        Ok(Session {
+            file: None,
+            source: String::new(),
+            checked: None,
+            derived: BTreeMap::new(),
+            library,
+            solver: Solver::new(),
+            focus: None,
+            original: None,
+            steps: Vec::new(),
+            undone: Vec::new(),
+            style: Style::default(),
+            color,
+        })
+    }
+
+    /// The prompt to show: the focused definition's name.
+    pub fn prompt(&self) -> String {
+        match &self.focus {
+            Some(f) => format!("{f}> "),
+            None => "atl> ".to_string(),
+        }
+    }
+
+    /// Names for tab completion: commands, rule names, definitions, step words.
+    pub fn completions(&self, line: &str) -> Vec<String> {
+        let word_start = line.rfind([' ', '\t']).map(|k| k + 1).unwrap_or(0);
+        let prefix = &line[word_start..];
+        let mut candidates: Vec<String> = Vec::new();
+        if word_start == 0 {
+            candidates.extend(COMMANDS.iter().map(|c| format!(":{}", c.name)));
+            candidates.extend(
+                [
+                    "rw",
+                    "rw<-",
+                    "unfold",
+                    "inline",
+                    "simpl",
+                    "simpl_guard",
+                    "check",
+                ]
+                .map(String::from),
+            );
+        } else {
+            let first = line.split_whitespace().next().unwrap_or("");
+            match first {
+                "rw" | "rw<-" | ":rule" | ":sites" => {
+                    candidates.extend(self.library.rules().iter().map(|r| r.name.clone()));
+                    candidates.extend(["at", "around", "with", "in"].map(String::from));
+                }
+                ":focus" | "unfold" => {
+                    if let Some(c) = &self.checked {
+                        candidates.extend(c.program.defs.iter().map(|d| d.name.clone()));
+                        candidates.extend(c.program.derives.iter().map(|d| d.name.clone()));
+                    }
+                }
+                ":unicode" => candidates.extend(["on", "off"].map(String::from)),
+                _ => {}
+            }
+        }
+        let mut out: Vec<String> = candidates
+            .into_iter()
+            .filter(|c| c.starts_with(prefix))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Handles one complete input (possibly several lines, see
+    /// [`atl_lang::parser::is_incomplete`]).
+    pub fn handle(&mut self, input: &str, out: &mut dyn Write) -> Control {
+        let trimmed = input.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            return Control::Continue;
+        }
+        if let Some(rest) = trimmed.strip_prefix(':') {
+            let (name, args) = match rest.split_once(char::is_whitespace) {
+                Some((n, a)) => (n, a.trim()),
+                None => (rest, ""),
+            };
+            return match COMMANDS.iter().find(|c| c.name == name) {
+                Some(c) => (c.run)(self, args, out),
+                None => {
+                    let _ = writeln!(out, "unknown command `:{name}`; `:help` lists them");
+                    Control::Continue
+                }
+            };
+        }
+        self.apply_steps(trimmed, out);
+        Control::Continue
+    }
+
+    fn render(&self, diags: &[Diagnostic], name: &str, source: &str, out: &mut dyn Write) {
+        let _ = diag::render(diags, name, source, self.color, out);
+    }
+
+    fn current(&self) -> Option<&Expr> {
+        self.steps
+            .last()
+            .map(|(_, e, _)| e)
+            .or(self.original.as_ref())
+    }
+
+    fn print_program(&self, out: &mut dyn Write) {
+        match (self.current(), &self.focus) {
+            (Some(e), Some(name)) => {
+                let _ = writeln!(out, "{name} =\n{}", body_to_string(e, self.style, "  "));
+            }
+            _ => {
+                let _ = writeln!(out, "no program in focus: `:load FILE`, then `:focus NAME`");
+            }
+        }
+    }
+
+    fn apply_steps(&mut self, text: &str, out: &mut dyn Write) {
+        let Some(checked) = &self.checked else {
+            let _ = writeln!(out, "no program loaded: `:load FILE`");
+            return;
+        };
+        let Some(current) = self.current().cloned() else {
+            let _ = writeln!(out, "no program in focus: `:focus NAME`");
+            return;
+        };
+        let (steps, diags) = atl_lang::parser::parse_steps(text);
+        if !diags.is_empty() {
+            self.render(&diags, "<input>", text, out);
+            return;
+        }
+        let env = Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &self.library,
+            solver: &self.solver,
+        };
+        let Ok(shape) =
+            atl_lang::shapes::infer(&checked.shapes, self.original.as_ref().unwrap_or(&current))
+        else {
+            let _ = writeln!(out, "the program in focus has no shape");
+            return;
+        };
+        let mut expr = current;
+        let mut applied: Vec<(String, Expr, StepRecord)> = Vec::new();
+        for step in &steps {
+            let step_text = text
+                .get(step.span.range())
+                .unwrap_or(text)
+                .trim()
+                .to_string();
+            match run_step(&env, &expr, step, &shape, &self.derived) {
+                Ok(o) => {
+                    expr = o.expr.clone();
+                    applied.push((step_text, o.expr, o.record));
+                }
+                Err(d) => {
+                    // A failed step leaves the program unchanged (steps before it on the
+                    // same line are kept).
+                    self.render(&[d], "<input>", text, out);
+                    break;
+                }
+            }
+        }
+        if applied.is_empty() {
+            return;
+        }
+        for (_, _, record) in &applied {
+            for c in &record.conditions {
+                let _ = writeln!(out, "  {}: {} -- {}", c.name, c.goal, c.verdict);
+            }
+        }
+        self.steps.extend(applied);
+        self.undone.clear();
+        self.print_program(out);
+    }
+
+    fn load_text(&mut self, file: Option<PathBuf>, source: String, out: &mut dyn Write) -> bool {
+        let name = file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "<input>".into());
+        let (checked, diags) = atl_lang::check_source(&source);
+        if !diags.is_empty() {
+            self.render(&diags, &name, &source, out);
+        }
+        let Some(checked) = checked else {
+            return false;
+        };
+        // Replay the file's derivations so they can be focused and unfolded.
+        let env = Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &self.library,
+            solver: &self.solver,
+        };
+        let (derivations, diags) = atl_rewrites::run_derivations(&env);
+        if !diags.is_empty() {
+            self.render(&diags, &name, &source, out);
+        }
+        let mut derived = BTreeMap::new();
+        for d in &checked.program.defs {
+            derived.insert(d.name.clone(), d.body.clone());
+        }
+        for d in &derivations {
+            derived.insert(d.name.clone(), d.result.clone());
+        }
+        let last = checked.program.defs.last().map(|d| d.name.clone());
+        let count = checked.program.defs.len() + derivations.len();
+        self.file = file;
+        self.source = source;
+        self.checked = Some(checked);
+        self.derived = derived;
+        let _ = writeln!(out, "loaded {name}: {count} definition(s)");
+        if let Some(last) = last {
+            self.set_focus(&last, out);
+        }
+        true
+    }
+
+    /// Loads a file (used by `atl repl FILE` and `:load`).
+    pub fn load(&mut self, path: &Path, out: &mut dyn Write) -> bool {
+        match std::fs::read_to_string(path) {
+            Ok(source) => self.load_text(Some(path.to_path_buf()), source, out),
+            Err(e) => {
+                let _ = writeln!(out, "cannot read `{}`: {e}", path.display());
+                false
+            }
+        }
+    }
+
+    fn set_focus(&mut self, name: &str, out: &mut dyn Write) {
+        match self.derived.get(name) {
+            Some(e) => {
+                self.focus = Some(name.to_string());
+                self.original = Some(e.clone());
+                self.steps.clear();
+                self.undone.clear();
+                self.print_program(out);
+            }
+            None => {
+                let names: Vec<&str> = self.derived.keys().map(String::as_str).collect();
+                let _ = writeln!(
+                    out,
+                    "no definition named `{name}`; available: {}",
+                    names.join(", ")
+                );
+            }
+        }
+    }
+
+    fn cmd_help(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        let _ = writeln!(
+            out,
+            "Type a derivation step to apply it to the program in focus, or a command:"
+        );
+        for c in COMMANDS {
+            let _ = writeln!(out, "  :{:<8} {:<10} {}", c.name, c.args, c.help);
+        }
+        Control::Continue
+    }
+
+    fn cmd_load(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        if args.is_empty() {
+            let _ = writeln!(out, "usage: :load FILE");
+        } else {
+            self.load(Path::new(args), out);
+        }
+        Control::Continue
+    }
+
+    fn cmd_focus(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        if args.is_empty() {
+            let _ = writeln!(out, "usage: :focus NAME");
+        } else {
+            self.set_focus(args, out);
+        }
+        Control::Continue
+    }
+
+    fn cmd_show(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        self.print_program(out);
+        Control::Continue
+    }
+
+    fn cmd_shape(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        match (self.current(), &self.checked) {
+            (Some(e), Some(c)) => match atl_lang::shapes::infer(&c.shapes, e) {
+                Ok(s) => {
+                    let _ = writeln!(out, "{}", show_shape(&s));
+                }
+                Err(d) => self.render(&[d], "<program>", "", out),
+            },
+            _ => {
+                let _ = writeln!(out, "no program in focus");
+            }
+        }
+        Control::Continue
+    }
+
+    fn cmd_undo(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        match self.steps.pop() {
+            Some(s) => {
+                let _ = writeln!(out, "undid `{}`", s.0);
+                self.undone.push(s);
+                self.print_program(out);
+            }
+            None => {
+                let _ = writeln!(out, "nothing to undo");
+            }
+        }
+        Control::Continue
+    }
+
+    fn cmd_redo(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        match self.undone.pop() {
+            Some(s) => {
+                let _ = writeln!(out, "redid `{}`", s.0);
+                self.steps.push(s);
+                self.print_program(out);
+            }
+            None => {
+                let _ = writeln!(out, "nothing to redo");
+            }
+        }
+        Control::Continue
+    }
+
+    fn cmd_history(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        if self.steps.is_empty() {
+            let _ = writeln!(out, "no steps yet");
+        }
+        for (k, (text, _, record)) in self.steps.iter().enumerate() {
+            let path: Vec<String> = record.path.iter().map(usize::to_string).collect();
+            let _ = writeln!(out, "{:>3}. {text}  (at [{}])", k + 1, path.join(", "));
+        }
+        Control::Continue
+    }
+
+    fn cmd_rules(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        for r in self.library.rules() {
+            if args.is_empty() || r.name.contains(args) {
+                let _ = writeln!(out, "{:<22} {}", r.name, r.equation);
+            }
+        }
+        Control::Continue
+    }
+
+    fn cmd_rule(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        let Some(r) = self.library.get(args) else {
+            let hint = self
+                .library
+                .suggest(args)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "no rule named `{args}`{hint}");
+            return Control::Continue;
+        };
+        let _ = writeln!(out, "{}: {}", r.name, r.equation);
+        let _ = writeln!(out, "  # {}", r.doc);
+        for c in &r.conditions {
+            let _ = writeln!(out, "  if {}", condition_text(c));
+        }
+        let grade = match r.grade {
+            atl_rewrites::rule::Grade::Exact => "exact",
+            atl_rewrites::rule::Grade::Real => "real",
+        };
+        let _ = writeln!(out, "  grade: {grade}  ({})", r.origin);
+        for e in &r.examples {
+            let _ = writeln!(out, "  example: {} => {}", e.start, e.result);
+        }
+        Control::Continue
+    }
+
+    fn cmd_sites(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        let (backward, name) = match args.strip_prefix("<-") {
+            Some(rest) => (true, rest.trim()),
+            None => (false, args),
+        };
+        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
+            let _ = writeln!(out, "no program in focus");
+            return Control::Continue;
+        };
+        let env = Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &self.library,
+            solver: &self.solver,
+        };
+        match list_sites(&env, current, name, backward) {
+            Ok(sites) if sites.is_empty() => {
+                let _ = writeln!(out, "`{name}` matches nowhere");
+            }
+            Ok(sites) => {
+                for (k, s) in sites.iter().enumerate() {
+                    let path: Vec<String> = s.path.iter().map(usize::to_string).collect();
+                    let status = match &s.outcome {
+                        Ok(after) => format!("ok -> {after}"),
+                        Err(d) => format!("refused: {}", d.message),
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{:>3}. at [{}]  {}\n     {status}",
+                        k + 1,
+                        path.join(", "),
+                        s.subterm
+                    );
+                }
+            }
+            Err(d) => self.render(&[d], "<input>", args, out),
+        }
+        Control::Continue
+    }
+
+    fn cmd_eval(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        let (Some(checked), Some(current), Some(original)) =
+            (&self.checked, self.current(), &self.original)
+        else {
+            let _ = writeln!(out, "no program in focus");
+            return Control::Continue;
+        };
+        let mut sizes = BTreeMap::new();
+        for part in args.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part
+                .split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim().parse::<i64>()))
+            {
+                Some((k, Ok(v))) => {
+                    sizes.insert(k.to_string(), v);
+                }
+                _ => {
+                    let _ = writeln!(out, "usage: :eval n=4,m=5");
+                    return Control::Continue;
+                }
+            }
+        }
+        let mut program: Program = checked.program.clone();
+        for (name, body) in [("__original", original), ("__current", current)] {
+            program.defs.push(Def {
+                name: name.to_string(),
+                name_span: Span::DUMMY,
+                body: body.clone(),
+                span: Span::DUMMY,
+            });
+        }
+        let options = EvalOptions::default();
+        let shapes = match input_shapes(&program, &sizes, &options) {
+            Ok(s) => s,
+            Err(d) => {
+                self.render(&[d], "<program>", &self.source, out);
+                return Control::Continue;
+            }
+        };
+        let inputs: BTreeMap<String, Tensor> = shapes
+            .into_iter()
+            .enumerate()
+            .map(|(k, (n, s))| (n, Tensor::random(s, 1 + k as u64)))
+            .collect();
+        let results = (
+            eval_def(&program, "__original", &sizes, &inputs, &options),
+            eval_def(&program, "__current", &sizes, &inputs, &options),
+        );
+        match results {
+            (Ok(a), Ok(b)) => {
+                let max_err = a
+                    .data
+                    .iter()
+                    .zip(&b.data)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0.0, f64::max);
+                let identical = a.shape == b.shape
+                    && a.data
+                        .iter()
+                        .zip(&b.data)
+                        .all(|(x, y)| x.to_bits() == y.to_bits());
+                let _ = writeln!(out, "shape {:?}; {} elements", b.shape, b.data.len());
+                let verdict = if identical {
+                    "bit-identical to the original".to_string()
+                } else if a.shape == b.shape {
+                    format!("max |difference| from the original: {max_err:e}")
+                } else {
+                    format!("SHAPE DIFFERS from the original {:?}", a.shape)
+                };
+                let _ = writeln!(out, "{verdict}");
+            }
+            (Err(d), _) | (_, Err(d)) => self.render(&[d], "<program>", &self.source, out),
+        }
+        Control::Continue
+    }
+
+    fn cmd_save(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        let (Some(file), Some(focus)) = (&self.file, &self.focus) else {
+            let _ = writeln!(
+                out,
+                "nothing to save: load a file and focus a definition first"
+            );
+            return Control::Continue;
+        };
+        let name = args.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            let _ = writeln!(out, "usage: :save NAME");
+            return Control::Continue;
+        }
+        if self.derived.contains_key(name) {
+            let _ = writeln!(
+                out,
+                "`{name}` already exists in the file; pick another name"
+            );
+            return Control::Continue;
+        }
+        let mut block = String::new();
+        if !self.source.ends_with("\n\n") {
+            block.push('\n');
+        }
+        block.push_str(&format!("derive {name} from {focus} {{\n"));
+        for (text, _, _) in &self.steps {
+            block.push_str(&format!("  {text}\n"));
+        }
+        block.push_str("}\n");
+        let mut new_source = self.source.clone();
+        if !new_source.ends_with('\n') {
+            new_source.push('\n');
+        }
+        new_source.push_str(&block);
+        // Check that the file with the block replays before writing it.
+        let (checked, diags) = atl_lang::check_source(&new_source);
+        let replays = checked.is_some_and(|c| {
+            let env = Env {
+                program: &c.program,
+                shapes: &c.shapes,
+                library: &self.library,
+                solver: &self.solver,
+            };
+            atl_rewrites::run_derivations(&env).1.is_empty()
+        });
+        if !replays || !diags.is_empty() {
+            let _ = writeln!(
+                out,
+                "the derivation does not replay from the file; not saved"
+            );
+            return Control::Continue;
+        }
+        if let Err(e) = std::fs::write(file, &new_source) {
+            let _ = writeln!(out, "cannot write `{}`: {e}", file.display());
+            return Control::Continue;
+        }
+        let _ = writeln!(
+            out,
+            "saved `derive {name} from {focus}` ({} steps) to {}",
+            self.steps.len(),
+            file.display()
+        );
+        let current = self.current().cloned();
+        self.source = new_source;
+        if let Some(e) = current {
+            self.derived.insert(name.to_string(), e);
+        }
+        Control::Continue
+    }
+
+    fn cmd_unicode(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        match args {
+            "on" => self.style.unicode = true,
+            "off" => self.style.unicode = false,
+            _ => {
+                let _ = writeln!(out, "usage: :unicode on|off");
+                return Control::Continue;
+            }
+        }
+        self.print_program(out);
+        Control::Continue
+    }
+
+    fn cmd_quit(&mut self, _: &str, _: &mut dyn Write) -> Control {
+        Control::Quit
+    }
+
+    /// The steps taken, as text (for tests and `:save`).
+    pub fn step_texts(&self) -> Vec<String> {
+        self.steps.iter().map(|(t, _, _)| t.clone()).collect()
+    }
+
+    /// The current program, if any.
+    pub fn current_program(&self) -> Option<&Expr> {
+        self.current()
+    }
+}
+
+fn condition_text(c: &atl_rewrites::rule::Condition) -> String {
+    match c {
+        atl_rewrites::rule::Condition::Pred { name, pred } => {
+            match atl_rewrites::rule::as_pred_meta(pred) {
+                Some(m) => format!("{name}: ?{m}"),
+                None => format!("{name}: {pred}"),
+            }
+        }
+        atl_rewrites::rule::Condition::Shape {
+            name,
+            meta,
+            dims,
+            open,
+        } => {
+            let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+            if *open {
+                parts.push("..".into());
+            }
+            format!("{name}: shape(?{meta}) = [{}]", parts.join(", "))
+        }
+    }
+}
+
+/// Runs a whole session from a reader (one input per line; a line that leaves brackets
+/// open continues on the next), writing to `out`. Used by tests and by `atl repl` when
+/// standard input is not a terminal.
+pub fn run_script(session: &mut Session, input: &str, out: &mut dyn Write) {
+    let mut pending = String::new();
+    for line in input.lines() {
+        pending.push_str(line);
+        pending.push('\n');
+        if atl_lang::parser::is_incomplete(&pending) {
+            continue;
+        }
+        let _ = writeln!(out, "{}{}", session.prompt(), pending.trim_end());
+        let text = std::mem::take(&mut pending);
+        if session.handle(&text, out) == Control::Quit {
+            return;
+        }
+    }
+    if !pending.trim().is_empty() {
+        let _ = writeln!(out, "{}{}", session.prompt(), pending.trim_end());
+        session.handle(&pending, out);
+    }
+}

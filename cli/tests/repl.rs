@@ -1,0 +1,268 @@
+//! REPL sessions driven through byte buffers ([`atl_cli::repl`]), and one end-to-end run
+//! of the real binary in a terminal (tmux) for completion and history.
+
+use std::path::{Path, PathBuf};
+
+use atl_cli::repl::{Session, run_script};
+
+fn temp_copy(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("atl-repl-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let target = dir.join("pipeline.atl");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/pipeline/pipeline.atl");
+    std::fs::copy(src, &target).expect("copy example");
+    target
+}
+
+fn session_output(session: &mut Session, script: &str) -> String {
+    let mut out = Vec::new();
+    run_script(session, script, &mut out);
+    String::from_utf8(out).expect("UTF-8")
+}
+
+#[test]
+fn fuse_tile_undo_redo_save_and_replay() {
+    let file = temp_copy("save");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let script = "\
+:focus pipeline
+rw unfold_let
+rw get_gen
+rw get_gen
+rw<- tile_id with k := 8
+rw split_def
+rw get_gen
+:undo
+:undo
+:redo
+rw get_gen
+:history
+:save mytiled
+";
+    let text = session_output(&mut session, script);
+    // After fusion the program is the thesis's fused pipeline.
+    assert!(
+        text.contains("gen i < n: [0 <= i - 1] * f[i - 1] + f[i]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("undid `rw get_gen`") && text.contains("undid `rw split_def`"),
+        "{text}"
+    );
+    assert!(text.contains("redid `rw split_def`"), "{text}");
+    assert!(
+        text.contains("saved `derive mytiled from pipeline` (6 steps)"),
+        "{text}"
+    );
+    assert_eq!(
+        session.step_texts(),
+        [
+            "rw unfold_let",
+            "rw get_gen",
+            "rw get_gen",
+            "rw<- tile_id with k := 8",
+            "rw split_def",
+            "rw get_gen"
+        ]
+    );
+    // `atl derive` replays the saved block to the same program.
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let code = atl_cli::run(
+        [
+            "atl",
+            "derive",
+            &file.display().to_string(),
+            "--def",
+            "mytiled",
+        ],
+        &mut stdout,
+        &mut stderr,
+        false,
+    );
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&stderr));
+    let derived = String::from_utf8(stdout).expect("UTF-8");
+    let (checked, _) = atl_lang::check_source(&std::fs::read_to_string(&file).expect("file"));
+    let checked = checked.expect("saved file checks");
+    assert!(checked.program.derive("mytiled").is_some());
+    let current = session.current_program().expect("a program");
+    let printed = atl_lang::pretty::body_to_string(current, Default::default(), "  ");
+    assert!(
+        derived.contains(&printed),
+        "replayed:\n{derived}\nsession:\n{printed}"
+    );
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+#[test]
+fn errors_do_not_end_the_session_and_leave_the_program_unchanged() {
+    let file = temp_copy("errors");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let before = session.current_program().cloned();
+    let text = session_output(
+        &mut session,
+        ":focus pipeline\nrw get_gen\nrw no_such_rule\nrw split_gen with k := n + 1\n:frobnicate\nrw unfold_let\n",
+    );
+    assert!(text.contains("E0806"), "no-match diagnostic:\n{text}");
+    assert!(
+        text.contains("did you mean") || text.contains("E0801"),
+        "{text}"
+    );
+    assert!(
+        text.contains("E0811") && text.contains("counterexample"),
+        "refuted condition:\n{text}"
+    );
+    assert!(text.contains("unknown command `:frobnicate`"), "{text}");
+    // The failed steps changed nothing; the last one applied.
+    assert_eq!(session.step_texts(), ["rw unfold_let"]);
+    assert_ne!(session.current_program().cloned(), before);
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+#[test]
+fn sites_rules_eval_shape_and_multiline_input() {
+    let file = temp_copy("sites");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let text = session_output(
+        &mut session,
+        ":focus pipeline\nrw unfold_let\n:sites get_gen\n:rule get_gen\n:rules trunc\n:shape\n:eval n=5\n:unicode on\nrw get_gen around (\n  gen i < n: ?)\n",
+    );
+    // Two matches, the first guarded (condition proved), listed with paths.
+    assert!(text.contains("  1. at [0, 0, 0]"), "{text}");
+    assert!(text.contains("  2. at [0, 1]"), "{text}");
+    assert!(
+        text.contains("get_gen: (gen ?i < ?n: ?e)[?k] => ?e[?i := ?k]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("trunc_pad_r") && !text.contains("\nget_gen "),
+        "{text}"
+    );
+    assert!(text.contains("[n]"), "shape:\n{text}");
+    assert!(text.contains("bit-identical to the original"), "{text}");
+    assert!(text.contains("⊞ i < n"), "unicode output:\n{text}");
+    assert_eq!(
+        session.step_texts().len(),
+        2,
+        "the multi-line step applied: {text}"
+    );
+}
+
+#[test]
+fn completion_offers_commands_rules_and_definitions() {
+    let file = temp_copy("complete");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    assert!(session.completions(":fo").contains(&":focus".to_string()));
+    assert_eq!(
+        session.completions("rw get_ge"),
+        ["get_gen", "get_gen_guard", "get_gen_offset"]
+    );
+    assert!(
+        session
+            .completions(":focus pi")
+            .contains(&"pipeline".to_string())
+    );
+    assert!(
+        session
+            .completions("unfold f")
+            .contains(&"fused".to_string())
+    );
+}
+
+/// The real binary in a terminal: Tab completes a rule name, and the history recalls a
+/// previous line with the Up arrow. Skipped when tmux is not installed.
+#[test]
+fn terminal_session_completes_and_recalls_history() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let file = temp_copy("tmux");
+    let exe = env!("CARGO_BIN_EXE_atl");
+    let name = format!("atl-test-{}", std::process::id());
+    let history = file.parent().expect("dir").join("history");
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    };
+    let start = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &format!(
+            "ATL_HISTORY={} {exe} repl {}",
+            history.display(),
+            file.display()
+        ),
+    ]);
+    assert!(
+        start.status.success(),
+        "{}",
+        String::from_utf8_lossy(&start.stderr)
+    );
+    let capture = || {
+        let out = tmux(&["capture-pane", "-p", "-t", &name]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let wait_for = |needle: &str| {
+        for _ in 0..100 {
+            if capture().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
+    };
+    assert!(wait_for("pipeline>"), "prompt:\n{}", capture());
+    tmux(&["send-keys", "-t", &name, ":focus pipeline", "Enter"]);
+    assert!(wait_for("pipeline>"), "{}", capture());
+    // Tab completion of a unique rule-name prefix.
+    tmux(&["send-keys", "-t", &name, "rw unfold_l", "Tab"]);
+    assert!(wait_for("rw unfold_let"), "completion:\n{}", capture());
+    tmux(&["send-keys", "-t", &name, "Enter"]);
+    assert!(
+        wait_for("(gen j < n: f[j])[i - 1]"),
+        "step applied:\n{}",
+        capture()
+    );
+    tmux(&["send-keys", "-t", &name, ":undo", "Enter"]);
+    assert!(wait_for("undid `rw unfold_let`"), "{}", capture());
+    // Up twice recalls `rw unfold_let` from the history.
+    tmux(&["send-keys", "-t", &name, "Up", "Up", "Enter"]);
+    for _ in 0..100 {
+        if capture().matches("(gen j < n: f[j])[i - 1]").count() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let screen = capture();
+    tmux(&["send-keys", "-t", &name, "C-d"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    tmux(&["kill-session", "-t", &name]);
+    assert!(
+        screen.matches("(gen j < n: f[j])[i - 1]").count() >= 2,
+        "history recall:\n{screen}"
+    );
+    // The history file is written on exit.
+    let saved = std::fs::read_to_string(&history).unwrap_or_default();
+    assert!(saved.contains("rw unfold_let"), "history file: {saved:?}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
