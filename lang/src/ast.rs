@@ -168,6 +168,13 @@ pub enum StepKind {
     Simpl,
     SimplGuard,
     Check,
+    /// `window x in LO..HI`: store only rows LO..HI of the let-bound `x` (every read of
+    /// `x` must be provably in that range).
+    Window {
+        var: Ident,
+        lo: SIndex,
+        hi: SIndex,
+    },
     /// Any other command word with its arguments (Halide-style directives); a later
     /// stage gives them meaning or reports them as unknown.
     Directive {

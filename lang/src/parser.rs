@@ -809,6 +809,7 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
             no_args()?;
             StepKind::Simpl
         }
+        "window" => parse_window(*head_span, rest)?,
         "simpl_guard" => {
             no_args()?;
             StepKind::SimplGuard
@@ -1002,6 +1003,54 @@ fn parse_rewrite(
         rule,
         site,
         with,
+    })
+}
+
+/// `window x in LO..HI`.
+fn parse_window(head_span: Span, rest: &[(Token, Span)]) -> Result<StepKind, Diagnostic> {
+    let usage = || {
+        Diagnostic::error("E0209", "`window` is `window NAME in LO..HI`")
+            .at(head_span.to(step_span(rest)), "malformed window")
+            .with_help("for example `window bx in yo * 64 - 1..yo * 64 + 65`")
+    };
+    let [(Token::Ident(name), name_span), (Token::In, _), range @ ..] = rest else {
+        return Err(usage());
+    };
+    let mut depth = 0i32;
+    let mut split = None;
+    for (k, (t, _)) in range.iter().enumerate() {
+        match t {
+            Token::LParen | Token::LBracket => depth += 1,
+            Token::RParen | Token::RBracket => depth -= 1,
+            Token::DotDot if depth == 0 => {
+                split = Some(k);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(k) = split.filter(|k| *k > 0 && *k + 1 < range.len()) else {
+        return Err(usage());
+    };
+    let lo = run(
+        index_parser(),
+        &range[..k],
+        range[k].1.start,
+        "a window bound",
+    )?;
+    let hi = run(
+        index_parser(),
+        &range[k + 1..],
+        range.last().map(|t| t.1.end).unwrap_or(0),
+        "a window bound",
+    )?;
+    Ok(StepKind::Window {
+        var: Ident {
+            name: name.clone(),
+            span: *name_span,
+        },
+        lo,
+        hi,
     })
 }
 

@@ -833,6 +833,7 @@ pub fn run_step(
         StepKind::Inline(name) => inline(env, expr, name)?,
         StepKind::Simpl => simpl(env, expr),
         StepKind::SimplGuard => simpl_guard(env, expr),
+        StepKind::Window { var, lo, hi } => window(env, expr, var, lo, hi, step.span)?,
         StepKind::Check => StepOutcome {
             expr: expr.clone(),
             record: StepRecord::tactic("check".to_string(), Vec::new(), show(expr), show(expr)),
@@ -1004,4 +1005,216 @@ pub fn list_sites(
         });
     }
     Ok(out)
+}
+
+/// `window x in LO..HI`: stores only rows `LO..HI` of the let-bound tensor `x`.
+///
+/// Every read `x[idx]` in the let's body must provably satisfy `LO <= idx < HI` in its
+/// context, and `x` may not be used other than through such reads; then
+/// `let x = v in b` becomes
+/// `let x = gen j < HI - LO: [0 <= j + LO && j + LO < |v|] * v[j + LO] in b'` where `b'`
+/// reads `x[idx - LO]`. The guard keeps rows outside `v` zero, as reads of `v` there
+/// were. `HI - LO` must be fixed by the sizes (it is the new buffer's extent). This is
+/// the storage half of Halide's `compute_at`: the buffer shrinks to the window a tile
+/// reads (its halo included).
+pub fn window(
+    env: &Env<'_>,
+    root: &Expr,
+    var: &ast::Ident,
+    lo: &ast::SIndex,
+    hi: &ast::SIndex,
+    step_span: Span,
+) -> Result<StepOutcome, Diagnostic> {
+    let lo_e = atl_lang::resolve::lower_index_free(lo)?;
+    let hi_e = atl_lang::resolve::lower_index_free(hi)?;
+    let all = sites(env.shapes, root);
+    let site = all
+        .iter()
+        .find(|s| matches!(&s.expr.kind, ExprKind::Let { var: v, .. } if *v == var.name))
+        .ok_or_else(|| {
+            Diagnostic::error("E0818", format!("no `let {}` in the program", var.name))
+                .at(var.span, "nothing to window")
+                .with_help("binder names are shown by `atl derive --trace` and the REPL's `:show`")
+        })?;
+    let ExprKind::Let { value, body, .. } = &site.expr.kind else {
+        unreachable!("found a let above")
+    };
+    // The bounds may mention sizes and the binders around the let only.
+    for v in lo_e.vars().into_iter().chain(hi_e.vars()) {
+        if !env.program.is_size(&v) && !site.ctx.bound.contains(&v) {
+            return Err(Diagnostic::error(
+                "E0819",
+                format!(
+                    "the window bound mentions `{v}`, which is not in scope at `let {}`",
+                    var.name
+                ),
+            )
+            .at(step_span, "bound out of scope")
+            .with_help(
+                "window bounds are built from sizes and the loop variables around the let",
+            ));
+        }
+    }
+    let extent = poly::normalize(&IndexExpr::sub(hi_e.clone(), lo_e.clone()));
+    if let Some(v) = extent.vars().into_iter().find(|v| !env.program.is_size(v)) {
+        return Err(Diagnostic::error("E0819", format!("the window's length `{extent}` depends on `{v}`"))
+            .at(step_span, "the buffer would be jagged")
+            .with_help("choose bounds whose difference is fixed by the sizes, e.g. `yo * 64 - 1..yo * 64 + 65`"));
+    }
+    let mut lets = site.ctx.lets.clone();
+    let value_shape = shapes::infer_with_lets(env.shapes, &mut lets, value)?;
+    let Some(rows) = value_shape.first().cloned() else {
+        return Err(Diagnostic::error(
+            "E0819",
+            format!("`{}` is a scalar; there is nothing to window", var.name),
+        )
+        .at(var.span, "scalar let"));
+    };
+    let let_facts = env.facts(&site.ctx);
+    let mut records = Vec::new();
+    let nonneg = Pred::cmp(CmpOp::Le, lo_e.clone(), hi_e.clone());
+    let verdict = env.solver.prove(&let_facts, &nonneg);
+    records.push(ConditionRecord::new(
+        "window_order",
+        &nonneg,
+        &let_facts,
+        &verdict,
+    ));
+    check_window_verdict(&verdict, "window_order", &nonneg, &let_facts, step_span)?;
+
+    // Every use of the variable in the body must be a read inside the window.
+    let body_ctx = child_context(env.shapes, site.expr, 1, &site.ctx);
+    for s in sites(env.shapes, body) {
+        let mut ctx = body_ctx.clone();
+        ctx.facts.extend(s.ctx.facts.iter().cloned());
+        match &s.expr.kind {
+            ExprKind::Access { tensor, index } if matches!(&tensor.kind, ExprKind::Var(v) if *v == var.name) =>
+            {
+                let facts = env.facts(&ctx);
+                let goal = Pred::and(
+                    Pred::cmp(CmpOp::Le, lo_e.clone(), index.clone()),
+                    Pred::cmp(CmpOp::Lt, index.clone(), hi_e.clone()),
+                );
+                let verdict = env.solver.prove(&facts, &goal);
+                records.push(ConditionRecord::new(
+                    "read_in_window",
+                    &goal,
+                    &facts,
+                    &verdict,
+                ));
+                check_window_verdict(&verdict, "read_in_window", &goal, &facts, step_span)?;
+            }
+            ExprKind::Var(v) if *v == var.name => {
+                // A use as the tensor of an access was checked at the access; any other
+                // use needs the whole tensor, which the window would change.
+                let parent_is_access = all_parent_is_access(body, &s.path);
+                if !parent_is_access {
+                    return Err(Diagnostic::error(
+                        "E0819",
+                        format!(
+                            "`{}` is used as a whole tensor, not only read by index",
+                            var.name
+                        ),
+                    )
+                    .at(step_span, "cannot window")
+                    .with_note(format!("use: {}", show(s.expr))));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Build the windowed let.
+    let mut supply = ir::NameSupply::new(ir::all_names(root));
+    let j = supply.fresh("w");
+    let shifted = IndexExpr::add(IndexExpr::var(j.clone()), lo_e.clone());
+    let in_rows = Pred::and(
+        Pred::cmp(CmpOp::Le, IndexExpr::Const(0), shifted.clone()),
+        Pred::cmp(CmpOp::Lt, shifted.clone(), rows),
+    );
+    let new_value = Expr::gen_(
+        j,
+        IndexExpr::Const(0),
+        extent,
+        Expr::guard(in_rows, Expr::access((**value).clone(), shifted)),
+    );
+    fn shift_reads(e: &Expr, name: &str, lo: &IndexExpr) -> Expr {
+        if let ExprKind::Access { tensor, index } = &e.kind
+            && matches!(&tensor.kind, ExprKind::Var(v) if v == name)
+        {
+            let mut out = e.clone();
+            out.kind = ExprKind::Access {
+                tensor: tensor.clone(),
+                index: IndexExpr::sub(index.clone(), lo.clone()),
+            };
+            return out;
+        }
+        let mut out = e.clone();
+        for c in out.children_mut() {
+            *c = shift_reads(c, name, lo);
+        }
+        out
+    }
+    let new_body = shift_reads(body, &var.name, &lo_e);
+    let mut new_let = site.expr.clone();
+    new_let.kind = ExprKind::Let {
+        var: var.name.clone(),
+        value: Box::new(new_value),
+        body: Box::new(new_body),
+    };
+    let replaced = replace_at(root, &site.path, new_let.clone()).expect("the site exists");
+    let expr = matcher::uniquify(&replaced, &reserved_names(env.program));
+    let mut record = StepRecord::tactic(
+        format!("window {} in {lo_e}..{hi_e}", var.name),
+        site.path.clone(),
+        show(site.expr),
+        show(&expr),
+    );
+    record.after_site = show(&new_let);
+    record.conditions = records;
+    Ok(StepOutcome { expr, record })
+}
+
+/// Whether the node at `path` (relative to `root`) is the tensor of an access.
+fn all_parent_is_access(root: &Expr, path: &[usize]) -> bool {
+    match path.split_last() {
+        Some((last, parent)) => {
+            *last == 0
+                && matches!(
+                    node_at(root, parent).map(|p| &p.kind),
+                    Some(ExprKind::Access { .. })
+                )
+        }
+        None => false,
+    }
+}
+
+fn check_window_verdict(
+    verdict: &Verdict,
+    name: &str,
+    goal: &Pred,
+    facts: &Facts,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let context = show_facts(facts).join(", ");
+    match verdict {
+        Verdict::Proved => Ok(()),
+        Verdict::Refuted(cex) => Err(Diagnostic::error(
+            "E0811",
+            format!("`window` condition `{name}` is false here"),
+        )
+        .at(span, format!("cannot prove {goal}"))
+        .with_note(format!("goal: {goal}"))
+        .with_note(format!("context: {context}"))
+        .with_note(format!("counterexample: {cex}"))
+        .with_help("widen the window so that every read of the buffer falls inside it")),
+        Verdict::Unknown(reason) => Err(Diagnostic::error(
+            "E0812",
+            format!("`window` condition `{name}` could not be proved"),
+        )
+        .at(span, format!("unknown: {goal}"))
+        .with_note(format!("goal: {goal}"))
+        .with_note(format!("context: {context}"))
+        .with_note(format!("the solver gave up: {reason}"))),
+    }
 }

@@ -45,6 +45,19 @@ fn assignments(names: &[String]) -> Vec<BTreeMap<String, i64>> {
                 .collect(),
         );
     }
+    // Several tiles of 8 or 64 with a partial last tile; only where evaluation stays
+    // cheap (two-dimensional examples).
+    if names.len() <= 2 {
+        for mix in [[67, 131], [130, 65]] {
+            out.push(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(k, n)| (n.clone(), mix[k % 2]))
+                    .collect(),
+            );
+        }
+    }
     out
 }
 
