@@ -332,6 +332,12 @@ impl Printer {
                     }
                 }
             }
+            ExprKind::Let { var, value, body } => {
+                let _ = writeln!(self.out, "{indent}let {var} =");
+                self.block(value, &format!("{indent}    "), 0, true);
+                self.out.push_str(" in\n");
+                self.block(body, indent, 0, rightmost);
+            }
             ExprKind::Amount { op, amount, arg } => {
                 let _ = writeln!(self.out, "{indent}{}({amount},", op.name());
                 self.block(arg, &format!("{indent}  "), 0, true);
