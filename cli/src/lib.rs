@@ -99,6 +99,12 @@ enum Command {
     Rules {
         /// Only rules whose name contains this text.
         filter: Option<String>,
+        /// Check every rule by bounded semantic testing with random instances.
+        #[arg(long)]
+        check: bool,
+        /// Random instances tried per rule with `--check`.
+        #[arg(long, default_value_t = 200)]
+        attempts: usize,
     },
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
     Prove {
@@ -198,7 +204,17 @@ pub fn run(
             cert.as_deref(),
             unicode,
         ),
-        Command::Rules { filter } => cmd_rules(&mut out, filter.as_deref()),
+        Command::Rules {
+            filter,
+            check,
+            attempts,
+        } => {
+            if check {
+                cmd_rules_check(&mut out, filter.as_deref(), attempts)
+            } else {
+                cmd_rules(&mut out, filter.as_deref())
+            }
+        }
         Command::Repl { file } => repl_term::run_repl(file, color, out.stdout, out.stderr),
         Command::Prove {
             sizes,
@@ -408,6 +424,50 @@ fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
         return EXIT_USER;
     }
     EXIT_OK
+}
+
+fn cmd_rules_check(out: &mut Output<'_>, filter: Option<&str>, attempts: usize) -> i32 {
+    let lib = match library(out) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let solver = atl_solver::Solver::new();
+    let results = atl_rewrites::check::check_library(&lib, &solver, attempts, 0);
+    let mut failed = 0;
+    for (name, result) in results {
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        use atl_rewrites::check::RuleCheck;
+        match result {
+            RuleCheck::Passed { instances, tried } => {
+                let _ = writeln!(
+                    out.stdout,
+                    "ok      {name}  ({instances} of {tried} random instances applied and agreed)"
+                );
+            }
+            RuleCheck::NoInstance { tried } => {
+                failed += 1;
+                let _ = writeln!(
+                    out.stdout,
+                    "UNTESTED {name}  (no random instance applied in {tried} tries)"
+                );
+            }
+            RuleCheck::Failed {
+                lhs,
+                rhs,
+                sizes,
+                detail,
+            } => {
+                failed += 1;
+                let _ = writeln!(
+                    out.stdout,
+                    "WRONG   {name}  at {sizes}\n    {lhs}\n    => {rhs}\n    {detail}"
+                );
+            }
+        }
+    }
+    if failed > 0 { EXIT_USER } else { EXIT_OK }
 }
 
 fn cmd_prove(out: &mut Output<'_>, sizes: &[String], assumes: &[String], goal: &str) -> i32 {

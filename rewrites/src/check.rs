@@ -488,3 +488,30 @@ pub fn check_rule(
         }
     }
 }
+
+/// Checks every rule of a library in parallel; results in library order.
+pub fn check_library(
+    library: &Library,
+    solver: &Solver,
+    attempts: usize,
+    seed: u64,
+) -> Vec<(String, RuleCheck)> {
+    use rayon::prelude::*;
+    library
+        .rules()
+        .par_iter()
+        .enumerate()
+        .map(|(k, rule)| {
+            (
+                rule.name.clone(),
+                check_rule(
+                    rule,
+                    library,
+                    solver,
+                    attempts,
+                    seed.wrapping_mul(1000).wrapping_add(k as u64),
+                ),
+            )
+        })
+        .collect()
+}
