@@ -40,6 +40,9 @@ pub struct StepRecord {
     /// The step as written (`rw get_gen`, `unfold a`, `simpl`, …).
     pub command: String,
     pub rule: Option<String>,
+    /// The rule's statement when the step was made (equation, conditions, grade), so a
+    /// checker can refuse a certificate whose rule has changed since.
+    pub rule_statement: Option<String>,
     pub direction: Option<String>,
     /// Child indices from the root to the rewritten subterm.
     pub path: Vec<usize>,
@@ -59,6 +62,7 @@ impl StepRecord {
         StepRecord {
             command,
             rule: None,
+            rule_statement: None,
             direction: None,
             path,
             instantiation: BTreeMap::new(),

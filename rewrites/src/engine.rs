@@ -506,6 +506,7 @@ pub fn rewrite(
     let record = StepRecord {
         command: format!("{} {}", if backward { "rw<-" } else { "rw" }, rule.name),
         rule: Some(rule.name.clone()),
+        rule_statement: Some(rule.statement()),
         direction: Some(if backward { "backward" } else { "forward" }.to_string()),
         path: site.path.clone(),
         instantiation,

@@ -140,6 +140,53 @@ pub struct Rule {
     pub origin: String,
 }
 
+impl Rule {
+    /// The rule's statement as one line: equation, side conditions and grade. Two rules
+    /// with the same statement mean the same thing.
+    pub fn statement(&self) -> String {
+        let mut s = format!(
+            "{}{}: {}",
+            self.name,
+            if self.params.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "({})",
+                    self.params
+                        .iter()
+                        .map(|p| format!("?{p}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            self.equation
+        );
+        for c in &self.conditions {
+            let text = match c {
+                Condition::Pred { pred, .. } => match as_pred_meta(pred) {
+                    Some(m) => format!("?{m}"),
+                    None => pred.to_string(),
+                },
+                Condition::Shape {
+                    meta, dims, open, ..
+                } => {
+                    let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                    if *open {
+                        parts.push("..".into());
+                    }
+                    format!("shape(?{meta}) = [{}]", parts.join(", "))
+                }
+            };
+            s.push_str(&format!(" if {}: {text}", c.name()));
+        }
+        s.push_str(match self.grade {
+            Grade::Exact => " grade: exact",
+            Grade::Real => " grade: real",
+        });
+        s
+    }
+}
+
 /// Converts a rule-side pattern from the surface AST. Binder metavariables become IR
 /// variables spelled with their `?`, so that substitution and renaming treat them as
 /// ordinary bound variables; expression metavariables become `ExprKind::Meta`, index
