@@ -96,7 +96,10 @@ pub fn emit(
 ) -> Result<(), Vec<Diagnostic>> {
     let code = c_code(program, shapes, def, options)?;
     stdout.write_all(code.source.as_bytes()).map_err(|e| {
-        vec![Diagnostic::error("E0935", format!("cannot write the C source: {e}"))]
+        vec![Diagnostic::error(
+            "E0935",
+            format!("cannot write the C source: {e}"),
+        )]
     })
 }
 

@@ -546,6 +546,16 @@ fn cmd_check(out: &mut Output<'_>, file: &Path) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
+    // The gate before lowering: pad types of every truncation and safety of every
+    // access, in every definition (derived ones included).
+    let solver = atl_solver::Solver::new();
+    let gate = atl_padtypes::check_program(&loaded.program, &loaded.shapes, &solver);
+    if !gate.is_empty() {
+        out.diagnostics(&gate, file, &loaded.source);
+        if diag::has_errors(&gate) {
+            return EXIT_USER;
+        }
+    }
     let p = &loaded.program;
     for def in &p.defs {
         let shape = loaded
@@ -570,7 +580,11 @@ fn cmd_check(out: &mut Output<'_>, file: &Path) -> i32 {
             }
         }
     }
-    let _ = writeln!(out.stdout, "ok: {}", file.display());
+    let _ = writeln!(
+        out.stdout,
+        "ok: {} (shapes, derivations, pad types and access safety)",
+        file.display()
+    );
     EXIT_OK
 }
 

@@ -118,6 +118,12 @@ const COMMANDS: &[Command] = &[
         run: Session::cmd_save,
     },
     Command {
+        name: "pads",
+        args: "",
+        help: "the pad-set type of the current program, and whether it passes the gate",
+        run: Session::cmd_pads,
+    },
+    Command {
         name: "unicode",
         args: "on|off",
         help: "print with ⊞ Σ ·",
@@ -712,6 +718,47 @@ impl Session {
         self.source = new_source;
         if let Some(e) = current {
             self.derived.insert(name.to_string(), e);
+        }
+        Control::Continue
+    }
+
+    fn cmd_pads(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
+            let _ = writeln!(out, "no program in focus");
+            return Control::Continue;
+        };
+        match atl_padtypes::pad_predicate(&checked.program, &checked.shapes, current) {
+            Ok(ty) => {
+                let ty = atl_padtypes::simplify_pad_type(
+                    &ty,
+                    &checked.program,
+                    &checked.shapes,
+                    &self.solver,
+                );
+                let _ = writeln!(out, "pad type: {ty}");
+            }
+            Err(d) => {
+                self.render(&[d], "<program>", "", out);
+                return Control::Continue;
+            }
+        }
+        // Check the current program as a definition of its own.
+        let mut program = checked.program.clone();
+        program.defs.push(Def {
+            name: "__current".to_string(),
+            name_span: Span::DUMMY,
+            body: current.clone(),
+            span: Span::DUMMY,
+        });
+        let diags =
+            atl_padtypes::check_definition(&program, &checked.shapes, &self.solver, "__current");
+        if diags.is_empty() {
+            let _ = writeln!(
+                out,
+                "gate: passes (every truncation drops padding, every access is in bounds)"
+            );
+        } else {
+            self.render(&diags, "<program>", "", out);
         }
         Control::Continue
     }

@@ -452,11 +452,11 @@ fn name_binders(
         };
         match &mut out.kind {
             ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
-                *body = Box::new(ir::rename_index(body, &v, &name));
+                **body = ir::rename_index(body, &v, &name);
                 *var = name;
             }
             ExprKind::Let { var, body, .. } => {
-                *body = Box::new(ir::rename_tensor(body, &v, &name));
+                **body = ir::rename_tensor(body, &v, &name);
                 *var = name;
             }
             _ => {}
@@ -491,11 +491,11 @@ fn uniq(e: &Expr, seen: &mut BTreeSet<String>, supply: &mut NameSupply) -> Expr 
         seen.insert(new.clone());
         match &mut out.kind {
             ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
-                *body = Box::new(ir::rename_index(body, &old, &new));
+                **body = ir::rename_index(body, &old, &new);
                 *var = new;
             }
             ExprKind::Let { var, body, .. } => {
-                *body = Box::new(ir::rename_tensor(body, &old, &new));
+                **body = ir::rename_tensor(body, &old, &new);
                 *var = new;
             }
             _ => {}

@@ -678,7 +678,7 @@ impl Fast {
         let deferred = std::mem::take(&mut self.deferred);
         for d in &deferred {
             let den = self.interval_of(&d.den);
-            if !den.lo.is_some_and(|l| l >= 1) {
+            if den.lo.is_none_or(|l| l < 1) {
                 continue;
             }
             let q = Lin {
@@ -693,13 +693,11 @@ impl Fast {
                         self.add_fact(f);
                     }
                 }
-                IndexOp::Div => {
-                    // a >= 0 and b >= 1 give 0 <= a / b <= a.
-                    if self.interval_of(&d.num).lo.is_some_and(|l| l >= 0) {
-                        self.add_fact(q.clone());
-                        if let Some(f) = d.num.sub(&q) {
-                            self.add_fact(f);
-                        }
+                // a >= 0 and b >= 1 give 0 <= a / b <= a.
+                IndexOp::Div if self.interval_of(&d.num).lo.is_some_and(|l| l >= 0) => {
+                    self.add_fact(q.clone());
+                    if let Some(f) = d.num.sub(&q) {
+                        self.add_fact(f);
                     }
                 }
                 _ => {}

@@ -13,14 +13,13 @@
 
 mod fast;
 mod query;
+pub mod rules;
+mod simplify;
 mod smt;
 mod solver;
 pub mod syntax;
 
 pub use query::{Counterexample, Facts, Verdict};
-pub use solver::{DEFAULT_RLIMIT, Solver, SolverConfig, SolverStats};
-pub mod rules;
-mod simplify;
-
 pub use rules::{Rule, RuleSet};
 pub use simplify::{simplify_index, simplify_index_with, simplify_pred, simplify_pred_with};
+pub use solver::{DEFAULT_RLIMIT, Solver, SolverConfig, SolverStats};

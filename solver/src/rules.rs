@@ -478,22 +478,62 @@ pub struct RuleProof {
     pub split: usize,
 }
 
-/// Rewrites `a % b == 0` conditions into `a == k * b` with a fresh metavariable `k`
-/// (equivalent for every `b`, including 0 where both say `a == 0`), which z3 handles
-/// far better than a remainder.
-fn with_witnesses(conds: &[Pred]) -> Vec<Pred> {
-    let mut fresh = 0;
-    conds
-        .iter()
-        .map(|c| match c {
-            Pred::Cmp(CmpOp::Eq, IndexExpr::Bin(IndexOp::Mod, a, b), IndexExpr::Const(0)) => {
-                let k = IndexExpr::Meta(format!("#w{fresh}"));
-                fresh += 1;
-                Pred::cmp(CmpOp::Eq, (**a).clone(), IndexExpr::mul(k, (**b).clone()))
+/// Replaces metavariables by expressions.
+fn subst_metas(e: &IndexExpr, map: &BTreeMap<String, IndexExpr>) -> IndexExpr {
+    match e {
+        IndexExpr::Meta(name) => map.get(name).cloned().unwrap_or_else(|| e.clone()),
+        IndexExpr::Const(_) | IndexExpr::Var(_) => e.clone(),
+        IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(subst_metas(a, map))),
+        IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, subst_metas(a, map), subst_metas(b, map)),
+    }
+}
+
+/// Eliminates divisibility conditions, which z3 handles poorly, in favour of explicit
+/// quotients. `?a % ?b == 0` (with `?a` a metavariable) holds exactly when
+/// `?a == w * ?b` for some integer `w` (for `?b = 0` both say `?a == 0`), so the rule
+/// is valid iff it is valid with `?a` replaced by `w * ?b` for a fresh `w` — and the
+/// condition dropped. The lemma `?b == 0 || (w * ?b) / ?b == w` (proved by z3 like any
+/// other obligation) tells z3 what the quotient is. Other divisibility conditions
+/// `a % b == 0` become the equivalent `a == w * b`.
+///
+/// Returns the substitution, the rewritten conditions and the lemmas.
+fn eliminate_divisibility(conds: &[Pred]) -> (BTreeMap<String, IndexExpr>, Vec<Pred>, Vec<Pred>) {
+    let mut map = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut lemmas = Vec::new();
+    for (fresh, c) in conds.iter().enumerate() {
+        let Pred::Cmp(CmpOp::Eq, IndexExpr::Bin(IndexOp::Mod, a, b), IndexExpr::Const(0)) = c
+        else {
+            out.push(c.clone());
+            continue;
+        };
+        let w = IndexExpr::Meta(format!("#w{fresh}"));
+        let multiple = IndexExpr::mul(w.clone(), (**b).clone());
+        match &**a {
+            IndexExpr::Meta(name) if !map.contains_key(name) => {
+                map.insert(name.clone(), multiple.clone());
+                lemmas.push(Pred::or(
+                    Pred::cmp(CmpOp::Eq, (**b).clone(), IndexExpr::Const(0)),
+                    Pred::cmp(
+                        CmpOp::Eq,
+                        IndexExpr::bin(IndexOp::Div, multiple, (**b).clone()),
+                        w,
+                    ),
+                ));
             }
-            other => other.clone(),
-        })
-        .collect()
+            _ => out.push(Pred::cmp(CmpOp::Eq, (**a).clone(), multiple)),
+        }
+    }
+    // Later conditions and lemmas may mention a substituted metavariable.
+    let out = out
+        .iter()
+        .map(|p| p.map_index(&mut |e| subst_metas(e, &map)))
+        .collect();
+    let lemmas = lemmas
+        .iter()
+        .map(|p| p.map_index(&mut |e| subst_metas(e, &map)))
+        .collect();
+    (map, out, lemmas)
 }
 
 /// Metavariables used as divisors (the right operand of `/`, `%`, `cdiv`).
@@ -528,10 +568,11 @@ fn pred_divisor_metas(p: &Pred, out: &mut std::collections::BTreeSet<String>) {
     }
 }
 
-/// Proves `hyps => goal` with z3, splitting on the sign (`< 0`, `= 0`, `> 0`) of each
-/// divisor metavariable when the direct query is undecided: with a known sign, the
-/// floor-division encoding loses its case distinction and z3's non-linear reasoning
-/// has a much easier problem. Returns the number of queries and whether it split.
+/// Proves `hyps => goal` with z3. When metavariables occur as divisors, the proof
+/// splits on their signs (`< 0`, `= 0`, `> 0`): with a known sign the floor-division
+/// encoding has a single branch, which z3's non-linear reasoning handles far more
+/// reliably than the general three-way case. Returns the number of queries and
+/// whether it split.
 fn prove_obligation(
     hyps: &[Pred],
     goal: &Pred,
@@ -541,18 +582,17 @@ fn prove_obligation(
         sizes: Vec::new(),
         facts: hyps.to_vec(),
     };
-    let reason = match solver.prove(&facts, goal) {
-        crate::Verdict::Proved => return Ok((1, false)),
-        crate::Verdict::Refuted(c) => return Err(format!("`{goal}` is refuted: {c}")),
-        crate::Verdict::Unknown(r) => r,
-    };
     let mut divisors = std::collections::BTreeSet::new();
     pred_divisor_metas(goal, &mut divisors);
     for h in hyps {
         pred_divisor_metas(h, &mut divisors);
     }
     if divisors.is_empty() {
-        return Err(format!("`{goal}` is undecided: {reason}"));
+        return match solver.prove(&facts, goal) {
+            crate::Verdict::Proved => Ok((1, false)),
+            crate::Verdict::Refuted(c) => Err(format!("`{goal}` is refuted: {c}")),
+            crate::Verdict::Unknown(r) => Err(format!("`{goal}` is undecided: {r}")),
+        };
     }
     let divisors: Vec<String> = divisors.into_iter().collect();
     let cases = 3usize.pow(divisors.len() as u32);
@@ -560,7 +600,7 @@ fn prove_obligation(
         let mut f = facts.clone();
         let mut code = case;
         for d in &divisors {
-            let op = [CmpOp::Lt, CmpOp::Eq, CmpOp::Gt][code % 3];
+            let op = [CmpOp::Gt, CmpOp::Lt, CmpOp::Eq][code % 3];
             code /= 3;
             f.facts.push(Pred::cmp(
                 op,
@@ -583,22 +623,32 @@ fn prove_obligation(
             }
         }
     }
-    Ok((1 + cases, true))
+    Ok((cases, true))
 }
 
 /// Proves a rule sound with z3: under its conditions, `lhs == rhs` for all integer
-/// values of the metavariables. Each hint is proved from the conditions (and earlier
-/// hints) and then assumed; divisibility conditions become witnesses; undecided
-/// obligations are split on the signs of divisors. Every step is a z3 proof, so the
+/// values of the metavariables. Divisibility conditions are replaced by explicit
+/// quotients (see `eliminate_divisibility`); each lemma and hint is proved from the
+/// conditions (and the earlier ones) and then assumed; undecided obligations are split
+/// on the signs of divisors. Every step is a z3 proof, so the
 /// chain is one. On failure, says which obligation failed and why.
 pub fn prove_rule(rule: &Rule, solver: &crate::Solver) -> Result<RuleProof, String> {
-    let mut hyps = with_witnesses(&rule.conditions);
+    let (map, mut hyps, lemmas) = eliminate_divisibility(&rule.conditions);
     let mut proof = RuleProof {
         queries: 0,
         split: 0,
     };
     let goal = Pred::cmp(CmpOp::Eq, rule.lhs.clone(), rule.rhs_unfolded());
-    for h in rule.hints.iter().chain(std::iter::once(&goal)) {
+    let obligations: Vec<Pred> = lemmas
+        .into_iter()
+        .chain(
+            rule.hints
+                .iter()
+                .chain(std::iter::once(&goal))
+                .map(|p| p.map_index(&mut |e| subst_metas(e, &map))),
+        )
+        .collect();
+    for h in &obligations {
         let (queries, split) = prove_obligation(&hyps, h, solver)?;
         proof.queries += queries;
         proof.split += usize::from(split);

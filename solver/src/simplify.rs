@@ -345,11 +345,8 @@ fn finish_general(gmetas: &[String], mut rem: Monomial, mut k: i64, env: &Env, o
         k /= vk;
     }
     match unbound.as_slice() {
-        [] => {
-            if rem.is_empty() && k == 1 {
-                out.push(env.clone());
-            }
-        }
+        [] if rem.is_empty() && k == 1 => out.push(env.clone()),
+        [] => {}
         [g] => {
             let mut env = env.clone();
             env.insert(g.clone(), canonical(&term_expr(&rem, k)));
@@ -456,8 +453,20 @@ impl Engine<'_> {
                 // Conditions on matched constants are decided by evaluation.
                 return inst.eval(&|_| None) == Ok(true);
             }
-            self.solver.prove(self.facts, &inst).is_proved()
+            self.proves(self.facts, &inst)
         })
+    }
+
+    /// Whether the solver proves `goal`. z3 is consulted only for linear queries
+    /// (decidable, milliseconds); a non-linear one gets the fast path alone, because
+    /// a simplification may ask many of them and each hopeless z3 call costs its whole
+    /// resource limit.
+    fn proves(&self, facts: &Facts, goal: &Pred) -> bool {
+        if crate::smt::is_linear(facts, goal) {
+            self.solver.prove(facts, goal).is_proved()
+        } else {
+            self.solver.prove_fast(facts, goal)
+        }
     }
 
     fn instantiate_rhs(&self, rule: &Rule, env: &Env) -> Option<IndexExpr> {
@@ -594,10 +603,16 @@ impl Engine<'_> {
         f
     }
 
+    /// Whether `p` implies `q` under the facts, as far as the fast path can tell
+    /// (absorbing a disjunct is a nicety, not worth a z3 call).
+    fn implies(&self, p: &Pred, q: &Pred) -> bool {
+        self.solver.prove_fast(&self.with_fact(p.clone()), q)
+    }
+
     fn decide(&self, c: Pred) -> Pred {
-        if self.solver.prove(self.facts, &c).is_proved() {
+        if self.proves(self.facts, &c) {
             Pred::Bool(true)
-        } else if self.solver.prove(self.facts, &negate(&c)).is_proved() {
+        } else if self.proves(self.facts, &negate(&c)) {
             Pred::Bool(false)
         } else {
             c
@@ -631,6 +646,8 @@ impl Engine<'_> {
                         match inner.pred(b) {
                             Pred::Bool(true) => a,
                             Pred::Bool(false) => Pred::Bool(false),
+                            // `a` is redundant when `b` implies it.
+                            b if self.implies(&b, &a) => b,
                             b => Pred::and(a, b),
                         }
                     }
@@ -651,6 +668,9 @@ impl Engine<'_> {
                         match inner.pred(b) {
                             Pred::Bool(true) => Pred::Bool(true),
                             Pred::Bool(false) => a,
+                            // One disjunct absorbs the other when it is implied by it.
+                            b if self.implies(&a, &b) => b,
+                            b if self.implies(&b, &a) => a,
                             b => Pred::or(a, b),
                         }
                     }

@@ -11,10 +11,12 @@ use atl_lang::index::Pred;
 use crate::query::{Facts, Verdict, demeta_pred};
 use crate::{fast, smt};
 
-/// z3's deterministic resource limit per check. z3 proves the side conditions of a
-/// derivation with a few thousand units; this leaves two orders of magnitude for hard
-/// queries while bounding a hopeless one to a fraction of a second.
-pub const DEFAULT_RLIMIT: u32 = 2_000_000;
+/// z3's deterministic resource limit per check (`rlimit`, a count of z3's internal
+/// operations, so the outcome does not depend on machine load). Linear side
+/// conditions need a tiny fraction of it; non-linear ones such as
+/// `(i*k + j) / k == i` need a few hundred thousand. A hopeless query stops after
+/// roughly 1–10 s, depending on the theory.
+pub const DEFAULT_RLIMIT: u32 = 1_000_000;
 
 /// Entries kept before the cache is emptied (a crude bound on memory; a derivation
 /// asks far fewer distinct questions).
