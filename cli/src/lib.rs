@@ -5,9 +5,11 @@
 //! Exit status (DESIGN §8): 0 success, 1 user error (a diagnostic was rendered), 2 bad
 //! command-line arguments.
 
+pub mod emit_cmd;
 pub mod npy;
 pub mod repl;
 mod repl_term;
+pub mod verify_cmd;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -90,10 +92,50 @@ enum Command {
         #[arg(long)]
         unicode: bool,
     },
+    /// Lower a definition to C (after the pad-type and safety gate).
+    Emit {
+        file: PathBuf,
+        /// Definition or derivation to emit (default: the last definition).
+        #[arg(long = "def")]
+        def: Option<String>,
+        /// Write the C source here instead of standard output.
+        #[arg(short = 'o', value_name = "OUT.c")]
+        output: Option<PathBuf>,
+        /// Also write the header (prototype, shapes, preconditions).
+        #[arg(long = "header", value_name = "OUT.h")]
+        header: Option<PathBuf>,
+        /// The C symbol (default: the definition's name).
+        #[arg(long = "name", value_name = "SYMBOL")]
+        name: Option<String>,
+        /// Element type: f32 (default) or f64.
+        #[arg(long = "dtype", default_value = "f32")]
+        dtype: String,
+        /// Print the loop IR instead of C.
+        #[arg(long)]
+        ir: bool,
+    },
+    /// Compile a definition, run it, and compare it with the interpreter.
+    Run {
+        file: PathBuf,
+        #[arg(long = "def")]
+        def: Option<String>,
+        #[arg(long = "sizes", value_name = "NAME=VALUE,...")]
+        sizes: Vec<String>,
+        /// Inputs not given are filled with `random:1`, `random:2`, … in order.
+        #[arg(long = "input", value_name = "NAME=SOURCE")]
+        inputs: Vec<String>,
+        #[arg(long = "dtype", default_value = "f32")]
+        dtype: String,
+    },
     /// Interactive rewriting: apply steps to a definition and see the result at once.
     Repl {
         /// A program file to load.
         file: Option<PathBuf>,
+    },
+    /// Check a derivation certificate independently of the rewrite engine.
+    Verify {
+        /// A certificate written by `atl derive --cert`.
+        cert: PathBuf,
     },
     /// List the rule library.
     Rules {
@@ -215,6 +257,32 @@ pub fn run(
                 cmd_rules(&mut out, filter.as_deref())
             }
         }
+        Command::Emit {
+            file,
+            def,
+            output,
+            header,
+            name,
+            dtype,
+            ir,
+        } => cmd_emit(
+            &mut out,
+            &file,
+            def.as_deref(),
+            output.as_deref(),
+            header.as_deref(),
+            name,
+            &dtype,
+            ir,
+        ),
+        Command::Run {
+            file,
+            def,
+            sizes,
+            inputs,
+            dtype,
+        } => cmd_run(&mut out, &file, def.as_deref(), &sizes, &inputs, &dtype),
+        Command::Verify { cert } => verify_cmd::verify_file(&cert, out.stdout, out.stderr, color),
         Command::Repl { file } => repl_term::run_repl(file, color, out.stdout, out.stderr),
         Command::Prove {
             sizes,
@@ -706,33 +774,33 @@ fn pick_def<'p>(
     }
 }
 
-fn cmd_eval(
+/// What `eval` and `run` need: the program (derivations added), the chosen definition,
+/// checked sizes and every input given on the command line.
+struct Prepared {
+    loaded: Loaded,
+    name: String,
+    sizes: BTreeMap<String, i64>,
+    inputs: BTreeMap<String, Tensor>,
+    /// Input shapes at these sizes (for filling inputs not given).
+    input_shapes: BTreeMap<String, Vec<usize>>,
+}
+
+fn prepare(
     out: &mut Output<'_>,
     file: &Path,
     def: Option<&str>,
     size_args: &[String],
     input_args: &[String],
-    json: bool,
-    out_path: Option<&Path>,
-) -> i32 {
-    let sizes = match parse_sizes(size_args) {
-        Ok(s) => s,
-        Err(m) => return out.arg_error(&m),
-    };
-    let input_sources = match parse_inputs(input_args) {
-        Ok(s) => s,
-        Err(m) => return out.arg_error(&m),
-    };
-    let loaded = match load_derived(out, file) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+) -> Result<Prepared, i32> {
+    let sizes = parse_sizes(size_args).map_err(|m| out.arg_error(&m))?;
+    let input_sources = parse_inputs(input_args).map_err(|m| out.arg_error(&m))?;
+    let loaded = load_derived(out, file)?;
     let source = loaded.source.clone();
     let program = &loaded.program;
     for name in sizes.keys() {
         if !program.is_size(name) {
             let declared: Vec<&str> = program.sizes.iter().map(|s| s.name.as_str()).collect();
-            return out.arg_error(&format!(
+            return Err(out.arg_error(&format!(
                 "`--sizes`: `{name}` is not a size of {} (sizes: {})",
                 file.display(),
                 if declared.is_empty() {
@@ -740,31 +808,30 @@ fn cmd_eval(
                 } else {
                     declared.join(", ")
                 }
-            ));
+            )));
         }
     }
     let name = match pick_def(program, def) {
         Ok(n) => n.to_string(),
         Err(d) => {
             out.diagnostics(&[d], file, &source);
-            return EXIT_USER;
+            return Err(EXIT_USER);
         }
     };
     // Sizes, assumptions and the element limit are checked before any input is built,
     // so huge sizes give a diagnostic instead of an out-of-memory abort.
-    let options = EvalOptions::default();
-    let shapes = match atl_lang::interp::input_shapes(program, &sizes, &options) {
+    let shapes = match atl_lang::interp::input_shapes(program, &sizes, &EvalOptions::default()) {
         Ok(s) => s,
         Err(d) => {
             out.diagnostics(&[d], file, &source);
-            return EXIT_USER;
+            return Err(EXIT_USER);
         }
     };
     let mut inputs = BTreeMap::new();
     for (input_name, src) in input_sources {
         let Some(decl) = program.input(&input_name) else {
             let declared: Vec<&str> = program.inputs.iter().map(|i| i.name.as_str()).collect();
-            return out.arg_error(&format!(
+            return Err(out.arg_error(&format!(
                 "`--input`: `{input_name}` is not an input of {} (inputs: {})",
                 file.display(),
                 if declared.is_empty() {
@@ -772,7 +839,7 @@ fn cmd_eval(
                 } else {
                     declared.join(", ")
                 }
-            ));
+            )));
         };
         let tensor = match src {
             InputSource::Random(seed) => match shapes.get(&decl.name) {
@@ -794,14 +861,197 @@ fn cmd_eval(
                             ),
                         );
                         out.diagnostics(&[d], file, &source);
-                        return EXIT_USER;
+                        return Err(EXIT_USER);
                     }
                 },
-                Err(e) => return out.arg_error(&format!("cannot read `{}`: {e}", path.display())),
+                Err(e) => {
+                    return Err(out.arg_error(&format!("cannot read `{}`: {e}", path.display())));
+                }
             },
         };
         inputs.insert(input_name, tensor);
     }
+    Ok(Prepared {
+        loaded,
+        name,
+        sizes,
+        inputs,
+        input_shapes: shapes,
+    })
+}
+
+fn parse_dtype(out: &mut Output<'_>, dtype: &str) -> Result<atl_emit_c::Dtype, i32> {
+    match dtype {
+        "f32" => Ok(atl_emit_c::Dtype::F32),
+        "f64" => Ok(atl_emit_c::Dtype::F64),
+        other => Err(out.arg_error(&format!("`--dtype {other}`: expected `f32` or `f64`"))),
+    }
+}
+
+/// Runs the pad-type and access-safety gate on `name` (and what it uses); renders and
+/// refuses on failure: lowering never sees a program that fails it.
+fn gate(out: &mut Output<'_>, file: &Path, loaded: &Loaded, name: &str) -> Result<(), i32> {
+    let solver = atl_solver::Solver::new();
+    let diags = atl_padtypes::check_definition(&loaded.program, &loaded.shapes, &solver, name);
+    if diags.is_empty() {
+        return Ok(());
+    }
+    out.diagnostics(&diags, file, &loaded.source);
+    if diag::has_errors(&diags) {
+        let _ = writeln!(
+            out.stderr,
+            "error: `{name}` fails the gate before lowering; nothing was emitted"
+        );
+        return Err(EXIT_USER);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cmd_emit(
+    out: &mut Output<'_>,
+    file: &Path,
+    def: Option<&str>,
+    output: Option<&Path>,
+    header: Option<&Path>,
+    symbol: Option<String>,
+    dtype: &str,
+    ir: bool,
+) -> i32 {
+    let dtype = match parse_dtype(out, dtype) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let loaded = match load_derived(out, file) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let name = match pick_def(&loaded.program, def) {
+        Ok(n) => n.to_string(),
+        Err(d) => {
+            out.diagnostics(&[d], file, &loaded.source);
+            return EXIT_USER;
+        }
+    };
+    if let Err(code) = gate(out, file, &loaded, &name) {
+        return code;
+    }
+    let options = emit_cmd::EmitOptions { symbol, dtype };
+    let result = if ir {
+        emit_cmd::ir_text(&loaded.program, &loaded.shapes, &name).map(|t| {
+            let _ = write!(out.stdout, "{t}");
+        })
+    } else {
+        match output {
+            Some(path) => emit_cmd::emit_files(
+                &loaded.program,
+                &loaded.shapes,
+                &name,
+                &options,
+                path,
+                header,
+            ),
+            None => emit_cmd::c_code(&loaded.program, &loaded.shapes, &name, &options).and_then(
+                |code| {
+                    // C on standard output; the header (if asked for) to its file.
+                    if let Some(h) = header {
+                        std::fs::write(h, &code.header).map_err(|e| {
+                            vec![Diagnostic::error(
+                                "E0935",
+                                format!("cannot write `{}`: {e}", h.display()),
+                            )]
+                        })?;
+                    }
+                    let _ = out.stdout.write_all(code.source.as_bytes());
+                    Ok(())
+                },
+            ),
+        }
+    };
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(diags) => {
+            out.diagnostics(&diags, file, &loaded.source);
+            EXIT_USER
+        }
+    }
+}
+
+fn cmd_run(
+    out: &mut Output<'_>,
+    file: &Path,
+    def: Option<&str>,
+    size_args: &[String],
+    input_args: &[String],
+    dtype: &str,
+) -> i32 {
+    let dtype = match parse_dtype(out, dtype) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let mut prepared = match prepare(out, file, def, size_args, input_args) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if let Err(code) = gate(out, file, &prepared.loaded, &prepared.name) {
+        return code;
+    }
+    // Inputs not given: random:1, random:2, … in declaration order.
+    for (k, decl) in prepared.loaded.program.inputs.iter().enumerate() {
+        if !prepared.inputs.contains_key(&decl.name)
+            && let Some(shape) = prepared.input_shapes.get(&decl.name)
+        {
+            prepared.inputs.insert(
+                decl.name.clone(),
+                Tensor::random(shape.clone(), k as u64 + 1),
+            );
+        }
+    }
+    let options = emit_cmd::EmitOptions {
+        symbol: None,
+        dtype,
+    };
+    match emit_cmd::run(
+        &prepared.loaded.program,
+        &prepared.loaded.shapes,
+        &prepared.name,
+        &prepared.sizes,
+        &prepared.inputs,
+        &options,
+    ) {
+        Ok(report) => {
+            let _ = emit_cmd::write_run_report(&report, out.stdout);
+            EXIT_OK
+        }
+        Err(diags) => {
+            out.diagnostics(&diags, file, &prepared.loaded.source);
+            EXIT_USER
+        }
+    }
+}
+
+fn cmd_eval(
+    out: &mut Output<'_>,
+    file: &Path,
+    def: Option<&str>,
+    size_args: &[String],
+    input_args: &[String],
+    json: bool,
+    out_path: Option<&Path>,
+) -> i32 {
+    let prepared = match prepare(out, file, def, size_args, input_args) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let Prepared {
+        loaded,
+        name,
+        sizes,
+        inputs,
+        ..
+    } = prepared;
+    let source = loaded.source.clone();
+    let program = &loaded.program;
     let result = match atl_lang::interp::eval_def(
         program,
         &name,

@@ -124,6 +124,18 @@ const COMMANDS: &[Command] = &[
         run: Session::cmd_pads,
     },
     Command {
+        name: "ir",
+        args: "",
+        help: "the loop IR the current program lowers to",
+        run: Session::cmd_ir,
+    },
+    Command {
+        name: "c",
+        args: "",
+        help: "the C the current program lowers to",
+        run: Session::cmd_c,
+    },
+    Command {
         name: "unicode",
         args: "on|off",
         help: "print with ⊞ Σ ·",
@@ -759,6 +771,69 @@ impl Session {
             );
         } else {
             self.render(&diags, "<program>", "", out);
+        }
+        Control::Continue
+    }
+
+    /// The checked program with the current expression added as `__current`, gated:
+    /// lowering only sees programs that pass pad types and access safety.
+    fn lowerable(&self, out: &mut dyn Write) -> Option<(Program, atl_lang::shapes::ShapeEnv)> {
+        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
+            let _ = writeln!(out, "no program in focus");
+            return None;
+        };
+        let mut program = checked.program.clone();
+        let mut shapes = checked.shapes.clone();
+        // Definitions derived in the file may be referenced (`unfold` leaves none, but a
+        // focus on a derivation's result may use earlier defs only).
+        program.defs.push(Def {
+            name: "__current".to_string(),
+            name_span: Span::DUMMY,
+            body: current.clone(),
+            span: Span::DUMMY,
+        });
+        match atl_lang::shapes::infer(&shapes, current) {
+            Ok(s) => {
+                shapes.globals.insert("__current".to_string(), s);
+            }
+            Err(d) => {
+                self.render(&[d], "<program>", "", out);
+                return None;
+            }
+        }
+        let diags = atl_padtypes::check_definition(&program, &shapes, &self.solver, "__current");
+        if diag::has_errors(&diags) {
+            self.render(&diags, "<program>", "", out);
+            let _ = writeln!(out, "the program fails the gate before lowering");
+            return None;
+        }
+        Some((program, shapes))
+    }
+
+    fn cmd_ir(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        if let Some((program, shapes)) = self.lowerable(out) {
+            match crate::emit_cmd::ir_text(&program, &shapes, "__current") {
+                Ok(t) => {
+                    let _ = write!(out, "{t}");
+                }
+                Err(d) => self.render(&d, "<program>", "", out),
+            }
+        }
+        Control::Continue
+    }
+
+    fn cmd_c(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        if let Some((program, shapes)) = self.lowerable(out) {
+            let options = crate::emit_cmd::EmitOptions {
+                symbol: self.focus.clone(),
+                ..Default::default()
+            };
+            match crate::emit_cmd::c_text(&program, &shapes, "__current", &options) {
+                Ok(t) => {
+                    let _ = write!(out, "{t}");
+                }
+                Err(d) => self.render(&d, "<program>", "", out),
+            }
         }
         Control::Continue
     }

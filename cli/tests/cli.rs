@@ -305,3 +305,162 @@ fn the_binary_exits_with_the_documented_statuses() {
     );
     assert_eq!(status(&["check"]), Some(2));
 }
+
+#[test]
+fn emit_prints_c_and_refuses_programs_that_fail_the_gate() {
+    let (code, out, err) = atl(&[
+        "emit",
+        &path("examples/pipeline/pipeline.atl"),
+        "--def",
+        "fused",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("void fused(int64_t n,"), "{out}");
+    assert!(out.contains("const float *restrict f"), "{out}");
+    let (code, out, _) = atl(&[
+        "emit",
+        &path("examples/pipeline/pipeline.atl"),
+        "--def",
+        "fused",
+        "--dtype",
+        "f64",
+    ]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.contains("const double *restrict f"), "{out}");
+    let (code, out, _) = atl(&[
+        "emit",
+        &path("examples/pipeline/pipeline.atl"),
+        "--def",
+        "fused",
+        "--ir",
+    ]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.contains("kernel fused"), "{out}");
+    let (code, _, err) = atl(&[
+        "emit",
+        &path("examples/pipeline/pipeline.atl"),
+        "--dtype",
+        "f16",
+    ]);
+    assert_eq!(code, EXIT_ARGS, "{err}");
+    // An unsafe truncation: refused with the gate's diagnostic, nothing emitted.
+    let dir = std::env::temp_dir().join(format!("atl-emit-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bad = dir.join("bad.atl");
+    std::fs::write(
+        &bad,
+        "size n\ninput f : [n]\ndef a = gen i < n: trunc_r(1, gen j < n: f[j])[i]\n",
+    )
+    .expect("write");
+    let out_c = dir.join("a.c");
+    let (code, out, err) = atl(&[
+        "emit",
+        &bad.display().to_string(),
+        "-o",
+        &out_c.display().to_string(),
+    ]);
+    assert_eq!(code, EXIT_USER);
+    assert!(
+        out.is_empty() && err.contains("E0901") && err.contains("nothing was emitted"),
+        "{err}"
+    );
+    assert!(!out_c.exists(), "a refused program must not be written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_compiles_and_matches_the_interpreter() {
+    let (code, out, err) = atl(&[
+        "run",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled_tails",
+        "--sizes",
+        "M=19,N=11,K=5",
+        "--dtype",
+        "f64",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("output shape [19, 11]"), "{out}");
+    // f64 kernel vs the f64 interpreter: the reported error must be tiny.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("max error"))
+        .expect("error line");
+    let abs: f64 = line
+        .split_whitespace()
+        .nth(4)
+        .expect("number")
+        .parse()
+        .expect("float");
+    assert!(abs < 1e-12, "{line}");
+}
+
+#[test]
+fn derive_certificate_verifies_and_a_tampered_one_is_rejected() {
+    let dir = std::env::temp_dir().join(format!("atl-cert-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let cert = dir.join("c.json");
+    let cert_s = cert.display().to_string();
+    let (code, _, err) = atl(&[
+        "derive",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled",
+        "--cert",
+        &cert_s,
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let (code, out, err) = atl(&["verify", &cert_s]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("certificate accepted"), "{out}");
+    // Loosen a recorded side condition: rejected.
+    let text = std::fs::read_to_string(&cert).expect("certificate");
+    std::fs::write(
+        &cert,
+        text.replacen("\"goal\": \"", "\"goal\": \"0 <= 0 && ", 1),
+    )
+    .expect("write");
+    let (code, _, err) = atl(&["verify", &cert_s]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    let (code, _, _) = atl(&["verify", "/does/not/exist.json"]);
+    assert_eq!(code, EXIT_ARGS);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn derive_trace_shows_rules_sites_and_conditions() {
+    let (code, out, err) = atl(&[
+        "derive",
+        "--trace",
+        &path("examples/pipeline/pipeline.atl"),
+        "--def",
+        "fused",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("step 2: rw get_gen  (at [0, 0, 0])"), "{out}");
+    assert!(out.contains("lower: 0 <= i - 1 -- proved"), "{out}");
+    assert!(out.contains("grade: exact"), "{out}");
+    assert!(
+        out.trim_end()
+            .ends_with("gen i < n: [0 <= i - 1] * f[i - 1] + f[i]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn prove_answers_proved_refuted_and_exits_accordingly() {
+    let (code, out, _) = atl(&[
+        "prove",
+        "--size",
+        "n",
+        "--assume",
+        "0 <= i && i < cdiv(n, 8)",
+        "--assume",
+        "0 <= ii && ii < 8",
+        "i * 8 + ii < cdiv(n, 8) * 8",
+    ]);
+    assert_eq!((code, out.trim()), (EXIT_OK, "proved"));
+    let (code, out, _) = atl(&["prove", "--size", "n", "n - 1 >= 1"]);
+    assert_eq!((code, out.trim()), (EXIT_USER, "refuted: n=1"));
+}

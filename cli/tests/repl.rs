@@ -266,3 +266,16 @@ fn terminal_session_completes_and_recalls_history() {
     assert!(saved.contains("rw unfold_let"), "history file: {saved:?}");
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
+
+#[test]
+fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
+    let file = temp_copy("lower");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let text = session_output(&mut session, ":focus tiled\n:pads\n:ir\n:c\n");
+    assert!(text.contains("gate: passes"), "{text}");
+    assert!(text.contains("kernel __current"), "{text}");
+    assert!(text.contains("void tiled(int64_t n"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}

@@ -449,7 +449,9 @@ pub fn rewrite(
             )
             .with_help("give it with `with NAME := …`")
         })?;
-        // Conditions may mention binders matched inside the pattern: add their ranges.
+        // Conditions may mention binders matched inside the pattern (directly, or
+        // through an index value captured in pattern names): add their ranges.
+        let goal = rename_pattern_pred(&goal, &bindings);
         let mut f = facts.clone();
         for (pv, (lo, hi)) in &bindings.ranges {
             if let Some(tv) = bindings.binders.get(pv)
@@ -460,7 +462,6 @@ pub fn rewrite(
                 f.facts.push(range_fact(tv, &lo, &hi));
             }
         }
-        let goal = rename_pattern_pred(&goal, &bindings);
         let verdict = env.solver.prove(&f, &goal);
         records.push(ConditionRecord::new(name, &goal, &f, &verdict));
         check_verdict(&verdict, rule, name, &goal, &f, step_span)?;

@@ -1,0 +1,815 @@
+//! The C99 printer: a [`Kernel`] becomes one function with the ABI of DESIGN §7,
+//!
+//! ```c
+//! void NAME(int64_t <sizes…>, const T *restrict <inputs…>, T *restrict out);
+//! ```
+//!
+//! plus a header documenting the shapes and preconditions. Index arithmetic is
+//! `int64_t`; the floor-division helpers (and `min`/`max`, `cdiv`, the allocation
+//! helper) are emitted only when the kernel uses them, which lowering arranges to be
+//! only where a numerator may be negative or a divisor is not a positive constant.
+//!
+//! Names: every name of the loop IR is kept when it is a valid C identifier that
+//! collides with nothing (C keywords, the `atl_` prefix of the helpers, the symbol,
+//! the C library names the code uses, identifiers reserved by the C standard);
+//! otherwise it gets a numeric suffix. Renaming a size or input only changes a
+//! parameter name, not the ABI.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use atl_lang::index::IndexExpr;
+use atl_lang::ir::BinOp;
+use atl_lower::ir::{Cond, Ix, IxOp, Kernel, PreconditionKind, Stmt, StoreOp, Val};
+
+use crate::Dtype;
+
+/// C keywords (C99, C11) and library names the generated code refers to.
+const RESERVED: &[&str] = &[
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "_Bool",
+    "_Complex",
+    "_Imaginary",
+    "_Alignas",
+    "_Alignof",
+    "_Atomic",
+    "_Generic",
+    "_Noreturn",
+    "_Static_assert",
+    "_Thread_local",
+    "bool",
+    "true",
+    "false",
+    "int64_t",
+    "uint64_t",
+    "size_t",
+    "SIZE_MAX",
+    "INT64_MIN",
+    "INT64_MAX",
+    "NULL",
+    "malloc",
+    "calloc",
+    "free",
+    "abort",
+    "main",
+    "NAN",
+    "INFINITY",
+    "memset",
+    "errno",
+    "asm",
+    "fortran",
+    "restrict",
+];
+
+/// Whether `s` is a C identifier we may define.
+pub fn is_free_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !RESERVED.contains(&s)
+        && !s.starts_with("atl_")
+        && !s.starts_with("__")
+        && !(s.starts_with('_') && s.chars().nth(1).is_some_and(|c| c.is_ascii_uppercase()))
+}
+
+/// Maps loop-IR names to C identifiers.
+struct Names {
+    map: HashMap<String, String>,
+    used: HashSet<String>,
+}
+
+impl Names {
+    fn new(symbol: &str) -> Names {
+        let mut used = HashSet::new();
+        used.insert(symbol.to_string());
+        Names {
+            map: HashMap::new(),
+            used,
+        }
+    }
+
+    fn declare(&mut self, name: &str) {
+        if self.map.contains_key(name) {
+            return;
+        }
+        let base: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let base = if is_free_identifier(&base) {
+            base
+        } else {
+            format!("v_{}", base.trim_start_matches('_'))
+        };
+        let mut candidate = base.clone();
+        let mut k = 1;
+        while self.used.contains(&candidate) || !is_free_identifier(&candidate) {
+            candidate = format!("{base}_{k}");
+            k += 1;
+        }
+        self.used.insert(candidate.clone());
+        self.map.insert(name.to_string(), candidate);
+    }
+
+    fn get<'a>(&'a self, name: &'a str) -> &'a str {
+        self.map.get(name).map(String::as_str).unwrap_or(name)
+    }
+}
+
+/// Every name of the kernel, in a deterministic order (parameters first).
+fn collect_names(k: &Kernel, names: &mut Names) {
+    for s in &k.sizes {
+        names.declare(s);
+    }
+    for i in &k.inputs {
+        names.declare(&i.name);
+    }
+    names.declare(&k.output.name);
+    k.walk(&mut |s| match s {
+        Stmt::For(l) => names.declare(&l.var),
+        Stmt::Alloc { buf, .. } => names.declare(buf),
+        Stmt::Decl { name, .. } => names.declare(name),
+        _ => {}
+    });
+}
+
+pub(crate) struct CPrinter<'k> {
+    kernel: &'k Kernel,
+    dtype: Dtype,
+    symbol: String,
+    names: Names,
+    out: String,
+}
+
+/// The C type name of a dtype.
+pub(crate) fn ctype(d: Dtype) -> &'static str {
+    match d {
+        Dtype::F32 => "float",
+        Dtype::F64 => "double",
+    }
+}
+
+fn show_shape(shape: &[IndexExpr]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+impl<'k> CPrinter<'k> {
+    pub(crate) fn new(kernel: &'k Kernel, dtype: Dtype, symbol: &str) -> CPrinter<'k> {
+        let mut names = Names::new(symbol);
+        collect_names(kernel, &mut names);
+        CPrinter {
+            kernel,
+            dtype,
+            symbol: symbol.to_string(),
+            names,
+            out: String::new(),
+        }
+    }
+
+    fn t(&self) -> &'static str {
+        ctype(self.dtype)
+    }
+
+    /// The parameter list of the kernel, one per line after the first.
+    fn params(&self, restrict: &str) -> Vec<String> {
+        let mut p = Vec::new();
+        for s in &self.kernel.sizes {
+            p.push(format!("int64_t {}", self.names.get(s)));
+        }
+        for i in &self.kernel.inputs {
+            p.push(format!(
+                "const {} *{restrict} {}",
+                self.t(),
+                self.names.get(&i.name)
+            ));
+        }
+        p.push(format!(
+            "{} *{restrict} {}",
+            self.t(),
+            self.names.get(&self.kernel.output.name)
+        ));
+        p
+    }
+
+    /// The documentation comment shared by the header and the source.
+    fn doc(&self) -> String {
+        let k = self.kernel;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "/* `{}`: generated by atl from the definition `{}`.",
+            self.symbol, k.name
+        );
+        s.push_str(" *\n * Arguments (all arrays dense and row-major):\n");
+        for size in &k.sizes {
+            let _ = writeln!(s, " *   {:<12} size", self.names.get(size));
+        }
+        for i in &k.inputs {
+            let _ = writeln!(
+                s,
+                " *   {:<12} input, shape {}",
+                self.names.get(&i.name),
+                show_shape(&i.shape)
+            );
+        }
+        let _ = writeln!(
+            s,
+            " *   {:<12} output, shape {}",
+            self.names.get(&k.output.name),
+            show_shape(&k.output.shape)
+        );
+        s.push_str(
+            " *\n * The kernel writes every element of the output (it need not be zeroed);\n",
+        );
+        s.push_str(" * the output must not overlap any input.\n");
+        let pre: Vec<String> = k
+            .preconditions
+            .iter()
+            .filter(|p| p.kind != PreconditionKind::Size)
+            .map(|p| p.pred.to_string())
+            .collect();
+        s.push_str(" * Sizes must be >= 1");
+        if !pre.is_empty() {
+            let _ = write!(s, " and satisfy: {}", pre.join(", "));
+        }
+        s.push_str(";\n * otherwise the kernel returns without touching memory. Index arithmetic is\n * int64_t: sizes must be small enough for it not to overflow (the interpreter\n * reports such sizes as errors).\n");
+        if k.allocates() {
+            s.push_str(" * Temporaries are allocated with malloc/calloc; the kernel aborts if an\n * allocation fails.\n");
+        }
+        s.push_str(" */\n");
+        s
+    }
+
+    /// The header: include guard, the prototype, `extern "C"` for C++.
+    pub(crate) fn header(&self) -> String {
+        let guard: String = format!("ATL_{}_H", self.symbol.to_ascii_uppercase());
+        let mut s = self.doc();
+        let _ = writeln!(s, "#ifndef {guard}\n#define {guard}\n");
+        s.push_str("#include <stdint.h>\n\n");
+        s.push_str("#ifdef __cplusplus\n#define ATL_RESTRICT __restrict\nextern \"C\" {\n#else\n#define ATL_RESTRICT restrict\n#endif\n\n");
+        let params = self.params("ATL_RESTRICT");
+        let _ = writeln!(
+            s,
+            "void {}({});\n",
+            self.symbol,
+            params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
+        );
+        s.push_str("#ifdef __cplusplus\n}\n#endif\n\n");
+        let _ = writeln!(s, "#endif /* {guard} */");
+        s
+    }
+
+    /// The implementation.
+    pub(crate) fn source(mut self) -> String {
+        let k = self.kernel;
+        let mut s = self.doc();
+        s.push_str("#include <stdint.h>\n");
+        if k.allocates() {
+            s.push_str("#include <stdlib.h>\n");
+        }
+        if self.uses_special_literals() {
+            s.push_str("#include <math.h>\n");
+        }
+        s.push('\n');
+        s.push_str(&self.helpers());
+        let params = self.params("restrict");
+        let _ = writeln!(
+            s,
+            "void {}({})\n{{",
+            self.symbol,
+            params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
+        );
+        let checks: Vec<String> = k.preconditions.iter().map(|p| self.cond(&p.cond)).collect();
+        if !checks.is_empty() {
+            let _ = writeln!(
+                s,
+                "  /* Preconditions: with invalid sizes, touch no memory. */\n  if (!({}))\n    return;",
+                checks
+                    .iter()
+                    .map(|c| format!("({c})"))
+                    .collect::<Vec<_>>()
+                    .join(" && ")
+            );
+        }
+        // Parameters the body never reads (an input a definition ignores, a size no
+        // extent mentions) are still part of the ABI.
+        let used = used_names(k);
+        let unused: Vec<&str> = k
+            .sizes
+            .iter()
+            .chain(k.inputs.iter().map(|i| &i.name))
+            .chain(std::iter::once(&k.output.name))
+            .filter(|n| !used.contains(n.as_str()))
+            .map(String::as_str)
+            .collect();
+        for n in unused {
+            let _ = writeln!(s, "  (void){};", self.names.get(n));
+        }
+        self.out.clear();
+        for st in &k.body {
+            self.stmt(st, 1);
+        }
+        s.push_str(&self.out);
+        s.push_str("}\n");
+        s
+    }
+
+    fn uses_special_literals(&self) -> bool {
+        let mut found = false;
+        self.kernel.walk(&mut |s| {
+            let mut check = |v: &Val| {
+                v.visit(&mut |n| {
+                    if let Val::Lit(x) = n {
+                        found |= !x.is_finite();
+                    }
+                })
+            };
+            match s {
+                Stmt::Decl { init: Some(v), .. } => check(v),
+                Stmt::SetScalar { value, .. } | Stmt::Store { value, .. } => check(value),
+                Stmt::Fill { value, .. } => found |= !value.is_finite(),
+                _ => {}
+            }
+        });
+        found
+    }
+
+    /// The helper functions the kernel uses, and only those.
+    fn helpers(&self) -> String {
+        let k = self.kernel;
+        let mut s = String::new();
+        if k.uses_ix_op(IxOp::FloorDiv) {
+            s.push_str(
+                r#"/* Floor division with a / 0 = 0 (ATL's index arithmetic, DESIGN §3.2). */
+static inline int64_t atl_floordiv(int64_t a, int64_t b)
+{
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return a == INT64_MIN ? a : -a;
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0)))
+    q -= 1;
+  return q;
+}
+
+"#,
+            );
+        }
+        if k.uses_ix_op(IxOp::FloorMod) {
+            s.push_str(
+                r#"/* Floor modulo with a % 0 = a: the sign of the result follows the divisor. */
+static inline int64_t atl_floormod(int64_t a, int64_t b)
+{
+  if (b == 0)
+    return a;
+  if (b == -1)
+    return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0)))
+    r += b;
+  return r;
+}
+
+"#,
+            );
+        }
+        if k.uses_ix_op(IxOp::CeilDiv) {
+            s.push_str(
+                r#"/* Ceiling division cdiv(a, b) = -((-a) / b), with cdiv(a, 0) = 0. */
+static inline int64_t atl_cdiv(int64_t a, int64_t b)
+{
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return a == INT64_MIN ? a : -a;
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) == (b < 0)))
+    q += 1;
+  return q;
+}
+
+"#,
+            );
+        }
+        if k.uses_ix_op(IxOp::Min) {
+            s.push_str(
+                "static inline int64_t atl_min(int64_t a, int64_t b)\n{\n  return a < b ? a : b;\n}\n\n",
+            );
+        }
+        if k.uses_ix_op(IxOp::Max) {
+            s.push_str(
+                "static inline int64_t atl_max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
+            );
+        }
+        if k.allocates() {
+            let helper = r#"/* A temporary of n elements (at least one, so that malloc(0) is never asked);
+   aborts when memory is exhausted rather than writing through NULL. */
+static ELEM *atl_alloc(int64_t n, int zeroed)
+{
+  size_t count = n > 0 ? (size_t)n : 1;
+  if (count > SIZE_MAX / sizeof(ELEM))
+    abort();
+  void *p = zeroed ? calloc(count, sizeof(ELEM)) : malloc(count * sizeof(ELEM));
+  if (p == NULL)
+    abort();
+  return (ELEM *)p;
+}
+
+"#;
+            s.push_str(&helper.replace("ELEM", self.t()));
+        }
+        s
+    }
+
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn block(&mut self, stmts: &[Stmt], depth: usize) {
+        for s in stmts {
+            self.stmt(s, depth);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, depth: usize) {
+        match s {
+            Stmt::For(l) => {
+                let v = self.names.get(&l.var).to_string();
+                let (lo, hi) = (self.ix(&l.lo), self.ix(&l.hi));
+                self.indent(depth);
+                let _ = writeln!(self.out, "for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{");
+                self.block(&l.body, depth + 1);
+                self.indent(depth);
+                self.out.push_str("}\n");
+            }
+            Stmt::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                let c = self.cond(cond);
+                self.indent(depth);
+                let _ = writeln!(self.out, "if ({c}) {{");
+                self.block(then_branch, depth + 1);
+                self.indent(depth);
+                if else_branch.is_empty() {
+                    self.out.push_str("}\n");
+                } else {
+                    self.out.push_str("} else {\n");
+                    self.block(else_branch, depth + 1);
+                    self.indent(depth);
+                    self.out.push_str("}\n");
+                }
+            }
+            Stmt::Alloc {
+                buf,
+                shape,
+                len,
+                zeroed,
+                body,
+            } => {
+                let b = self.names.get(buf).to_string();
+                let n = self.ix(len);
+                let t = self.t();
+                self.indent(depth);
+                let _ = writeln!(self.out, "{{ /* {b}: {} */", show_shape(shape));
+                self.indent(depth + 1);
+                let _ = writeln!(
+                    self.out,
+                    "{t} *restrict {b} = atl_alloc({n}, {});",
+                    i32::from(*zeroed)
+                );
+                self.block(body, depth + 1);
+                self.indent(depth + 1);
+                let _ = writeln!(self.out, "free({b});");
+                self.indent(depth);
+                self.out.push_str("}\n");
+            }
+            Stmt::Decl { name, init } => {
+                let n = self.names.get(name).to_string();
+                // Declarations are always initialized: C compilers cannot always see
+                // that every path assigns before reading, and it costs nothing.
+                let v = match init {
+                    Some(v) => self.val(v, 0),
+                    None => self.lit(0.0),
+                };
+                let t = self.t();
+                self.indent(depth);
+                let _ = writeln!(self.out, "{t} {n} = {v};");
+            }
+            Stmt::SetScalar { name, op, value } => {
+                let n = self.names.get(name).to_string();
+                let v = self.val(value, 0);
+                self.indent(depth);
+                let _ = writeln!(self.out, "{n} {} {v};", op_str(*op));
+            }
+            Stmt::Store {
+                buf,
+                index,
+                op,
+                value,
+                ..
+            } => {
+                let b = self.names.get(buf).to_string();
+                let i = self.ix(index);
+                let v = self.val(value, 0);
+                self.indent(depth);
+                let _ = writeln!(self.out, "{b}[{i}] {} {v};", op_str(*op));
+            }
+            Stmt::Fill { buf, len, value } => {
+                let b = self.names.get(buf).to_string();
+                let n = self.ix(len);
+                let v = self.lit(*value);
+                self.indent(depth);
+                let _ = writeln!(
+                    self.out,
+                    "for (int64_t atl_k = 0; atl_k < {n}; ++atl_k)\n{}  {b}[atl_k] = {v};",
+                    "  ".repeat(depth)
+                );
+            }
+        }
+    }
+
+    fn lit(&self, x: f64) -> String {
+        let suffix = if self.dtype == Dtype::F32 { "f" } else { "" };
+        if x.is_nan() {
+            return format!("(({})NAN)", self.t());
+        }
+        if x.is_infinite() {
+            let sign = if x < 0.0 { "-" } else { "" };
+            return format!("({sign}({})INFINITY)", self.t());
+        }
+        // `{:?}` is the shortest text that reads back as the same f64; it always has
+        // a `.` or an exponent, so it is a floating constant in C as well.
+        let text = format!("{x:?}");
+        if x.is_sign_negative() {
+            format!("({text}{suffix})")
+        } else {
+            format!("{text}{suffix}")
+        }
+    }
+
+    fn ix(&self, ix: &Ix) -> String {
+        let mut s = String::new();
+        self.write_ix(&mut s, ix, 0);
+        s
+    }
+
+    fn write_ix(&self, out: &mut String, ix: &Ix, min: u8) {
+        let prec = match ix {
+            Ix::Const(c) if *c < 0 => 3,
+            Ix::Const(_) | Ix::Var(_) => 4,
+            Ix::Neg(_) => 3,
+            Ix::Bin(op, ..) => match op {
+                IxOp::Add | IxOp::Sub => 1,
+                IxOp::Mul | IxOp::DivNat | IxOp::ModNat => 2,
+                _ => 4,
+            },
+        };
+        if prec < min {
+            out.push('(');
+            self.write_ix(out, ix, 0);
+            out.push(')');
+            return;
+        }
+        match ix {
+            Ix::Const(c) => {
+                // Small constants are `int`s, converted to `int64_t` by the usual
+                // arithmetic conversions; larger ones need the macro.
+                if *c == i64::MIN {
+                    out.push_str("INT64_MIN");
+                } else if i32::try_from(*c).is_ok() {
+                    let _ = write!(out, "{c}");
+                } else {
+                    let _ = write!(out, "INT64_C({c})");
+                }
+            }
+            Ix::Var(v) => out.push_str(self.names.get(v)),
+            Ix::Neg(a) => {
+                out.push('-');
+                self.write_ix(out, a, 4);
+            }
+            Ix::Bin(op, a, b) => {
+                let call = match op {
+                    IxOp::FloorDiv => Some("atl_floordiv"),
+                    IxOp::FloorMod => Some("atl_floormod"),
+                    IxOp::CeilDiv => Some("atl_cdiv"),
+                    IxOp::Min => Some("atl_min"),
+                    IxOp::Max => Some("atl_max"),
+                    _ => None,
+                };
+                if let Some(f) = call {
+                    let _ = write!(out, "{f}(");
+                    self.write_ix(out, a, 0);
+                    out.push_str(", ");
+                    self.write_ix(out, b, 0);
+                    out.push(')');
+                    return;
+                }
+                let sym = match op {
+                    IxOp::Add => "+",
+                    IxOp::Sub => "-",
+                    IxOp::Mul => "*",
+                    IxOp::DivNat => "/",
+                    _ => "%",
+                };
+                self.write_ix(out, a, prec);
+                let _ = write!(out, " {sym} ");
+                self.write_ix(out, b, prec + 1);
+            }
+        }
+    }
+
+    fn cond(&self, c: &Cond) -> String {
+        let mut s = String::new();
+        self.write_cond(&mut s, c, 0);
+        s
+    }
+
+    fn write_cond(&self, out: &mut String, c: &Cond, min: u8) {
+        let prec = match c {
+            Cond::Or(..) => 1,
+            Cond::And(..) => 2,
+            Cond::Not(_) => 3,
+            Cond::Cmp(..) | Cond::Bool(_) => 4,
+        };
+        if prec < min {
+            out.push('(');
+            self.write_cond(out, c, 0);
+            out.push(')');
+            return;
+        }
+        match c {
+            Cond::Bool(b) => out.push_str(if *b { "1" } else { "0" }),
+            Cond::Cmp(op, a, b) => {
+                self.write_ix(out, a, 0);
+                let _ = write!(out, " {} ", op.symbol());
+                self.write_ix(out, b, 0);
+            }
+            Cond::And(a, b) => {
+                self.write_cond(out, a, 2);
+                out.push_str(" && ");
+                self.write_cond(out, b, 3);
+            }
+            Cond::Or(a, b) => {
+                self.write_cond(out, a, 1);
+                out.push_str(" || ");
+                self.write_cond(out, b, 2);
+            }
+            Cond::Not(a) => {
+                out.push_str("!(");
+                self.write_cond(out, a, 0);
+                out.push(')');
+            }
+        }
+    }
+
+    /// A scalar expression; parenthesized when its precedence is below `min`.
+    fn val(&self, v: &Val, min: u8) -> String {
+        let prec = match v {
+            Val::Select(..) => 0,
+            Val::Bin(BinOp::Add | BinOp::Sub, ..) => 1,
+            Val::Bin(..) => 2,
+            Val::Neg(_) => 3,
+            Val::Lit(_) | Val::Scalar(_) | Val::Load(_) => 4,
+        };
+        let text = match v {
+            Val::Lit(x) => self.lit(*x),
+            Val::Scalar(s) => self.names.get(s).to_string(),
+            Val::Load(l) => format!("{}[{}]", self.names.get(&l.buf), self.ix(&l.index)),
+            Val::Neg(a) => format!("-{}", self.val(a, 4)),
+            Val::Bin(op, a, b) => {
+                format!(
+                    "{} {} {}",
+                    self.val(a, prec),
+                    op.symbol(),
+                    self.val(b, prec + 1)
+                )
+            }
+            Val::Select(c, a) => {
+                // Only the chosen operand of `?:` is evaluated: the guarded load never
+                // happens out of range.
+                format!(
+                    "{} ? {} : {}",
+                    self.cond_in_select(c),
+                    self.val(a, 1),
+                    self.lit(0.0)
+                )
+            }
+        };
+        if prec < min {
+            format!("({text})")
+        } else {
+            text
+        }
+    }
+
+    fn cond_in_select(&self, c: &Cond) -> String {
+        let mut s = String::new();
+        // `a || b ? x : y` parses as intended, but parentheses read better.
+        if matches!(c, Cond::Cmp(..) | Cond::Bool(_)) {
+            self.write_cond(&mut s, c, 0);
+            s
+        } else {
+            self.write_cond(&mut s, c, 0);
+            format!("({s})")
+        }
+    }
+}
+
+/// The names the kernel's code refers to: index variables and buffers.
+fn used_names(k: &Kernel) -> HashSet<String> {
+    fn ix_vars(ix: &Ix, out: &mut HashSet<String>) {
+        match ix {
+            Ix::Const(_) => {}
+            Ix::Var(v) => {
+                out.insert(v.clone());
+            }
+            Ix::Neg(a) => ix_vars(a, out),
+            Ix::Bin(_, a, b) => {
+                ix_vars(a, out);
+                ix_vars(b, out);
+            }
+        }
+    }
+    let mut used = HashSet::new();
+    for p in &k.preconditions {
+        p.cond.visit_ix(&mut |ix| ix_vars(ix, &mut used));
+    }
+    k.walk(&mut |st| {
+        st.visit_own_ix(&mut |ix| ix_vars(ix, &mut used));
+        let mut loads = |v: &Val| {
+            v.visit(&mut |n| {
+                if let Val::Load(l) = n {
+                    used.insert(l.buf.clone());
+                }
+            })
+        };
+        match st {
+            Stmt::Decl { init: Some(v), .. } => loads(v),
+            Stmt::SetScalar { value, .. } => loads(value),
+            Stmt::Store { buf, value, .. } => {
+                loads(value);
+                used.insert(buf.clone());
+            }
+            Stmt::Fill { buf, .. } => {
+                used.insert(buf.clone());
+            }
+            _ => {}
+        }
+    });
+    used
+}
+
+fn op_str(op: StoreOp) -> &'static str {
+    match op {
+        StoreOp::Assign => "=",
+        StoreOp::Accumulate => "+=",
+    }
+}

@@ -1,0 +1,52 @@
+//! The foreign-function boundary: loading a compiled kernel and calling it. This is
+//! the crate's only `unsafe` code; each block states what it relies on.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::run::{Args, Element};
+
+/// A loaded shared object containing one generated kernel.
+pub(crate) struct Library {
+    lib: libloading::Library,
+}
+
+impl Library {
+    pub(crate) fn open(path: &Path) -> Result<Library, String> {
+        // SAFETY: loading a shared object runs its initializers. This one was just
+        // compiled by `compile` from generated C that defines no constructors and
+        // links nothing but libc and libm, so loading has no other effect.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+        Ok(Library { lib })
+    }
+
+    /// Calls `SYMBOL_atl_packed(sizes, inputs, out)` and returns the time it took.
+    pub(crate) fn call<T: Element>(
+        &self,
+        symbol: &str,
+        args: &mut Args<T>,
+    ) -> Result<Duration, String> {
+        type Packed<T> = unsafe extern "C" fn(*const i64, *const *const T, *mut T);
+        let name = format!("{symbol}_atl_packed\0");
+        // SAFETY: `crate::packed_wrapper` defines this symbol with exactly the C
+        // signature `void(const int64_t *, const T *const *, T *)`, and `Compiled::run`
+        // only calls `call::<T>` with the `T` (f32 = float, f64 = double) the library
+        // was generated for.
+        let f: libloading::Symbol<'_, Packed<T>> =
+            unsafe { self.lib.get(name.as_bytes()) }.map_err(|e| e.to_string())?;
+        let inputs: Vec<*const T> = args.inputs.iter().map(|v| v.as_ptr()).collect();
+        let start = Instant::now();
+        // SAFETY: `Args` is only built by `Args::new` from a call that
+        // `atl_lower::check_call` accepted: one value per size, in ABI order, satisfying
+        // every precondition of the kernel; one buffer per input holding exactly the
+        // elements of its declared shape at those sizes; an output buffer of exactly
+        // the output's elements. Lowering guarantees that under these conditions every
+        // read stays inside the input and temporary buffers (unproved reads are
+        // bounds-checked) and every write inside the output (truncated elements are
+        // guarded), which the loop-IR interpreter and the AddressSanitizer runs of the
+        // differential tests check. The buffers are distinct allocations, as
+        // `restrict` requires, and outlive the call; the kernel keeps no pointer.
+        unsafe { f(args.sizes.as_ptr(), inputs.as_ptr(), args.out.as_mut_ptr()) };
+        Ok(start.elapsed())
+    }
+}

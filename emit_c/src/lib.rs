@@ -1,0 +1,122 @@
+//! `atl-emit-c`: C99 for lowered ATL kernels, and the means to compile and run it.
+//!
+//! - [`emit`] prints a [`Kernel`] as a C source and a header with DESIGN §7's ABI:
+//!   `void NAME(int64_t <sizes…>, const T *restrict <inputs…>, T *restrict out)`,
+//!   row-major and dense, `T` = `float` or `double` ([`Dtype`]); the kernel writes
+//!   every element of `out` itself.
+//! - [`compile`] builds it with the platform's C compiler, found by the `cc` crate's
+//!   detection (so `CC` and `CFLAGS` are honoured, as in any Cargo build), either into
+//!   a shared object that is loaded in-process ([`Backend::SharedObject`]) or into a
+//!   stand-alone harness executable ([`Backend::Harness`]) — the latter is what the
+//!   sanitizer runs use, since an AddressSanitizer runtime cannot be loaded into an
+//!   uninstrumented process.
+//! - [`Compiled::run`] checks a call (sizes, preconditions, input shapes), runs the
+//!   kernel and returns the output as a [`Tensor`], with the time the kernel took.
+//!
+//! The one `unsafe` call (the foreign function call into the loaded kernel) lives in
+//! the `ffi` module with the argument it relies on.
+//!
+//! Library code never prints.
+
+mod compile;
+mod cprint;
+#[allow(unsafe_code)]
+mod ffi;
+mod run;
+
+use atl_lang::diag::Diagnostic;
+use atl_lower::Kernel;
+
+pub use atl_lang::interp::Tensor;
+pub use compile::{Backend, CompileOptions, Compiled, compile};
+pub use cprint::is_free_identifier;
+pub use run::RunOutput;
+
+/// The element type of the generated kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    /// `float` (the default).
+    #[default]
+    F32,
+    /// `double`.
+    F64,
+}
+
+impl Dtype {
+    /// Parses `f32`/`float` and `f64`/`double`.
+    pub fn parse(s: &str) -> Option<Dtype> {
+        match s {
+            "f32" | "float" => Some(Dtype::F32),
+            "f64" | "double" => Some(Dtype::F64),
+            _ => None,
+        }
+    }
+
+    pub fn c_type(self) -> &'static str {
+        cprint::ctype(self)
+    }
+}
+
+/// What to emit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmitOptions {
+    pub dtype: Dtype,
+    /// The C symbol; the definition's name when `None`.
+    pub symbol: Option<String>,
+}
+
+/// A generated kernel: its symbol, the header and the implementation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CCode {
+    pub symbol: String,
+    pub header: String,
+    pub source: String,
+}
+
+/// Prints `kernel` as C (see the crate documentation). Fails only for a symbol that
+/// is not a usable C identifier (E0931).
+pub fn emit(kernel: &Kernel, options: &EmitOptions) -> Result<CCode, Diagnostic> {
+    let symbol = options
+        .symbol
+        .clone()
+        .unwrap_or_else(|| kernel.name.clone());
+    if !is_free_identifier(&symbol) {
+        return Err(Diagnostic::error(
+            "E0931",
+            format!("`{symbol}` cannot be the name of a C function"),
+        )
+        .with_help(
+            "use `--name` with a C identifier that is not a keyword, does not start with \
+             `atl_` or `__`, and is not a C library name",
+        ));
+    }
+    let printer = cprint::CPrinter::new(kernel, options.dtype, &symbol);
+    let header = printer.header();
+    let source = printer.source();
+    Ok(CCode {
+        symbol,
+        header,
+        source,
+    })
+}
+
+/// The packed entry point the runner calls: `void SYMBOL_atl_packed(const int64_t
+/// *sizes, const T *const *inputs, T *out)`, forwarding to the kernel. Appended to
+/// the source only when compiling for [`Compiled::run`]; the emitted file for users
+/// has the plain ABI only.
+fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
+    let t = dtype.c_type();
+    let mut args: Vec<String> = (0..kernel.sizes.len())
+        .map(|k| format!("sizes[{k}]"))
+        .collect();
+    args.extend((0..kernel.inputs.len()).map(|k| format!("inputs[{k}]")));
+    args.push("out".to_string());
+    format!(
+        "\n/* Entry point for the atl runner: the same call with packed arguments. */\n\
+         void {sym}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
+         void {sym}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
+         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n",
+        sym = code.symbol,
+        args = args.join(", ")
+    )
+}

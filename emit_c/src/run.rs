@@ -1,0 +1,206 @@
+//! Running a compiled kernel: argument checking and marshalling, for both backends.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use atl_lang::diag::Diagnostic;
+use atl_lang::interp::{Tensor, shape_numel};
+
+use crate::Dtype;
+use crate::compile::{Artifact, Compiled};
+
+/// The output of a run and the time the kernel itself took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutput {
+    pub output: Tensor,
+    pub elapsed: Duration,
+}
+
+/// An element type a kernel can be generated for.
+pub(crate) trait Element: Copy + 'static {
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    const NAN: Self;
+    fn write_bytes(self, out: &mut Vec<u8>);
+    const SIZE: usize;
+    fn read_bytes(b: &[u8]) -> Self;
+}
+
+impl Element for f32 {
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    const NAN: f32 = f32::NAN;
+    fn write_bytes(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_ne_bytes());
+    }
+    const SIZE: usize = 4;
+    fn read_bytes(b: &[u8]) -> f32 {
+        f32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl Element for f64 {
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    const NAN: f64 = f64::NAN;
+    fn write_bytes(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_ne_bytes());
+    }
+    const SIZE: usize = 8;
+    fn read_bytes(b: &[u8]) -> f64 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[..8]);
+        f64::from_ne_bytes(a)
+    }
+}
+
+/// The arguments of a checked call (see the SAFETY argument in `ffi`): only
+/// [`Args::new`] builds them.
+pub(crate) struct Args<T> {
+    pub(crate) sizes: Vec<i64>,
+    pub(crate) inputs: Vec<Vec<T>>,
+    /// Pre-filled with NaN, so that an element the kernel fails to write shows.
+    pub(crate) out: Vec<T>,
+    pub(crate) out_shape: Vec<usize>,
+}
+
+impl<T: Element> Args<T> {
+    fn new(
+        compiled: &Compiled,
+        sizes: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<Args<T>, Diagnostic> {
+        let call = atl_lower::check_call(&compiled.kernel, sizes, inputs)?;
+        let mut data = Vec::new();
+        for (decl, shape) in compiled.kernel.inputs.iter().zip(&call.inputs) {
+            let t = &inputs[&decl.name];
+            if shape_numel(shape) != Some(t.data.len()) {
+                return Err(Diagnostic::error(
+                    "E0605",
+                    format!(
+                        "input `{}` does not have the elements of its shape",
+                        decl.name
+                    ),
+                ));
+            }
+            data.push(t.data.iter().map(|&x| T::from_f64(x)).collect());
+        }
+        let n = shape_numel(&call.output)
+            .ok_or_else(|| Diagnostic::error("E0503", "the output is too large"))?;
+        Ok(Args {
+            sizes: call.sizes,
+            inputs: data,
+            out: vec![T::NAN; n],
+            out_shape: call.output,
+        })
+    }
+
+    fn into_output(self, elapsed: Duration) -> Result<RunOutput, Diagnostic> {
+        let data = self.out.into_iter().map(T::to_f64).collect();
+        let output = Tensor::new(self.out_shape, data)
+            .ok_or_else(|| Diagnostic::error("E0934", "output length mismatch"))?;
+        Ok(RunOutput { output, elapsed })
+    }
+}
+
+impl Compiled {
+    /// Runs the kernel at `sizes` on `inputs` (converted to the kernel's element
+    /// type). The call is checked first, like the interpreter checks it: missing or
+    /// invalid sizes, broken preconditions and ill-shaped inputs are reported with the
+    /// interpreter's codes. Output buffers are fresh for every call.
+    pub fn run(
+        &self,
+        sizes: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<RunOutput, Diagnostic> {
+        match self.dtype {
+            Dtype::F32 => self.run_typed::<f32>(sizes, inputs),
+            Dtype::F64 => self.run_typed::<f64>(sizes, inputs),
+        }
+    }
+
+    fn run_typed<T: Element>(
+        &self,
+        sizes: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<RunOutput, Diagnostic> {
+        let mut args = Args::<T>::new(self, sizes, inputs)?;
+        match &self.artifact {
+            Artifact::Library(lib) => {
+                let elapsed = lib.call(&self.code.symbol, &mut args).map_err(|e| {
+                    Diagnostic::error("E0933", format!("cannot call the kernel: {e}"))
+                })?;
+                args.into_output(elapsed)
+            }
+            Artifact::Executable(exe) => self.run_harness(exe, args),
+        }
+    }
+
+    fn run_harness<T: Element>(
+        &self,
+        exe: &std::path::Path,
+        mut args: Args<T>,
+    ) -> Result<RunOutput, Diagnostic> {
+        let fail = |m: String| Diagnostic::error("E0934", m);
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(args.sizes.len() as u64).to_ne_bytes());
+        for s in &args.sizes {
+            bytes.extend_from_slice(&s.to_ne_bytes());
+        }
+        bytes.extend_from_slice(&(args.inputs.len() as u64).to_ne_bytes());
+        for input in &args.inputs {
+            bytes.extend_from_slice(&(input.len() as u64).to_ne_bytes());
+            for &x in input {
+                x.write_bytes(&mut bytes);
+            }
+        }
+        bytes.extend_from_slice(&(args.out.len() as u64).to_ne_bytes());
+        let in_path = self.dir.path().join("call.in");
+        let out_path = self.dir.path().join("call.out");
+        std::fs::write(&in_path, &bytes)
+            .map_err(|e| fail(format!("cannot write the arguments: {e}")))?;
+        let result = std::process::Command::new(exe)
+            .arg(&in_path)
+            .arg(&out_path)
+            // Sanitizer reports go to stderr; make leaks and errors fail the run.
+            .env(
+                "ASAN_OPTIONS",
+                "detect_leaks=1:abort_on_error=0:exitcode=86",
+            )
+            .env(
+                "UBSAN_OPTIONS",
+                "print_stacktrace=1:halt_on_error=1:exitcode=87",
+            )
+            .output()
+            .map_err(|e| fail(format!("cannot run the harness: {e}")))?;
+        if !result.status.success() {
+            return Err(fail(format!(
+                "the compiled kernel `{}` failed ({})",
+                self.code.symbol, result.status
+            ))
+            .with_note(String::from_utf8_lossy(&result.stderr).into_owned()));
+        }
+        let out =
+            std::fs::read(&out_path).map_err(|e| fail(format!("cannot read the output: {e}")))?;
+        if out.len() != 8 + args.out.len() * T::SIZE {
+            return Err(fail(format!("the harness wrote {} bytes", out.len())));
+        }
+        let ns = u64::from_ne_bytes(
+            out[..8]
+                .try_into()
+                .map_err(|_| fail("short output".into()))?,
+        );
+        for (k, slot) in args.out.iter_mut().enumerate() {
+            *slot = T::read_bytes(&out[8 + k * T::SIZE..]);
+        }
+        args.into_output(Duration::from_nanos(ns))
+    }
+}

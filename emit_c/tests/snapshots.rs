@@ -1,0 +1,42 @@
+//! Snapshot tests of the emitted C (`float`) for every definition and derivation of
+//! the pipeline and matmul examples (tiled and tail-split matmul included), and of one
+//! header. Review changes with `cargo insta review`; create them with
+//! `INSTA_UPDATE=always`.
+
+#[path = "../../lower/tests/support/mod.rs"]
+mod support;
+
+use atl_emit_c::{EmitOptions, emit};
+
+fn emitted(example: &str) -> Vec<(String, atl_emit_c::CCode)> {
+    let ex = support::load(&support::examples_dir().join(format!("{example}/{example}.atl")));
+    ex.defs
+        .iter()
+        .map(|def| {
+            let kernel = atl_lower::lower_def(&ex.program, &ex.shapes, def, &Default::default())
+                .unwrap_or_else(|d| panic!("`{def}` does not lower: {d:?}"));
+            let code = emit(&kernel, &EmitOptions::default()).expect("emits");
+            (def.clone(), code)
+        })
+        .collect()
+}
+
+#[test]
+fn pipeline_c() {
+    for (def, code) in emitted("pipeline") {
+        insta::assert_snapshot!(format!("pipeline__{def}"), code.source);
+    }
+}
+
+#[test]
+fn matmul_c() {
+    let all = emitted("matmul");
+    assert!(
+        all.iter().any(|(d, _)| d == "tiled"),
+        "the tiled derivation is snapshotted"
+    );
+    for (def, code) in &all {
+        insta::assert_snapshot!(format!("matmul__{def}"), code.source);
+    }
+    insta::assert_snapshot!("matmul__header", all[0].1.header);
+}

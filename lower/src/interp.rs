@@ -1,0 +1,456 @@
+//! The loop-IR interpreter: runs a [`Kernel`] on concrete sizes and inputs, with the
+//! meaning the C emitter gives it, and checks on the way what C would leave undefined
+//! or silently wrong:
+//!
+//! - every load and store hits an element of its buffer (E0921), and its flat index is
+//!   exactly the row-major flattening of the coordinates it records, each of which is
+//!   in range (E0924) — a run-time check of the reindexers;
+//! - C's truncating `/` and `%` are only used on a non-negative numerator and a
+//!   positive divisor (E0924);
+//! - no element is read before it is written (E0922): allocations that are not zeroed
+//!   start uninitialized, and so does the output;
+//! - the kernel writes every element of the output (E0923), as the ABI promises.
+//!
+//! Values are `f64`, so a run compares with the reference interpreter up to the
+//! order of floating-point operations. Size and input problems are reported with the
+//! reference interpreter's codes (E0601–E0605, E0504).
+
+use std::collections::BTreeMap;
+
+use atl_lang::diag::Diagnostic;
+use atl_lang::index::{IndexExpr, floor_div, floor_mod};
+use atl_lang::interp::Tensor;
+use atl_lang::ir::BinOp;
+
+use crate::ir::{Cond, Coord, Ix, IxOp, Kernel, PreconditionKind, Stmt, StoreOp, Val};
+use crate::print::ix_to_string;
+
+/// The concrete shapes of a call: size values in ABI order, input shapes in ABI order,
+/// the output shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallShapes {
+    pub sizes: Vec<i64>,
+    pub inputs: Vec<Vec<usize>>,
+    pub output: Vec<usize>,
+}
+
+/// Checks a call of `kernel` before running it (here or compiled): every size has a
+/// value, the preconditions hold (so every access of the kernel stays inside buffers
+/// of the shapes returned), and every input has its declared shape.
+pub fn check_call(
+    kernel: &Kernel,
+    sizes: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<CallShapes, Diagnostic> {
+    let mut m = Machine {
+        vars: Vec::new(),
+        scalars: Vec::new(),
+        bufs: Vec::new(),
+    };
+    let mut values = Vec::new();
+    for s in &kernel.sizes {
+        let Some(v) = sizes.get(s) else {
+            return Err(
+                Diagnostic::error("E0601", format!("no value for size `{s}`"))
+                    .with_help(format!("pass `--sizes {s}=…`")),
+            );
+        };
+        m.vars.push((s.clone(), *v));
+        values.push(*v);
+    }
+    for pre in &kernel.preconditions {
+        let holds = pre
+            .pred
+            .eval(&|n| m.var(n))
+            .map_err(|e| Diagnostic::error("E0502", e.to_string()))?;
+        if !holds {
+            let code = match pre.kind {
+                PreconditionKind::Size => "E0602",
+                PreconditionKind::Assume => "E0603",
+                PreconditionKind::Amount => "E0504",
+                PreconditionKind::InputExtent => "E0605",
+            };
+            return Err(Diagnostic::error(
+                code,
+                format!("the sizes break a precondition: {}", pre.reason),
+            ));
+        }
+    }
+    let mut input_shapes = Vec::new();
+    for decl in &kernel.inputs {
+        let shape = m.shape(&decl.shape)?;
+        let Some(t) = inputs.get(&decl.name) else {
+            return Err(Diagnostic::error(
+                "E0604",
+                format!("no value for input `{}`", decl.name),
+            ));
+        };
+        if t.shape != shape {
+            return Err(Diagnostic::error(
+                "E0605",
+                format!(
+                    "input `{}` has shape {:?}, expected {:?}",
+                    decl.name, t.shape, shape
+                ),
+            ));
+        }
+        input_shapes.push(shape);
+    }
+    let output = m.shape(&kernel.output.shape)?;
+    if atl_lang::interp::shape_numel(&output).is_none() {
+        return Err(Diagnostic::error("E0503", "the output is too large"));
+    }
+    Ok(CallShapes {
+        sizes: values,
+        inputs: input_shapes,
+        output,
+    })
+}
+
+/// Runs `kernel` at the given sizes on the given inputs and returns the output.
+pub fn run_kernel(
+    kernel: &Kernel,
+    sizes: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<Tensor, Diagnostic> {
+    let call = check_call(kernel, sizes, inputs)?;
+    let mut m = Machine {
+        vars: kernel
+            .sizes
+            .iter()
+            .cloned()
+            .zip(call.sizes.iter().copied())
+            .collect(),
+        scalars: Vec::new(),
+        bufs: Vec::new(),
+    };
+    for decl in &kernel.inputs {
+        let t = &inputs[&decl.name];
+        m.bufs
+            .push((decl.name.clone(), t.data.iter().map(|&x| Some(x)).collect()));
+    }
+    let out_shape = call.output;
+    let len = atl_lang::interp::shape_numel(&out_shape)
+        .ok_or_else(|| Diagnostic::error("E0503", "the output is too large"))?;
+    m.bufs.push((kernel.output.name.clone(), vec![None; len]));
+    m.block(&kernel.body)?;
+    let (_, data) = m
+        .bufs
+        .pop()
+        .ok_or_else(|| fault("E0923", "the output buffer vanished".to_string()))?;
+    let mut out = Vec::with_capacity(len);
+    for (i, x) in data.into_iter().enumerate() {
+        match x {
+            Some(x) => out.push(x),
+            None => {
+                return Err(fault(
+                    "E0923",
+                    format!(
+                        "the kernel did not write element {i} of `{}`",
+                        kernel.output.name
+                    ),
+                ));
+            }
+        }
+    }
+    Tensor::new(out_shape, out).ok_or_else(|| fault("E0923", "output length mismatch".to_string()))
+}
+
+/// A defect of the lowered code (never of the user's program).
+fn fault(code: &'static str, message: String) -> Diagnostic {
+    Diagnostic::error(code, format!("loop IR: {message}"))
+        .with_help("this is a bug in the lowering; please report it with the program")
+}
+
+struct Machine {
+    /// Sizes, then loop variables (innermost last).
+    vars: Vec<(String, i64)>,
+    /// Scalar temporaries (innermost last); `None` until assigned.
+    scalars: Vec<(String, Option<f64>)>,
+    /// Inputs, then allocations, the output among them.
+    bufs: Vec<(String, Vec<Option<f64>>)>,
+}
+
+impl Machine {
+    fn var(&self, name: &str) -> Option<i64> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    fn shape(&self, dims: &[IndexExpr]) -> Result<Vec<usize>, Diagnostic> {
+        dims.iter()
+            .map(|d| {
+                let v = d
+                    .eval(&|n| self.var(n))
+                    .map_err(|e| Diagnostic::error("E0502", e.to_string()))?;
+                usize::try_from(v).map_err(|_| {
+                    Diagnostic::error("E0605", format!("the extent {d} is negative ({v})"))
+                })
+            })
+            .collect()
+    }
+
+    fn ix(&self, ix: &Ix) -> Result<i64, Diagnostic> {
+        let overflow = || Diagnostic::error("E0502", "index arithmetic overflows 64 bits");
+        Ok(match ix {
+            Ix::Const(c) => *c,
+            Ix::Var(v) => self
+                .var(v)
+                .ok_or_else(|| fault("E0924", format!("unbound index variable `{v}`")))?,
+            Ix::Neg(a) => self.ix(a)?.checked_neg().ok_or_else(overflow)?,
+            Ix::Bin(op, a, b) => {
+                let (x, y) = (self.ix(a)?, self.ix(b)?);
+                match op {
+                    IxOp::Add => x.checked_add(y).ok_or_else(overflow)?,
+                    IxOp::Sub => x.checked_sub(y).ok_or_else(overflow)?,
+                    IxOp::Mul => x.checked_mul(y).ok_or_else(overflow)?,
+                    IxOp::DivNat | IxOp::ModNat => {
+                        if x < 0 || y <= 0 {
+                            return Err(fault(
+                                "E0924",
+                                format!(
+                                    "C division `{}` on {x} and {y}, where floor division differs",
+                                    ix_to_string(ix)
+                                ),
+                            ));
+                        }
+                        if *op == IxOp::DivNat { x / y } else { x % y }
+                    }
+                    IxOp::FloorDiv => floor_div(x, y).ok_or_else(overflow)?,
+                    IxOp::FloorMod => floor_mod(x, y).ok_or_else(overflow)?,
+                    IxOp::CeilDiv => atl_lang::index::ceil_div(x, y).ok_or_else(overflow)?,
+                    IxOp::Min => x.min(y),
+                    IxOp::Max => x.max(y),
+                }
+            }
+        })
+    }
+
+    fn cond(&self, c: &Cond) -> Result<bool, Diagnostic> {
+        Ok(match c {
+            Cond::Bool(b) => *b,
+            Cond::Cmp(op, a, b) => op.holds(self.ix(a)?, self.ix(b)?),
+            Cond::And(a, b) => self.cond(a)? && self.cond(b)?,
+            Cond::Or(a, b) => self.cond(a)? || self.cond(b)?,
+            Cond::Not(a) => !self.cond(a)?,
+        })
+    }
+
+    /// Checks an access: coordinates in range, flat index their row-major flattening,
+    /// inside the buffer. Returns the buffer position and the element index.
+    fn locate(
+        &self,
+        buf: &str,
+        index: &Ix,
+        coords: &[Coord],
+    ) -> Result<(usize, usize), Diagnostic> {
+        let flat = self.ix(index)?;
+        let mut expect: i64 = 0;
+        for c in coords {
+            let eval = |e: &IndexExpr| {
+                e.eval(&|n| self.var(n))
+                    .map_err(|e| fault("E0924", e.to_string()))
+            };
+            let (i, d) = (eval(&c.index)?, eval(&c.extent)?);
+            if i < 0 || i >= d {
+                return Err(fault(
+                    "E0924",
+                    format!(
+                        "`{buf}` accessed at coordinate {} = {i} outside 0..{d}",
+                        c.index
+                    ),
+                ));
+            }
+            expect = expect
+                .checked_mul(d)
+                .and_then(|x| x.checked_add(i))
+                .ok_or_else(|| Diagnostic::error("E0502", "index arithmetic overflows"))?;
+        }
+        if expect != flat {
+            return Err(fault(
+                "E0924",
+                format!(
+                    "`{buf}[{}]` is element {flat}, but its coordinates flatten to {expect}",
+                    ix_to_string(index)
+                ),
+            ));
+        }
+        let pos = self
+            .bufs
+            .iter()
+            .rposition(|(n, _)| n == buf)
+            .ok_or_else(|| fault("E0921", format!("buffer `{buf}` is not allocated")))?;
+        let len = self.bufs[pos].1.len();
+        match usize::try_from(flat) {
+            Ok(k) if k < len => Ok((pos, k)),
+            _ => Err(fault(
+                "E0921",
+                format!("`{buf}[{flat}]` is outside its {len} elements"),
+            )),
+        }
+    }
+
+    fn val(&self, v: &Val) -> Result<f64, Diagnostic> {
+        Ok(match v {
+            Val::Lit(x) => *x,
+            Val::Scalar(s) => {
+                let found = self.scalars.iter().rev().find(|(n, _)| n == s);
+                match found {
+                    Some((_, Some(x))) => *x,
+                    Some((_, None)) => {
+                        return Err(fault(
+                            "E0922",
+                            format!("scalar `{s}` read before it is set"),
+                        ));
+                    }
+                    None => return Err(fault("E0922", format!("scalar `{s}` is not declared"))),
+                }
+            }
+            Val::Load(l) => {
+                let (pos, k) = self.locate(&l.buf, &l.index, &l.coords)?;
+                self.bufs[pos].1[k].ok_or_else(|| {
+                    fault(
+                        "E0922",
+                        format!("`{}[{k}]` is read before it is written", l.buf),
+                    )
+                })?
+            }
+            Val::Neg(a) => -self.val(a)?,
+            Val::Bin(op, a, b) => {
+                let (x, y) = (self.val(a)?, self.val(b)?);
+                match op {
+                    BinOp::Add => x + y,
+                    BinOp::Sub => x - y,
+                    BinOp::Mul => x * y,
+                    BinOp::Div => x / y,
+                }
+            }
+            Val::Select(c, a) => {
+                if self.cond(c)? {
+                    self.val(a)?
+                } else {
+                    0.0
+                }
+            }
+        })
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> Result<(), Diagnostic> {
+        let mark = self.scalars.len();
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        self.scalars.truncate(mark);
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
+        match s {
+            Stmt::For(l) => {
+                let (lo, hi) = (self.ix(&l.lo)?, self.ix(&l.hi)?);
+                let mut i = lo;
+                while i < hi {
+                    self.vars.push((l.var.clone(), i));
+                    let r = self.block(&l.body);
+                    self.vars.pop();
+                    r?;
+                    i += 1;
+                }
+            }
+            Stmt::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                if self.cond(cond)? {
+                    self.block(then_branch)?;
+                } else {
+                    self.block(else_branch)?;
+                }
+            }
+            Stmt::Alloc {
+                buf,
+                len,
+                zeroed,
+                body,
+                ..
+            } => {
+                let n = self.ix(len)?;
+                let n = usize::try_from(n)
+                    .map_err(|_| fault("E0921", format!("`{buf}` has negative length {n}")))?;
+                let init = if *zeroed { Some(0.0) } else { None };
+                self.bufs.push((buf.clone(), vec![init; n]));
+                let r = self.block(body);
+                self.bufs.pop();
+                r?;
+            }
+            Stmt::Decl { name, init } => {
+                let v = match init {
+                    Some(v) => Some(self.val(v)?),
+                    None => None,
+                };
+                self.scalars.push((name.clone(), v));
+            }
+            Stmt::SetScalar { name, op, value } => {
+                let x = self.val(value)?;
+                let slot = self
+                    .scalars
+                    .iter_mut()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .ok_or_else(|| fault("E0922", format!("scalar `{name}` is not declared")))?;
+                slot.1 = Some(match (op, slot.1) {
+                    (StoreOp::Assign, _) => x,
+                    (StoreOp::Accumulate, Some(old)) => old + x,
+                    (StoreOp::Accumulate, None) => {
+                        return Err(fault(
+                            "E0922",
+                            format!("`{name} += …` before `{name}` is set"),
+                        ));
+                    }
+                });
+            }
+            Stmt::Store {
+                buf,
+                index,
+                coords,
+                op,
+                value,
+            } => {
+                let x = self.val(value)?;
+                let (pos, k) = self.locate(buf, index, coords)?;
+                let slot = &mut self.bufs[pos].1[k];
+                *slot = Some(match (op, *slot) {
+                    (StoreOp::Assign, _) => x,
+                    (StoreOp::Accumulate, Some(old)) => old + x,
+                    (StoreOp::Accumulate, None) => {
+                        return Err(fault(
+                            "E0922",
+                            format!("`{buf}[{k}] += …` before the element is written"),
+                        ));
+                    }
+                });
+            }
+            Stmt::Fill { buf, len, value } => {
+                let n = self.ix(len)?;
+                let pos = self
+                    .bufs
+                    .iter()
+                    .rposition(|(b, _)| b == buf)
+                    .ok_or_else(|| fault("E0921", format!("buffer `{buf}` is not allocated")))?;
+                let data = &mut self.bufs[pos].1;
+                if usize::try_from(n).ok() != Some(data.len()) {
+                    return Err(fault(
+                        "E0921",
+                        format!("fill of {n} elements of `{buf}`, which has {}", data.len()),
+                    ));
+                }
+                data.iter_mut().for_each(|x| *x = Some(*value));
+            }
+        }
+        Ok(())
+    }
+}

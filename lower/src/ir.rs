@@ -1,0 +1,343 @@
+//! The loop IR: what lowering produces and what the C emitter prints.
+//!
+//! A [`Kernel`] is one function: symbolic sizes, read-only input buffers, one output
+//! buffer, and a body of statements over flat, row-major arrays. It is deliberately
+//! close to the restricted C of thesis Figure 5.4 — `for`, `if`, scoped allocation,
+//! scalar temporaries, assign (`=`) and accumulate (`+=`) stores — so that printing C
+//! from it is a direct transcription, and so that the loop-IR interpreter
+//! ([`crate::interp`]) gives the C code's meaning without a C compiler.
+//!
+//! Index arithmetic has its own small language ([`Ix`]) because C's `/` and `%`
+//! truncate while ATL's floor: lowering picks [`IxOp::DivNat`]/[`IxOp::ModNat`] (C's
+//! operators) only where it proved the numerator non-negative and the divisor a
+//! positive constant, and the floor helpers everywhere else.
+//!
+//! Every load and store keeps the multi-dimensional coordinates it stands for
+//! ([`Coord`], the reindexer's output before `flatten_index`), so that a translation
+//! validator can relate each memory access back to the source program; the loop-IR
+//! interpreter already checks at run time that the flat index is exactly the
+//! row-major flattening of those coordinates and that each coordinate is in range.
+
+use atl_lang::index::{CmpOp, IndexExpr, Pred};
+use atl_lang::ir::{BinOp, Expr};
+
+/// A lowered definition: `void name(sizes…, inputs…, output)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The definition it was lowered from (the default C symbol).
+    pub name: String,
+    /// Size parameters, in declaration order (the ABI order).
+    pub sizes: Vec<String>,
+    /// Input buffers, in declaration order (the ABI order).
+    pub inputs: Vec<BufferDecl>,
+    /// The output buffer.
+    pub output: BufferDecl,
+    /// Conditions on the sizes under which the kernel is defined: sizes `>= 1`, the
+    /// program's `assume`s, valid reshape amounts, non-negative input extents. The
+    /// interpreter rejects sizes that break them (E0602, E0603, E0504, E0605); the C
+    /// kernel returns without touching memory.
+    pub preconditions: Vec<Precondition>,
+    pub body: Vec<Stmt>,
+    /// The normalized source expression the body was lowered from (every definition
+    /// it uses bound by a `let`), for printing and translation validation.
+    pub source: Expr,
+}
+
+/// A buffer with its shape over the sizes (extents clamped at zero where lowering
+/// could not prove them non-negative).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferDecl {
+    pub name: String,
+    pub shape: Vec<IndexExpr>,
+}
+
+/// A condition on the sizes, with the reason it is required.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Precondition {
+    pub pred: Pred,
+    /// The same condition in target arithmetic (what the C kernel checks on entry).
+    pub cond: Cond,
+    pub kind: PreconditionKind,
+    pub reason: String,
+}
+
+/// Which check of the reference interpreter a precondition mirrors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreconditionKind {
+    /// A declared size is at least 1 (E0602).
+    Size,
+    /// An `assume` of the program (E0603).
+    Assume,
+    /// A reshape amount is valid (E0504).
+    Amount,
+    /// An input extent is non-negative (E0605).
+    InputExtent,
+}
+
+/// One coordinate of an access: the index and the extent of its dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Coord {
+    pub index: IndexExpr,
+    pub extent: IndexExpr,
+}
+
+/// Integer index expressions of the target (C `int64_t` arithmetic).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ix {
+    Const(i64),
+    /// A size, a loop variable.
+    Var(String),
+    Neg(Box<Ix>),
+    Bin(IxOp, Box<Ix>, Box<Ix>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IxOp {
+    Add,
+    Sub,
+    Mul,
+    /// C's `/`: only used where the numerator is proved `>= 0` and the divisor is a
+    /// positive constant, so it equals floor division.
+    DivNat,
+    /// C's `%`, under the same conditions as [`IxOp::DivNat`].
+    ModNat,
+    /// Floor division with `a / 0 = 0` (DESIGN §3.2).
+    FloorDiv,
+    /// Floor modulo with `a % 0 = a`.
+    FloorMod,
+    /// `cdiv(a, b) = -((-a) / b)`.
+    CeilDiv,
+    Min,
+    Max,
+}
+
+impl Ix {
+    pub fn bin(op: IxOp, a: Ix, b: Ix) -> Ix {
+        Ix::Bin(op, Box::new(a), Box::new(b))
+    }
+
+    /// Whether any operator is one of those the C printer implements with a helper.
+    pub fn uses(&self, op: IxOp) -> bool {
+        match self {
+            Ix::Const(_) | Ix::Var(_) => false,
+            Ix::Neg(a) => a.uses(op),
+            Ix::Bin(o, a, b) => *o == op || a.uses(op) || b.uses(op),
+        }
+    }
+}
+
+/// Boolean conditions over [`Ix`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cond {
+    Bool(bool),
+    Cmp(CmpOp, Ix, Ix),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    Not(Box<Cond>),
+}
+
+impl Cond {
+    /// The conjunction of a list (`true` when empty).
+    pub fn all(conds: Vec<Cond>) -> Cond {
+        conds
+            .into_iter()
+            .reduce(|a, b| Cond::And(Box::new(a), Box::new(b)))
+            .unwrap_or(Cond::Bool(true))
+    }
+
+    pub fn visit_ix(&self, f: &mut dyn FnMut(&Ix)) {
+        match self {
+            Cond::Bool(_) => {}
+            Cond::Cmp(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.visit_ix(f);
+                b.visit_ix(f);
+            }
+            Cond::Not(a) => a.visit_ix(f),
+        }
+    }
+}
+
+/// A read of one element of a buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Load {
+    pub buf: String,
+    /// The flat (row-major) index.
+    pub index: Ix,
+    /// The coordinates it flattens, with the buffer's extents.
+    pub coords: Vec<Coord>,
+}
+
+/// Scalar (floating-point) expressions.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    Lit(f64),
+    /// A scalar temporary.
+    Scalar(String),
+    Load(Load),
+    Neg(Box<Val>),
+    Bin(BinOp, Box<Val>, Box<Val>),
+    /// `cond ? value : 0`; the value is evaluated only when the condition holds (this is
+    /// how out-of-range reads and scalar guards stay defined).
+    Select(Cond, Box<Val>),
+}
+
+impl Val {
+    pub fn visit(&self, f: &mut dyn FnMut(&Val)) {
+        f(self);
+        match self {
+            Val::Lit(_) | Val::Scalar(_) | Val::Load(_) => {}
+            Val::Neg(a) => a.visit(f),
+            Val::Bin(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Val::Select(_, a) => a.visit(f),
+        }
+    }
+}
+
+/// `=` or `+=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreOp {
+    Assign,
+    Accumulate,
+}
+
+/// Which source construct a loop comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopOrigin {
+    /// A `gen`: iterations write disjoint elements (reindexers are injective).
+    Gen,
+    /// A `sum`: iterations accumulate into the same elements.
+    Sum,
+    /// Zero-filling a region nothing else writes (padding, a false guard, the zero
+    /// start of a tensor-valued sum).
+    Zero,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct For {
+    pub var: String,
+    pub lo: Ix,
+    pub hi: Ix,
+    pub body: Vec<Stmt>,
+    pub origin: LoopOrigin,
+    /// Scheduling annotations for later passes; they never change the meaning.
+    pub parallel: bool,
+    pub vector: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// `for (var = lo; var < hi; var++) body`; the bounds are evaluated once.
+    For(For),
+    If {
+        cond: Cond,
+        then_branch: Vec<Stmt>,
+        else_branch: Vec<Stmt>,
+    },
+    /// A buffer of `len` elements live for `body` (zeroed or uninitialized).
+    Alloc {
+        buf: String,
+        shape: Vec<IndexExpr>,
+        len: Ix,
+        zeroed: bool,
+        body: Vec<Stmt>,
+    },
+    /// A scalar temporary, live until the end of the enclosing block.
+    Decl { name: String, init: Option<Val> },
+    /// `name = value` or `name += value`.
+    SetScalar {
+        name: String,
+        op: StoreOp,
+        value: Val,
+    },
+    /// `buf[index] = value` or `+=`, with the coordinates the index flattens.
+    Store {
+        buf: String,
+        index: Ix,
+        coords: Vec<Coord>,
+        op: StoreOp,
+        value: Val,
+    },
+    /// `buf[0..len] = value`.
+    Fill { buf: String, len: Ix, value: f64 },
+}
+
+impl Stmt {
+    /// Visits this statement and every statement nested in it, in order.
+    pub fn walk(&self, f: &mut dyn FnMut(&Stmt)) {
+        f(self);
+        match self {
+            Stmt::For(l) => l.body.iter().for_each(|s| s.walk(f)),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                then_branch.iter().for_each(|s| s.walk(f));
+                else_branch.iter().for_each(|s| s.walk(f));
+            }
+            Stmt::Alloc { body, .. } => body.iter().for_each(|s| s.walk(f)),
+            _ => {}
+        }
+    }
+
+    /// Visits every index expression held directly by this statement (not nested
+    /// statements): loop bounds, conditions, store and load indices, lengths.
+    pub fn visit_own_ix(&self, f: &mut dyn FnMut(&Ix)) {
+        let val = |v: &Val, f: &mut dyn FnMut(&Ix)| {
+            v.visit(&mut |n| match n {
+                Val::Load(l) => f(&l.index),
+                Val::Select(c, _) => c.visit_ix(f),
+                _ => {}
+            })
+        };
+        match self {
+            Stmt::For(l) => {
+                f(&l.lo);
+                f(&l.hi);
+            }
+            Stmt::If { cond, .. } => cond.visit_ix(f),
+            Stmt::Alloc { len, .. } => f(len),
+            Stmt::Decl { init, .. } => {
+                if let Some(v) = init {
+                    val(v, f);
+                }
+            }
+            Stmt::SetScalar { value, .. } => val(value, f),
+            Stmt::Store { index, value, .. } => {
+                f(index);
+                val(value, f);
+            }
+            Stmt::Fill { len, .. } => f(len),
+        }
+    }
+}
+
+impl Kernel {
+    /// Visits every statement of the body.
+    pub fn walk(&self, f: &mut dyn FnMut(&Stmt)) {
+        for s in &self.body {
+            s.walk(f);
+        }
+    }
+
+    /// Whether any index expression of the body uses `op`.
+    pub fn uses_ix_op(&self, op: IxOp) -> bool {
+        let mut found = false;
+        self.walk(&mut |s| s.visit_own_ix(&mut |ix| found |= ix.uses(op)));
+        found
+    }
+
+    /// Whether the body allocates.
+    pub fn allocates(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |s| found |= matches!(s, Stmt::Alloc { .. }));
+        found
+    }
+}

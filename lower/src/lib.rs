@@ -1,0 +1,77 @@
+//! `atl-lower`: lowering of checked ATL definitions to a loop IR (DESIGN §6, thesis
+//! §4.3–4.5).
+//!
+//! Pipeline: [`normalize_def`] (definitions bound by `let`, tensor leaves and tensor
+//! arithmetic expanded into `gen`s, accesses pushed down to inputs and buffers,
+//! unique binders) → destination-passing lowering with reindexers as data
+//! ([`reindex`]) → a [`ir::Kernel`]. [`print::kernel_to_string`] shows it and
+//! [`interp::run_kernel`] runs it, checking every access, so lowering is testable
+//! without a C compiler.
+//!
+//! Correctness stance: lowering is correct for every program the reference
+//! interpreter accepts at sizes satisfying the kernel's preconditions. Reads that
+//! may be out of range are guarded (an out-of-range read is a zero in ATL), stores
+//! dropped by a truncation are guarded, and a bounds check is only omitted when the
+//! solver proves it redundant. A pad-type/safety gate is not required for
+//! correctness, only for removing checks.
+//!
+//! Library code never prints.
+
+pub mod interp;
+pub mod ir;
+mod lowering;
+mod normalize;
+pub mod print;
+mod prove;
+pub mod reindex;
+mod shape;
+
+use atl_lang::diag::Diagnostic;
+use atl_lang::ir::{Expr, Program};
+use atl_lang::shapes::ShapeEnv;
+use atl_solver::{Solver, SolverConfig};
+
+pub use interp::{CallShapes, check_call, run_kernel};
+pub use ir::Kernel;
+pub use lowering::LowerOptions;
+pub use print::kernel_to_string;
+
+/// A solver that answers from its fast path only: lowering's questions (bounds,
+/// guards, signs of numerators) are linear and an "unknown" only costs a run-time
+/// check, so z3's latency is not worth it by default.
+pub fn fast_solver() -> Solver {
+    Solver::with_config(SolverConfig {
+        use_z3: false,
+        ..SolverConfig::default()
+    })
+}
+
+/// Lowers the definition `def` (a `def`, or a derived definition added by
+/// `atl_rewrites::with_derived`) of a checked program to a kernel.
+pub fn lower_def(
+    program: &Program,
+    shapes: &ShapeEnv,
+    def: &str,
+    options: &LowerOptions,
+) -> Result<Kernel, Diagnostic> {
+    lower_def_with(program, shapes, def, &fast_solver(), options)
+}
+
+/// [`lower_def`] with a caller-supplied solver (to share its cache, or to use z3).
+pub fn lower_def_with(
+    program: &Program,
+    shapes: &ShapeEnv,
+    def: &str,
+    solver: &Solver,
+    options: &LowerOptions,
+) -> Result<Kernel, Diagnostic> {
+    lowering::lower(program, shapes, def, solver, *options)
+}
+
+/// The normalized form of a definition that lowering works on (see the `normalize`
+/// module): an expression equal to the definition for every input.
+pub fn normalize_def(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Expr, Diagnostic> {
+    let solver = fast_solver();
+    let prover = prove::Prover::new(program, &solver);
+    normalize::normalize_def(program, shapes, def, &prover, &[]).map(|(e, _)| e)
+}

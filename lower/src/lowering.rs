@@ -1,0 +1,888 @@
+//! Destination-passing lowering (thesis Figures 4.1 and 4.4) of a normalized
+//! expression to the loop IR.
+//!
+//! `stmt(e, dest, mode, θ)` emits code that writes the value of `e` into `dest` through
+//! the reindexer θ, either assigning (`=`) or accumulating (`+=`):
+//!
+//! - `gen i in lo..hi: e` — a `for` loop; θ gains the coordinate `(i - lo, hi - lo)`.
+//! - `sum i in lo..hi: e` — a `for` loop lowering `e` in accumulate mode. In assign
+//!   mode the destination region is first set to zero (a scalar sum uses a scalar
+//!   accumulator instead, then one assignment).
+//! - `[p] * e` — `if (p)`; in assign mode the `else` branch writes zeros, so that
+//!   assign mode always writes *every* element of the destination region. That is
+//!   the invariant that lets the kernel write all of `out` itself, and lets `let`
+//!   buffers skip zero-initialization.
+//! - `let x = e₁ in e₂` — a scoped allocation (or a scalar temporary) written by
+//!   `e₁` with the identity reindexer, then `e₂`.
+//! - `concat(a, b)` — `a` through `θ ∘ pad_r |b|`, then `b` through `θ ∘ pad_l |a|`.
+//! - reshape operators — `θ ∘ θ_op` (see [`crate::reindex`]); in assign mode `pad_l`,
+//!   `pad_r` and the tail of `split` also write their zero elements.
+//! - a scalar — evaluated (reads of inputs and buffers are bounds-checked unless the
+//!   check is proved redundant) and stored at `flatten_index(θ [])`, under the
+//!   truncation guards θ produced.
+//!
+//! Guards, bounds checks and truncation guards that the solver proves true are
+//! dropped; ones it proves false remove the code they protect.
+
+use std::collections::HashMap;
+
+use atl_lang::diag::Diagnostic;
+use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_lang::ir::{AmountOp, Expr, ExprKind, NameSupply, Program, all_names};
+use atl_lang::poly::normalize;
+use atl_lang::shapes::{Shape, ShapeEnv};
+
+use crate::ir::{
+    BufferDecl, Cond, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Precondition,
+    PreconditionKind, Stmt, StoreOp, Val,
+};
+use crate::normalize::{internal, is_leaf_chain, normalize_def};
+use crate::prove::{Prover, Residual, negate};
+use crate::reindex::{ReindexOp, Reindexer, flatten_index};
+
+/// Where a value goes.
+#[derive(Clone, Debug, PartialEq)]
+enum Dest {
+    Buf(String),
+    Scalar(String),
+}
+
+/// How lowering configures itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Simplify flat indices that contain division or modulo with the solver's rewrite
+    /// rules (so that `split`/`flatten` index algebra collapses).
+    pub simplify_indices: bool,
+}
+
+impl Default for LowerOptions {
+    fn default() -> LowerOptions {
+        LowerOptions {
+            simplify_indices: true,
+        }
+    }
+}
+
+/// What a name in scope is.
+#[derive(Clone, Debug)]
+enum Binding {
+    /// A buffer with its (clamped) extents.
+    Buffer(Vec<IndexExpr>),
+    /// A scalar temporary.
+    Scalar,
+}
+
+pub(crate) struct Lowerer<'a, 'p> {
+    shapes: &'a ShapeEnv,
+    prover: Prover<'p>,
+    options: LowerOptions,
+    lets: Vec<(String, Shape)>,
+    scope: HashMap<String, Vec<Binding>>,
+    supply: NameSupply,
+    preconditions: Vec<Precondition>,
+}
+
+/// Lowers definition `def` to a kernel writing into a buffer named `out` (or a fresh
+/// variant of it, should an input be called `out`).
+pub(crate) fn lower(
+    program: &Program,
+    shapes: &ShapeEnv,
+    def: &str,
+    solver: &atl_solver::Solver,
+    options: LowerOptions,
+) -> Result<Kernel, Diagnostic> {
+    let mut names: Vec<String> = program.sizes.iter().map(|s| s.name.clone()).collect();
+    names.extend(program.inputs.iter().map(|i| i.name.clone()));
+    let mut supply = NameSupply::new(names.iter().cloned());
+    let out = supply.fresh("out");
+    let prover = Prover::new(program, solver);
+    let (expr, shape) = normalize_def(program, shapes, def, &prover, std::slice::from_ref(&out))?;
+    for n in all_names(&expr) {
+        supply.reserve(&n);
+    }
+    let mut l = Lowerer {
+        shapes,
+        prover,
+        options,
+        lets: Vec::new(),
+        scope: HashMap::new(),
+        supply,
+        preconditions: Vec::new(),
+    };
+    l.size_preconditions(program);
+    let mut inputs = Vec::new();
+    for input in &program.inputs {
+        let dims: Vec<IndexExpr> = input.shape.iter().map(normalize).collect();
+        for d in &dims {
+            let nonneg = Pred::cmp(CmpOp::Ge, d.clone(), IndexExpr::Const(0));
+            if !l.prover.proves_globally(&nonneg) {
+                l.precondition(
+                    nonneg,
+                    PreconditionKind::InputExtent,
+                    format!("input `{}` has the non-negative extent {d}", input.name),
+                );
+            }
+        }
+        l.bind(&input.name, Binding::Buffer(dims.clone()));
+        inputs.push(BufferDecl {
+            name: input.name.clone(),
+            shape: dims,
+        });
+    }
+    let out_shape: Vec<IndexExpr> = shape.iter().map(|d| l.prover.clamp(d)).collect();
+    let dest = Dest::Buf(out.clone());
+    let body = if accumulating_root(&expr, &mut l)? {
+        let len = l.ix(&product(&out_shape));
+        let mut body = vec![Stmt::Fill {
+            buf: out.clone(),
+            len,
+            value: 0.0,
+        }];
+        body.extend(l.stmt(&expr, &dest, StoreOp::Accumulate, &Reindexer::identity())?);
+        body
+    } else {
+        l.stmt(&expr, &dest, StoreOp::Assign, &Reindexer::identity())?
+    };
+    Ok(Kernel {
+        name: def.to_string(),
+        sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
+        inputs,
+        output: BufferDecl {
+            name: out,
+            shape: out_shape,
+        },
+        preconditions: l.preconditions,
+        body,
+        source: expr,
+    })
+}
+
+/// Whether the value of `e` is best computed by zeroing its buffer and accumulating
+/// (a tensor-valued `sum`, possibly under `let`s).
+fn accumulating_root(e: &Expr, l: &mut Lowerer<'_, '_>) -> Result<bool, Diagnostic> {
+    match &e.kind {
+        ExprKind::Sum { .. } => Ok(!l.shape(e)?.is_empty()),
+        ExprKind::Let { var, value, body } => {
+            let vs = l.shape(value)?;
+            l.lets.push((var.clone(), vs));
+            let r = accumulating_root(body, l);
+            l.lets.pop();
+            r
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Whether a scalar expression can be evaluated without statements (no `sum`/`let`).
+fn is_pure(e: &Expr) -> bool {
+    let mut pure = true;
+    e.walk(&mut |n| pure &= !matches!(n.kind, ExprKind::Sum { .. } | ExprKind::Let { .. }));
+    pure
+}
+
+fn product(dims: &[IndexExpr]) -> IndexExpr {
+    normalize(
+        &dims
+            .iter()
+            .cloned()
+            .reduce(IndexExpr::mul)
+            .unwrap_or(IndexExpr::Const(1)),
+    )
+}
+
+impl Lowerer<'_, '_> {
+    fn shape(&mut self, e: &Expr) -> Result<Shape, Diagnostic> {
+        crate::shape::cshape(e, self.shapes, &mut self.lets, &self.prover)
+    }
+
+    fn bind(&mut self, name: &str, b: Binding) {
+        self.scope.entry(name.to_string()).or_default().push(b);
+    }
+
+    fn unbind(&mut self, name: &str) {
+        if let Some(v) = self.scope.get_mut(name) {
+            v.pop();
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scope.get(name).and_then(|v| v.last())
+    }
+
+    fn fresh(&mut self, base: &str) -> String {
+        self.supply.fresh(base)
+    }
+
+    fn precondition(&mut self, pred: Pred, kind: PreconditionKind, reason: String) {
+        if self.preconditions.iter().any(|p| p.pred == pred) {
+            return;
+        }
+        // Checked on entry, outside every loop and guard: convert without the context.
+        let context = self.prover.take_context();
+        let cond = self.cond(&pred);
+        self.prover.restore_context(context);
+        self.preconditions.push(Precondition {
+            pred,
+            cond,
+            kind,
+            reason,
+        });
+    }
+
+    fn size_preconditions(&mut self, program: &Program) {
+        for s in &program.sizes {
+            self.precondition(
+                Pred::cmp(
+                    CmpOp::Ge,
+                    IndexExpr::var(s.name.clone()),
+                    IndexExpr::Const(1),
+                ),
+                PreconditionKind::Size,
+                format!("size `{}` is at least 1", s.name),
+            );
+        }
+        for a in &program.assumes {
+            self.precondition(
+                a.pred.clone(),
+                PreconditionKind::Assume,
+                format!("assume {}", a.pred),
+            );
+        }
+    }
+
+    // ---- index conversion ------------------------------------------------------
+
+    /// An index expression in target arithmetic, simplified under the current facts.
+    fn ix(&self, e: &IndexExpr) -> Ix {
+        let e = if self.options.simplify_indices {
+            self.prover.simplify(e)
+        } else {
+            normalize(e)
+        };
+        self.convert(&e)
+    }
+
+    fn convert(&self, e: &IndexExpr) -> Ix {
+        match e {
+            IndexExpr::Const(c) => Ix::Const(*c),
+            IndexExpr::Var(v) | IndexExpr::Meta(v) => Ix::Var(v.clone()),
+            IndexExpr::Neg(a) => Ix::Neg(Box::new(self.convert(a))),
+            IndexExpr::Bin(op, a, b) => {
+                let (ca, cb) = (self.convert(a), self.convert(b));
+                // C's `/` and `%` truncate; they agree with floor division when the
+                // numerator is non-negative and the divisor positive.
+                let natural = || {
+                    let positive = match b.as_const() {
+                        Some(c) => c > 0,
+                        None => self.prover.proves(&Pred::cmp(
+                            CmpOp::Ge,
+                            (**b).clone(),
+                            IndexExpr::Const(1),
+                        )),
+                    };
+                    positive
+                        && self.prover.proves(&Pred::cmp(
+                            CmpOp::Ge,
+                            (**a).clone(),
+                            IndexExpr::Const(0),
+                        ))
+                };
+                let op = match op {
+                    IndexOp::Add => IxOp::Add,
+                    IndexOp::Sub => IxOp::Sub,
+                    IndexOp::Mul => IxOp::Mul,
+                    IndexOp::Div if natural() => IxOp::DivNat,
+                    IndexOp::Div => IxOp::FloorDiv,
+                    IndexOp::Mod if natural() => IxOp::ModNat,
+                    IndexOp::Mod => IxOp::FloorMod,
+                    IndexOp::CDiv if natural() && b.as_const().is_some() => {
+                        // cdiv(a, c) = (a + c - 1) / c for a >= 0, c > 0.
+                        let c = b.as_const().unwrap_or(1);
+                        return Ix::bin(
+                            IxOp::DivNat,
+                            self.convert(&normalize(&IndexExpr::add(
+                                (**a).clone(),
+                                IndexExpr::Const(c - 1),
+                            ))),
+                            cb,
+                        );
+                    }
+                    IndexOp::CDiv => IxOp::CeilDiv,
+                    IndexOp::Min => IxOp::Min,
+                    IndexOp::Max => IxOp::Max,
+                };
+                Ix::bin(op, ca, cb)
+            }
+        }
+    }
+
+    fn cond(&self, p: &Pred) -> Cond {
+        match p {
+            Pred::Bool(b) => Cond::Bool(*b),
+            Pred::Cmp(op, a, b) => Cond::Cmp(*op, self.ix(a), self.ix(b)),
+            Pred::And(a, b) => Cond::And(Box::new(self.cond(a)), Box::new(self.cond(b))),
+            Pred::Or(a, b) => Cond::Or(Box::new(self.cond(a)), Box::new(self.cond(b))),
+            Pred::Not(a) => Cond::Not(Box::new(self.cond(a))),
+        }
+    }
+
+    // ---- statement builders ----------------------------------------------------
+
+    fn for_loop(
+        &mut self,
+        var: &str,
+        lo: &IndexExpr,
+        hi: &IndexExpr,
+        origin: LoopOrigin,
+        body: impl FnOnce(&mut Self) -> Result<Vec<Stmt>, Diagnostic>,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let (lo, hi) = (self.prover.simplify(lo), self.prover.simplify(hi));
+        // An empty range (provably) emits nothing.
+        if self
+            .prover
+            .proves(&Pred::cmp(CmpOp::Le, hi.clone(), lo.clone()))
+        {
+            return Ok(Vec::new());
+        }
+        let (ilo, ihi) = (self.ix(&lo), self.ix(&hi));
+        self.prover.push_range(var, &lo, &hi);
+        let body = body(self);
+        self.prover.pop();
+        let body = body?;
+        if body.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![Stmt::For(For {
+            var: var.to_string(),
+            lo: ilo,
+            hi: ihi,
+            body,
+            origin,
+            parallel: false,
+            vector: false,
+        })])
+    }
+
+    /// `if (p) then else`, under the facts `p` / `!p`.
+    fn if_(
+        &mut self,
+        p: &Pred,
+        then: impl FnOnce(&mut Self) -> Result<Vec<Stmt>, Diagnostic>,
+        otherwise: impl FnOnce(&mut Self) -> Result<Vec<Stmt>, Diagnostic>,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        match self.prover.residual(p) {
+            Residual::True => then(self),
+            Residual::False => otherwise(self),
+            Residual::Check(p) => {
+                self.prover.push(p.clone());
+                let t = then(self);
+                self.prover.pop();
+                self.prover.push(negate(&p));
+                let e = otherwise(self);
+                self.prover.pop();
+                let (t, e) = (t?, e?);
+                if t.is_empty() && e.is_empty() {
+                    return Ok(Vec::new());
+                }
+                if t.is_empty() {
+                    return Ok(vec![Stmt::If {
+                        cond: self.cond(&negate(&p)),
+                        then_branch: e,
+                        else_branch: Vec::new(),
+                    }]);
+                }
+                Ok(vec![Stmt::If {
+                    cond: self.cond(&p),
+                    then_branch: t,
+                    else_branch: e,
+                }])
+            }
+        }
+    }
+
+    /// Writes zeros to a region of `shape` through θ.
+    fn zeros(
+        &mut self,
+        shape: &[IndexExpr],
+        dest: &Dest,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let Some((first, rest)) = shape.split_first() else {
+            return self.store(dest, StoreOp::Assign, theta, Val::Lit(0.0));
+        };
+        let d = self.prover.clamp(first);
+        self.zero_rows(&IndexExpr::Const(0), &d, &d, rest, dest, theta)
+    }
+
+    /// Writes zeros to the rows `lo..hi` of a first dimension of `extent` elements.
+    fn zero_rows(
+        &mut self,
+        lo: &IndexExpr,
+        hi: &IndexExpr,
+        extent: &IndexExpr,
+        rest: &[IndexExpr],
+        dest: &Dest,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let v = self.fresh("z");
+        let theta = theta.then(ReindexOp::Push {
+            index: IndexExpr::var(v.clone()),
+            extent: extent.clone(),
+        });
+        let rest = rest.to_vec();
+        let dest = dest.clone();
+        self.for_loop(&v, lo, hi, LoopOrigin::Zero, move |l| {
+            l.zeros(&rest, &dest, &theta)
+        })
+    }
+
+    /// Stores a scalar value into the destination at `θ []`.
+    fn store(
+        &mut self,
+        dest: &Dest,
+        op: StoreOp,
+        theta: &Reindexer,
+        value: Val,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        self.store_with(dest, op, theta, move |_| Ok((Vec::new(), value)))
+    }
+
+    /// Stores the value `value` computes (statements, then a scalar) at `θ []`. The
+    /// truncation guards of θ are decided first: the value is only computed where it
+    /// is stored, and is lowered knowing that the guards hold.
+    fn store_with(
+        &mut self,
+        dest: &Dest,
+        op: StoreOp,
+        theta: &Reindexer,
+        value: impl FnOnce(&mut Self) -> Result<(Vec<Stmt>, Val), Diagnostic>,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let buf = match dest {
+            Dest::Scalar(name) => {
+                if !theta.is_identity() {
+                    return Err(internal("a scalar destination with a reindexer"));
+                }
+                let (mut pre, value) = value(self)?;
+                pre.push(Stmt::SetScalar {
+                    name: name.clone(),
+                    op,
+                    value,
+                });
+                return Ok(pre);
+            }
+            Dest::Buf(buf) => buf.clone(),
+        };
+        let applied = theta
+            .apply(Vec::new())
+            .map_err(|e| internal(e.to_string()))?;
+        let mut checks = Vec::new();
+        for g in &applied.guards {
+            match self.prover.residual(g) {
+                Residual::True => {}
+                Residual::False => return Ok(Vec::new()),
+                Residual::Check(p) => checks.push(p),
+            }
+        }
+        let guard = checks.into_iter().reduce(Pred::and);
+        if let Some(g) = &guard {
+            self.prover.push(g.clone());
+        }
+        let flat = flatten_index(&applied.coords);
+        let index = self.ix(&flat);
+        let computed = value(self);
+        if guard.is_some() {
+            self.prover.pop();
+        }
+        let (mut stmts, value) = computed?;
+        stmts.push(Stmt::Store {
+            buf,
+            index,
+            coords: applied.coords,
+            op,
+            value,
+        });
+        Ok(match guard {
+            None => stmts,
+            Some(g) => vec![Stmt::If {
+                cond: self.cond(&g),
+                then_branch: stmts,
+                else_branch: Vec::new(),
+            }],
+        })
+    }
+
+    // ---- lowering ---------------------------------------------------------------
+
+    fn stmt(
+        &mut self,
+        e: &Expr,
+        dest: &Dest,
+        mode: StoreOp,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let shape = self.shape(e)?;
+        match &e.kind {
+            ExprKind::Gen { var, lo, hi, body } => {
+                let ext = self.prover.clamp(&IndexExpr::sub(hi.clone(), lo.clone()));
+                let theta = theta.then(ReindexOp::Push {
+                    index: normalize(&IndexExpr::sub(IndexExpr::var(var.clone()), lo.clone())),
+                    extent: ext,
+                });
+                let dest = dest.clone();
+                self.for_loop(var, lo, hi, LoopOrigin::Gen, move |l| {
+                    l.stmt(body, &dest, mode, &theta)
+                })
+            }
+            ExprKind::Sum { var, lo, hi, body }
+                if !shape.is_empty() || mode == StoreOp::Accumulate =>
+            {
+                let mut out = Vec::new();
+                if mode == StoreOp::Assign {
+                    out.extend(self.zeros(&shape, dest, theta)?);
+                }
+                let (dest, theta) = (dest.clone(), theta.clone());
+                out.extend(self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
+                    l.stmt(body, &dest, StoreOp::Accumulate, &theta)
+                })?);
+                Ok(out)
+            }
+            ExprKind::Guard { pred, body }
+                if !shape.is_empty() || mode == StoreOp::Accumulate || !is_pure(body) =>
+            {
+                let (d1, t1) = (dest.clone(), theta.clone());
+                let (d2, t2) = (dest.clone(), theta.clone());
+                self.if_(
+                    pred,
+                    move |l| l.stmt(body, &d1, mode, &t1),
+                    move |l| {
+                        if mode == StoreOp::Assign {
+                            l.zeros(&shape, &d2, &t2)
+                        } else {
+                            Ok(Vec::new())
+                        }
+                    },
+                )
+            }
+            ExprKind::Let { var, value, body } => self.let_(var, value, body, dest, mode, theta),
+            ExprKind::Concat(a, b) => {
+                let na = self.extent_of(a)?;
+                let nb = self.extent_of(b)?;
+                let mut out = self.stmt(a, dest, mode, &theta.then(ReindexOp::PadR(nb)))?;
+                out.extend(self.stmt(b, dest, mode, &theta.then(ReindexOp::PadL(na)))?);
+                Ok(out)
+            }
+            ExprKind::Transpose(a) => self.stmt(a, dest, mode, &theta.then(ReindexOp::Transpose)),
+            ExprKind::Flatten(a) => self.stmt(a, dest, mode, &theta.then(ReindexOp::Flatten)),
+            ExprKind::Amount { op, amount, arg } => {
+                self.amount(*op, amount, arg, dest, mode, theta)
+            }
+            _ => {
+                if !shape.is_empty() {
+                    return Err(internal(format!(
+                        "a tensor leaf survived normalization: {}",
+                        atl_lang::pretty::expr_to_string(e, Default::default())
+                    )));
+                }
+                self.store_with(dest, mode, theta, |l| l.scalar(e))
+            }
+        }
+    }
+
+    fn extent_of(&mut self, e: &Expr) -> Result<IndexExpr, Diagnostic> {
+        let s = self.shape(e)?;
+        let d = s.first().ok_or_else(|| internal("extent of a scalar"))?;
+        Ok(self.prover.clamp(d))
+    }
+
+    fn let_(
+        &mut self,
+        var: &str,
+        value: &Expr,
+        body: &Expr,
+        dest: &Dest,
+        mode: StoreOp,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let value_shape = self.shape(value)?;
+        if value_shape.is_empty() {
+            let mut out = vec![Stmt::Decl {
+                name: var.to_string(),
+                init: None,
+            }];
+            out.extend(self.stmt(
+                value,
+                &Dest::Scalar(var.to_string()),
+                StoreOp::Assign,
+                &Reindexer::identity(),
+            )?);
+            self.lets.push((var.to_string(), value_shape));
+            self.bind(var, Binding::Scalar);
+            let b = self.stmt(body, dest, mode, theta);
+            self.unbind(var);
+            self.lets.pop();
+            out.extend(b?);
+            return Ok(out);
+        }
+        let dims: Vec<IndexExpr> = value_shape.iter().map(|d| self.prover.clamp(d)).collect();
+        let zeroed = accumulating_root(value, self)?;
+        let value_mode = if zeroed {
+            StoreOp::Accumulate
+        } else {
+            StoreOp::Assign
+        };
+        let mut inner = self.stmt(
+            value,
+            &Dest::Buf(var.to_string()),
+            value_mode,
+            &Reindexer::identity(),
+        )?;
+        self.lets.push((var.to_string(), value_shape));
+        self.bind(var, Binding::Buffer(dims.clone()));
+        let b = self.stmt(body, dest, mode, theta);
+        self.unbind(var);
+        self.lets.pop();
+        inner.extend(b?);
+        let len = self.ix(&product(&dims));
+        Ok(vec![Stmt::Alloc {
+            buf: var.to_string(),
+            shape: dims,
+            len,
+            zeroed,
+            body: inner,
+        }])
+    }
+
+    fn amount(
+        &mut self,
+        op: AmountOp,
+        amount: &IndexExpr,
+        arg: &Expr,
+        dest: &Dest,
+        mode: StoreOp,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let k = normalize(amount);
+        let arg_shape = self.shape(arg)?;
+        let Some((first, rest)) = arg_shape.split_first() else {
+            return Err(internal("a reshape operator on a scalar"));
+        };
+        let n = self.prover.clamp(first);
+        let rest = rest.to_vec();
+        // The interpreter rejects invalid amounts at these sizes (E0504); so does the
+        // kernel, on entry.
+        let (min, what) = if op == AmountOp::Split {
+            (1, "positive")
+        } else {
+            (0, "non-negative")
+        };
+        let valid = Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(min));
+        if !self.prover.proves_globally(&valid) {
+            self.precondition(
+                valid,
+                PreconditionKind::Amount,
+                format!("the amount {k} of `{}` is {what}", op.name()),
+            );
+        }
+        if matches!(op, AmountOp::TruncL | AmountOp::TruncR) {
+            let fits = Pred::cmp(CmpOp::Le, k.clone(), n.clone());
+            if !self.prover.proves_globally(&fits) {
+                self.precondition(
+                    fits,
+                    PreconditionKind::Amount,
+                    format!("`{}` drops {k} of at most {n} elements", op.name()),
+                );
+            }
+        }
+        let assign = mode == StoreOp::Assign;
+        let padded = normalize(&IndexExpr::add(n.clone(), k.clone()));
+        match op {
+            AmountOp::Split => {
+                let theta = theta.then(ReindexOp::Split(k.clone()));
+                let mut out = self.stmt(arg, dest, mode, &theta)?;
+                if assign {
+                    // The zero tail: positions n .. cdiv(n, k) * k of the argument.
+                    let end = normalize(&IndexExpr::mul(
+                        IndexExpr::bin(IndexOp::CDiv, n.clone(), k.clone()),
+                        k,
+                    ));
+                    out.extend(self.zero_rows(&n, &end, &n, &rest, dest, &theta)?);
+                }
+                Ok(out)
+            }
+            AmountOp::PadL => {
+                let mut out = Vec::new();
+                if assign {
+                    out.extend(self.zero_rows(
+                        &IndexExpr::Const(0),
+                        &k,
+                        &padded,
+                        &rest,
+                        dest,
+                        theta,
+                    )?);
+                }
+                out.extend(self.stmt(arg, dest, mode, &theta.then(ReindexOp::PadL(k)))?);
+                Ok(out)
+            }
+            AmountOp::PadR => {
+                let mut out = self.stmt(arg, dest, mode, &theta.then(ReindexOp::PadR(k)))?;
+                if assign {
+                    out.extend(self.zero_rows(&n, &padded, &padded, &rest, dest, theta)?);
+                }
+                Ok(out)
+            }
+            AmountOp::TruncL => self.stmt(arg, dest, mode, &theta.then(ReindexOp::TruncL(k))),
+            AmountOp::TruncR => self.stmt(arg, dest, mode, &theta.then(ReindexOp::TruncR(k))),
+        }
+    }
+
+    /// Lowers a scalar expression: statements computing temporaries, then the value.
+    fn scalar(&mut self, e: &Expr) -> Result<(Vec<Stmt>, Val), Diagnostic> {
+        match &e.kind {
+            ExprKind::Lit(v) => Ok((Vec::new(), Val::Lit(*v))),
+            ExprKind::Var(x) if matches!(self.lookup(x), Some(Binding::Scalar)) => {
+                Ok((Vec::new(), Val::Scalar(x.clone())))
+            }
+            ExprKind::Input(_) | ExprKind::Var(_) | ExprKind::Access { .. } if is_leaf_chain(e) => {
+                Ok((Vec::new(), self.load(e)?))
+            }
+            ExprKind::Neg(a) => {
+                let (pre, v) = self.scalar(a)?;
+                Ok((pre, Val::Neg(Box::new(v))))
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (mut pre, a) = self.scalar(lhs)?;
+                let (pre_b, b) = self.scalar(rhs)?;
+                pre.extend(pre_b);
+                Ok((pre, Val::Bin(*op, Box::new(a), Box::new(b))))
+            }
+            ExprKind::Guard { pred, body } => match self.prover.residual(pred) {
+                Residual::True => self.scalar(body),
+                Residual::False => Ok((Vec::new(), Val::Lit(0.0))),
+                Residual::Check(p) => {
+                    self.prover.push(p.clone());
+                    let inner = self.scalar(body);
+                    self.prover.pop();
+                    let (pre, v) = inner?;
+                    let cond = self.cond(&p);
+                    if pre.is_empty() {
+                        return Ok((Vec::new(), Val::Select(cond, Box::new(v))));
+                    }
+                    // A guarded computation: only run it when the guard holds.
+                    let t = self.fresh("g");
+                    let mut then_branch = pre;
+                    then_branch.push(Stmt::SetScalar {
+                        name: t.clone(),
+                        op: StoreOp::Assign,
+                        value: v,
+                    });
+                    let stmts = vec![
+                        Stmt::Decl {
+                            name: t.clone(),
+                            init: Some(Val::Lit(0.0)),
+                        },
+                        Stmt::If {
+                            cond,
+                            then_branch,
+                            else_branch: Vec::new(),
+                        },
+                    ];
+                    Ok((stmts, Val::Scalar(t)))
+                }
+            },
+            ExprKind::Sum { var, lo, hi, body } => {
+                let acc = self.fresh("acc");
+                let mut stmts = vec![Stmt::Decl {
+                    name: acc.clone(),
+                    init: Some(Val::Lit(0.0)),
+                }];
+                let dest = Dest::Scalar(acc.clone());
+                stmts.extend(self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
+                    l.stmt(body, &dest, StoreOp::Accumulate, &Reindexer::identity())
+                })?);
+                Ok((stmts, Val::Scalar(acc)))
+            }
+            ExprKind::Let { .. } => {
+                let t = self.fresh("v");
+                let mut stmts = vec![Stmt::Decl {
+                    name: t.clone(),
+                    init: None,
+                }];
+                stmts.extend(self.stmt(
+                    e,
+                    &Dest::Scalar(t.clone()),
+                    StoreOp::Assign,
+                    &Reindexer::identity(),
+                )?);
+                Ok((stmts, Val::Scalar(t)))
+            }
+            _ => Err(internal(format!(
+                "unexpected scalar expression after normalization: {}",
+                atl_lang::pretty::expr_to_string(e, Default::default())
+            ))),
+        }
+    }
+
+    /// A bounds-checked read of an input or buffer element.
+    fn load(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+        let mut indices = Vec::new();
+        let mut base = e;
+        while let ExprKind::Access { tensor, index } = &base.kind {
+            indices.push(normalize(index));
+            base = tensor;
+        }
+        indices.reverse();
+        let name = match &base.kind {
+            ExprKind::Input(x) | ExprKind::Var(x) => x.clone(),
+            _ => return Err(internal("an access whose base is not a buffer")),
+        };
+        let dims = match self.lookup(&name) {
+            Some(Binding::Buffer(d)) => d.clone(),
+            _ => return Err(internal(format!("`{name}` is not a buffer in scope"))),
+        };
+        if dims.len() != indices.len() {
+            return Err(internal(format!(
+                "`{name}` has rank {} but is read with {} indices",
+                dims.len(),
+                indices.len()
+            )));
+        }
+        let mut checks = Vec::new();
+        for (k, d) in indices.iter().zip(&dims) {
+            for p in [
+                Pred::cmp(CmpOp::Le, IndexExpr::Const(0), k.clone()),
+                Pred::cmp(CmpOp::Lt, k.clone(), d.clone()),
+            ] {
+                match self.prover.residual(&p) {
+                    Residual::True => {}
+                    // Out of range at every execution: ATL reads a zero.
+                    Residual::False => return Ok(Val::Lit(0.0)),
+                    Residual::Check(p) => checks.push(p),
+                }
+            }
+        }
+        let coords: Vec<Coord> = indices
+            .into_iter()
+            .zip(dims)
+            .map(|(index, extent)| Coord { index, extent })
+            .collect();
+        let flat = flatten_index(&coords);
+        let guard = checks.into_iter().reduce(Pred::and);
+        if let Some(g) = &guard {
+            self.prover.push(g.clone());
+        }
+        let index = self.ix(&flat);
+        if guard.is_some() {
+            self.prover.pop();
+        }
+        let load = Val::Load(Load {
+            buf: name,
+            index,
+            coords,
+        });
+        Ok(match guard {
+            None => load,
+            Some(g) => Val::Select(self.cond(&g), Box::new(load)),
+        })
+    }
+}

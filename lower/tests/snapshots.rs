@@ -1,0 +1,27 @@
+//! Snapshot tests of the loop IR of the pipeline and matmul examples (every definition
+//! and derivation). Review changes with `cargo insta review`; create them with
+//! `INSTA_UPDATE=always`.
+
+mod support;
+
+fn check(example: &str) {
+    let ex = support::load(&support::examples_dir().join(format!("{example}/{example}.atl")));
+    for def in &ex.defs {
+        let kernel = atl_lower::lower_def(&ex.program, &ex.shapes, def, &Default::default())
+            .unwrap_or_else(|d| panic!("`{def}` does not lower: {d:?}"));
+        insta::assert_snapshot!(
+            format!("{example}__{def}"),
+            atl_lower::kernel_to_string(&kernel)
+        );
+    }
+}
+
+#[test]
+fn pipeline_ir() {
+    check("pipeline");
+}
+
+#[test]
+fn matmul_ir() {
+    check("matmul");
+}

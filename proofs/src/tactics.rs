@@ -1,0 +1,399 @@
+//! Tactic steps, checked without the engine's tactics.
+//!
+//! - `simpl`: the programs must agree node for node except for index expressions, and
+//!   each changed index expression must be proved equal to the old one under the
+//!   context at its node.
+//! - `simpl_guard`: re-run bottom-up (a guard is dropped if its predicate is proved in
+//!   its context; a scalar guarded term becomes `0` if the negation is), the result
+//!   compared with the recorded program and the removals with the recorded conditions.
+//! - `window`: rebuilt from its definition (every read of the buffer inside the window,
+//!   the window's length fixed by the sizes), with its obligations re-proved.
+//! - `inline x`: `let x = v in b` becomes `b[x := v]`; `check` changes nothing.
+//! - `unfold` cannot be checked (certificates do not carry definition bodies) and any
+//!   other step is unknown: both are rejected.
+
+use atl_lang::index::{CmpOp, IndexExpr, Pred};
+use atl_lang::ir::{Expr, ExprKind, NameSupply, all_names, alpha_eq, subst_tensor};
+use atl_lang::poly;
+use atl_lang::shapes::{Shape, infer_with_lets};
+
+use crate::{
+    Checker, Ctx, Obligation, Res, StepIn, VerifyError, compare_conditions, replace_at, show,
+};
+
+/// Checks one tactic step; returns the program after it and its shape.
+pub(crate) fn check(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shape)> {
+    if step.rule_statement.is_some()
+        || step.direction.is_some()
+        || !step.instantiation.is_empty()
+        || step.grade != "exact"
+    {
+        return Err(VerifyError::new(
+            "E1010",
+            "a tactic step records a rule's statement, direction, instantiation or grade",
+        ));
+    }
+    if let Some(why) = uncheckable(&step.command) {
+        return Err(not_checkable(why));
+    }
+    let words: Vec<&str> = step.command.split_whitespace().collect();
+    if words[0] == "window" {
+        return window(ch, prog, step);
+    }
+    // These steps record the whole program as `before` and `after_site`.
+    let (before, _) = ch.parse_program(&step.before)?;
+    if !alpha_eq(&before, prog) {
+        return Err(VerifyError::new(
+            "E1004",
+            "`before` is not the program before the step",
+        ));
+    }
+    if step.after_site != step.after {
+        return Err(VerifyError::new(
+            "E1008",
+            "`after_site` differs from `after`",
+        ));
+    }
+    if words[0] == "inline" {
+        let (_, node) = ch.locate(prog, &step.path)?;
+        let ExprKind::Let { var, value, body } = &node.kind else {
+            return Err(VerifyError::new("E1004", "no `let` at the recorded path"));
+        };
+        if var != words[1] {
+            return Err(VerifyError::new(
+                "E1004",
+                format!("the `let` at the path binds `{var}`"),
+            ));
+        }
+        compare_conditions(&[], &step.conditions)?;
+        return ch.expect_after(
+            &replace_at(prog, &step.path, subst_tensor(body, var, value)),
+            step,
+        );
+    }
+    if !step.path.is_empty() {
+        return Err(VerifyError::new("E1004", "this step applies at the root"));
+    }
+    let after = ch
+        .parse_program(&step.after)
+        .map_err(|e| e.note("in `after`"))?;
+    if words[0] == "simpl_guard" {
+        let mut found = Vec::new();
+        let mine = simpl_guard(ch, prog, &Ctx::default(), &mut found);
+        if !alpha_eq(&mine, &after.0) {
+            return Err(VerifyError::new(
+                "E1008",
+                "`simpl_guard` does not give the recorded program",
+            )
+            .note(format!("recorded: {}", step.after))
+            .note(format!("re-run:   {}", show(&mine))));
+        }
+        compare_conditions(&found, &step.conditions)?;
+        return Ok(after);
+    }
+    let mut w = Walk {
+        ch,
+        simpl: words[0] == "simpl",
+        ren: Vec::new(),
+    };
+    w.walk(prog, &after.0, &Ctx::default())?;
+    compare_conditions(&[], &step.conditions)?;
+    Ok(after)
+}
+
+/// `simpl_guard` re-run bottom-up: a guard proved true in its context is dropped; a
+/// scalar guarded term whose guard is proved false becomes `0`. Every removal is an
+/// obligation the certificate must list.
+fn simpl_guard(ch: &Checker, e: &Expr, ctx: &Ctx, found: &mut Vec<Obligation>) -> Expr {
+    let mut out = e.clone();
+    for (k, c) in out.children_mut().into_iter().enumerate() {
+        *c = simpl_guard(ch, c, &ch.enter(ctx, e, k), found);
+    }
+    let ExprKind::Guard { pred, body } = &out.kind else {
+        return out;
+    };
+    let facts = ch.facts(ctx);
+    let holds = Obligation {
+        name: "guard_true".into(),
+        goal: pred.clone(),
+        facts: facts.clone(),
+    };
+    if ch.prove(&holds).is_ok() {
+        found.push(holds);
+        return (**body).clone();
+    }
+    let fails = Obligation {
+        name: "guard_false".into(),
+        goal: Pred::not(pred.clone()),
+        facts,
+    };
+    let scalar =
+        infer_with_lets(&ch.shapes, &mut ctx.lets.clone(), body).is_ok_and(|s| s.is_empty());
+    if scalar && ch.prove(&fails).is_ok() {
+        found.push(fails);
+        return Expr::lit(0.0);
+    }
+    out
+}
+
+/// Why a tactic step cannot be checked, if it cannot.
+pub(crate) fn uncheckable(command: &str) -> Option<&'static str> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    match words.as_slice() {
+        ["window", ..] | ["simpl"] | ["simpl_guard"] | ["check"] | ["inline", _] => None,
+        ["unfold", ..] => Some("the certificate does not contain the unfolded definition's body"),
+        _ => Some("this checker does not know the step"),
+    }
+}
+
+pub(crate) fn not_checkable(why: &str) -> VerifyError {
+    VerifyError::new("E1009", format!("this step is not checkable: {why}"))
+        .note("a step that cannot be checked rejects the certificate")
+}
+
+/// A parallel walk over the program before (`a`) and after (`b`) a step.
+struct Walk<'c, 'a> {
+    ch: &'c Checker<'a>,
+    /// Whether index expressions may change (`simpl`) or not (`check`).
+    simpl: bool,
+    /// Binders of `b` to those of `a`, innermost last.
+    ren: Vec<(String, String)>,
+}
+
+/// The index expressions a node holds itself, in a fixed order.
+fn own(e: &Expr) -> Vec<IndexExpr> {
+    match &e.kind {
+        ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => vec![lo.clone(), hi.clone()],
+        ExprKind::Access { index: i, .. } | ExprKind::Amount { amount: i, .. } => vec![i.clone()],
+        ExprKind::Guard { pred, .. } => {
+            let mut out = Vec::new();
+            pred.map_index(&mut |i| {
+                out.push(i.clone());
+                i.clone()
+            });
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+impl Walk<'_, '_> {
+    fn rename(&self, i: &IndexExpr) -> IndexExpr {
+        match i {
+            IndexExpr::Var(v) => IndexExpr::Var(self.name(v)),
+            IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(self.rename(a))),
+            IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, self.rename(a), self.rename(b)),
+            _ => i.clone(),
+        }
+    }
+
+    fn name(&self, v: &str) -> String {
+        let found = self.ren.iter().rev().find(|(b, _)| b == v);
+        found.map_or(v, |(_, a)| a).to_string()
+    }
+
+    /// Same construct with the same non-index data (operators, names, literals).
+    fn same_head(&self, a: &Expr, b: &Expr) -> bool {
+        use ExprKind as K;
+        let skeleton = |p: &Pred| p.map_index(&mut |_| IndexExpr::Const(0));
+        match (&a.kind, &b.kind) {
+            (K::Lit(x), K::Lit(y)) => x.to_bits() == y.to_bits(),
+            (K::Input(x), K::Input(y)) | (K::DefRef(x), K::DefRef(y)) => x == y,
+            (K::Var(x), K::Var(y)) => *x == self.name(y),
+            (K::Guard { pred: p, .. }, K::Guard { pred: q, .. }) => skeleton(p) == skeleton(q),
+            (K::Binary { op: o1, .. }, K::Binary { op: o2, .. }) => o1 == o2,
+            (K::Amount { op: o1, .. }, K::Amount { op: o2, .. }) => o1 == o2,
+            (K::Gen { .. }, K::Gen { .. })
+            | (K::Sum { .. }, K::Sum { .. })
+            | (K::Let { .. }, K::Let { .. })
+            | (K::Access { .. }, K::Access { .. })
+            | (K::Neg(_), K::Neg(_))
+            | (K::Transpose(_), K::Transpose(_))
+            | (K::Flatten(_), K::Flatten(_))
+            | (K::Concat(..), K::Concat(..)) => true,
+            _ => false,
+        }
+    }
+
+    fn walk(&mut self, a: &Expr, b: &Expr, ctx: &Ctx) -> Res<()> {
+        let differs = || {
+            VerifyError::new("E1008", "the step changed the program where it may not")
+                .note(format!("before: {}", show(a)))
+                .note(format!("after:  {}", show(b)))
+        };
+        let (ia, ib) = (own(a), own(b));
+        if !self.same_head(a, b) || ia.len() != ib.len() {
+            return Err(differs());
+        }
+        for (x, y) in ia.iter().zip(&ib) {
+            let y = self.rename(y);
+            if *x == y {
+                continue;
+            }
+            if !self.simpl {
+                return Err(differs());
+            }
+            let ob = Obligation {
+                name: "simpl".into(),
+                goal: Pred::cmp(CmpOp::Eq, x.clone(), y.clone()),
+                facts: self.ch.facts(ctx),
+            };
+            self.ch
+                .prove(&ob)
+                .map_err(|e| e.note(format!("`simpl` rewrote `{x}` into `{y}`")))?;
+        }
+        for (k, (x, y)) in a.children().into_iter().zip(b.children()).enumerate() {
+            let inner = self.ch.enter(ctx, a, k);
+            let binds = match (&a.kind, &b.kind) {
+                (ExprKind::Let { var: va, .. }, ExprKind::Let { var: vb, .. }) if k == 1 => {
+                    Some((vb, va))
+                }
+                (ExprKind::Gen { var: va, .. }, ExprKind::Gen { var: vb, .. })
+                | (ExprKind::Sum { var: va, .. }, ExprKind::Sum { var: vb, .. }) => Some((vb, va)),
+                _ => None,
+            };
+            if let Some((vb, va)) = binds {
+                self.ren.push((vb.clone(), va.clone()));
+            }
+            let r = self.walk(x, y, &inner);
+            if binds.is_some() {
+                self.ren.pop();
+            }
+            r?;
+        }
+        Ok(())
+    }
+}
+
+/// `window x in LO..HI`: `let x = v in b` becomes
+/// `let x = gen w < HI - LO: [0 <= w + LO && w + LO < |v|] * v[w + LO] in b'`, where
+/// `b'` reads `x[i - LO]` for every read `x[i]` of `b`. Sound when every read lies in
+/// the window (so `i - LO` is inside the new buffer, and rows outside `v` stay zero).
+fn window(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shape)> {
+    let bad = |m: String| VerifyError::new("E1006", m);
+    let malformed = || VerifyError::new("E1010", "malformed `window NAME in LO..HI`");
+    let rest = step.command.strip_prefix("window ").ok_or_else(malformed)?;
+    let (name, range) = rest.split_once(" in ").ok_or_else(malformed)?;
+    let (lo, hi) = range.split_once("..").ok_or_else(malformed)?;
+    let parse = |t: &str| atl_lang::parser::parse_index_str(t.trim()).map_err(|_| malformed());
+    let (lo, hi) = (parse(lo)?, parse(hi)?);
+    let (ctx, node) = ch.locate(prog, &step.path)?;
+    let ExprKind::Let { var, value, body } = &node.kind else {
+        return Err(VerifyError::new("E1004", "no `let` at the recorded path"));
+    };
+    if var != name.trim() || !ch.same_in(&ctx.heads, &step.before, node)? {
+        return Err(VerifyError::new(
+            "E1004",
+            format!(
+                "the subterm at the path is not the recorded `let {}`",
+                name.trim()
+            ),
+        ));
+    }
+    let vars = lo.vars().into_iter().chain(hi.vars());
+    if let Some(v) = vars
+        .into_iter()
+        .find(|v| !ch.is_size(v) && !ctx.bound.contains(v))
+    {
+        return Err(bad(format!(
+            "the window mentions `{v}`, not in scope at the let"
+        )));
+    }
+    let extent = poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
+    if let Some(v) = extent.vars().into_iter().find(|v| !ch.is_size(v)) {
+        return Err(bad(format!(
+            "the window's length `{extent}` depends on `{v}`"
+        )));
+    }
+    let rows = infer_with_lets(&ch.shapes, &mut ctx.lets.clone(), value)
+        .ok()
+        .and_then(|s| s.first().cloned())
+        .ok_or_else(|| bad(format!("`{var}` has no rows to window")))?;
+    let mut obs = vec![Obligation {
+        name: "window_order".into(),
+        goal: Pred::cmp(CmpOp::Le, lo.clone(), hi.clone()),
+        facts: ch.facts(&ctx),
+    }];
+    reads(ch, body, &ch.enter(&ctx, node, 1), var, &lo, &hi, &mut obs)?;
+    for ob in &obs {
+        ch.prove(ob)?;
+    }
+    compare_conditions(&obs, &step.conditions)?;
+
+    let mut supply = NameSupply::new(all_names(prog).into_iter().chain(lo.vars()));
+    ch.shapes.sizes.iter().for_each(|s| supply.reserve(s));
+    let w = supply.fresh("w");
+    let shifted = IndexExpr::add(IndexExpr::var(w.clone()), lo.clone());
+    let in_rows = Pred::and(
+        Pred::cmp(CmpOp::Le, IndexExpr::Const(0), shifted.clone()),
+        Pred::cmp(CmpOp::Lt, shifted.clone(), rows),
+    );
+    let new_value = Expr::gen_(
+        w,
+        IndexExpr::Const(0),
+        extent,
+        Expr::guard(in_rows, Expr::access((**value).clone(), shifted)),
+    );
+    let new_let = Expr::let_(var.clone(), new_value, shift_reads(body, var, &lo));
+    if !ch.same_in(&ctx.heads, &step.after_site, &new_let)? {
+        return Err(
+            VerifyError::new("E1008", "the recorded `after_site` is not the windowed let")
+                .note(format!("recorded: {}", step.after_site))
+                .note(format!("rebuilt:  {}", show(&new_let))),
+        );
+    }
+    ch.expect_after(&replace_at(prog, &step.path, new_let), step)
+}
+
+/// Collects the obligation `LO <= i < HI` of every read `x[i]`; any other use of `x`
+/// needs the whole tensor and refuses the window.
+fn reads(
+    ch: &Checker,
+    e: &Expr,
+    ctx: &Ctx,
+    x: &str,
+    lo: &IndexExpr,
+    hi: &IndexExpr,
+    out: &mut Vec<Obligation>,
+) -> Res<()> {
+    match &e.kind {
+        ExprKind::Access { tensor, index } if matches!(&tensor.kind, ExprKind::Var(v) if v == x) => {
+            out.push(Obligation {
+                name: "read_in_window".into(),
+                goal: Pred::and(
+                    Pred::cmp(CmpOp::Le, lo.clone(), index.clone()),
+                    Pred::cmp(CmpOp::Lt, index.clone(), hi.clone()),
+                ),
+                facts: ch.facts(ctx),
+            });
+            return Ok(());
+        }
+        ExprKind::Var(v) if v == x => {
+            return Err(VerifyError::new(
+                "E1006",
+                format!("`{x}` is used as a whole tensor, so it cannot be windowed"),
+            ));
+        }
+        _ => {}
+    }
+    for (k, c) in e.children().into_iter().enumerate() {
+        reads(ch, c, &ch.enter(ctx, e, k), x, lo, hi, out)?;
+    }
+    Ok(())
+}
+
+fn shift_reads(e: &Expr, x: &str, lo: &IndexExpr) -> Expr {
+    if let ExprKind::Access { tensor, index } = &e.kind
+        && matches!(&tensor.kind, ExprKind::Var(v) if v == x)
+    {
+        return Expr::access(
+            (**tensor).clone(),
+            IndexExpr::sub(index.clone(), lo.clone()),
+        );
+    }
+    let mut out = e.clone();
+    for c in out.children_mut() {
+        *c = shift_reads(c, x, lo);
+    }
+    out
+}

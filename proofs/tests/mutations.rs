@@ -1,0 +1,328 @@
+//! Tampered and unsound certificates are rejected, at the right step, for the right
+//! reason.
+
+mod common;
+
+use atl_proofs::{VerifyError, verify, verify_with};
+use atl_rewrites::Library;
+use atl_rewrites::library::RULE_FILES;
+use atl_solver::Solver;
+use serde_json::{Value, json};
+
+fn cert(dir: &str, name: &str) -> Value {
+    serde_json::from_str(&common::example_certificate(dir, name)).expect("JSON")
+}
+
+fn check(v: &Value) -> Result<atl_proofs::VerifyReport, VerifyError> {
+    verify(&v.to_string())
+}
+
+/// Asserts a rejection with `code` at `step` (1-based; `None`: the whole certificate)
+/// whose message or notes mention `mention`.
+fn rejected(v: &Value, code: &str, step: Option<usize>, mention: &str) -> VerifyError {
+    let e = check(v).expect_err("the mutant must be rejected");
+    assert_eq!((e.code, e.step), (code, step), "unexpected rejection: {e}");
+    assert!(e.to_string().contains(mention), "`{mention}` not in: {e}");
+    e
+}
+
+#[test]
+fn originals_are_accepted() {
+    for (dir, name) in [
+        ("pipeline", "fused"),
+        ("pipeline", "tiled"),
+        ("blur", "strips_staged"),
+    ] {
+        let report = check(&cert(dir, name)).expect("accepted");
+        assert_eq!(report.derivation, name);
+    }
+}
+
+#[test]
+fn wrong_path_is_rejected() {
+    // Step 2 of `fused` pointed at the other get_gen redex: a valid site, but not the
+    // recorded subterm.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["path"] = json!([0, 1]);
+    rejected(
+        &c,
+        "E1004",
+        Some(2),
+        "does not contain the recorded subterm",
+    );
+    // A path that leads nowhere.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["path"] = json!([0, 0, 0, 0, 0, 0, 0]);
+    rejected(&c, "E1004", Some(2), "leads nowhere");
+}
+
+#[test]
+fn wrong_instantiation_is_rejected() {
+    // A matched index metavariable.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["instantiation"]["?k"] = json!("i");
+    rejected(&c, "E1005", Some(2), "instantiation of `?k`");
+    // A binder metavariable.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["instantiation"]["?i"] = json!("j1");
+    rejected(&c, "E1005", Some(2), "instantiation of `?i`");
+    // An expression metavariable.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][0]["instantiation"]["?v"] = json!("gen j < n: f[0]");
+    rejected(&c, "E1005", Some(1), "instantiation of `?v`");
+    // A parameter (`with k := 8`) changed without the rest: its side condition and the
+    // rewritten subterm no longer agree with the record.
+    let mut c = cert("pipeline", "tiled");
+    c["steps"][0]["instantiation"]["?k"] = json!("4");
+    rejected(&c, "E1007", Some(1), "positive: 1 <= 4");
+    // A parameter changed consistently in its condition too: the program gives it away.
+    let mut c = cert("pipeline", "tiled");
+    c["steps"][0]["instantiation"]["?k"] = json!("4");
+    c["steps"][0]["conditions"][0]["goal"] = json!("1 <= 4");
+    rejected(&c, "E1008", Some(1), "after_site");
+    // A parameter that mentions a name out of scope.
+    let mut c = cert("pipeline", "tiled");
+    c["steps"][0]["instantiation"]["?k"] = json!("i");
+    rejected(&c, "E1005", Some(1), "not in scope");
+}
+
+#[test]
+fn dropped_or_altered_side_condition_is_rejected() {
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["conditions"]
+        .as_array_mut()
+        .expect("list")
+        .remove(1);
+    rejected(&c, "E1007", Some(2), "upper: i - 1 < n` is missing");
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["conditions"][1]["goal"] = json!("i - 1 <= n");
+    rejected(&c, "E1007", Some(2), "is missing");
+    // The context it was proved under matters too.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["conditions"][0]["context"]
+        .as_array_mut()
+        .expect("list")
+        .push(json!("false"));
+    rejected(&c, "E1007", Some(2), "lower: 0 <= i - 1` is missing");
+    // A verdict other than `proved`.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["conditions"][0]["verdict"] = json!("unknown: timeout");
+    rejected(&c, "E1007", Some(2), "recorded as");
+    // An extra, invented condition.
+    let mut c = cert("pipeline", "fused");
+    let extra = c["steps"][1]["conditions"][0].clone();
+    c["steps"][1]["conditions"]
+        .as_array_mut()
+        .expect("list")
+        .push(extra);
+    rejected(&c, "E1007", Some(2), "which this step does not have");
+    // `simpl_guard` lists one condition per removed guard.
+    let mut c = cert("matmul", "tiled_tails");
+    c["steps"][1]["conditions"] = json!([]);
+    rejected(&c, "E1007", Some(2), "guard_true");
+}
+
+#[test]
+fn swapped_rule_name_is_rejected() {
+    // The name alone: the recorded statement is not that rule's.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["rule"] = json!("get_gen_guard");
+    rejected(
+        &c,
+        "E1003",
+        Some(2),
+        "not the rule this certificate was made with",
+    );
+    // Name, statement and command swapped together: the subterm is no instance.
+    let (library, _) = Library::standard();
+    let other = library.get("guard_true").expect("rule");
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["rule"] = json!("guard_true");
+    c["steps"][1]["command"] = json!("rw guard_true");
+    c["steps"][1]["rule_statement"] = json!(other.statement());
+    rejected(
+        &c,
+        "E1005",
+        Some(2),
+        "not an instance of the rule's left side",
+    );
+    // An unknown rule.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["rule"] = json!("no_such_rule");
+    rejected(&c, "E1003", Some(2), "no rule `no_such_rule`");
+    // The direction flipped.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][1]["direction"] = json!("backward");
+    rejected(&c, "E1010", Some(2), "rw<- get_gen");
+}
+
+#[test]
+fn edited_programs_are_rejected() {
+    // An intermediate program.
+    let mut c = cert("pipeline", "fused");
+    let after = c["steps"][0]["after"].as_str().expect("text").to_string();
+    c["steps"][0]["after"] = json!(after.replace("f[j1]", "f[0]"));
+    rejected(&c, "E1008", Some(1), "does not give the recorded program");
+    // The final program.
+    let mut c = cert("pipeline", "fused");
+    c["result"] = json!("gen i < n: f[i]");
+    rejected(&c, "E1008", None, "not the certificate's `result`");
+    // The last step's program and the result edited together.
+    let mut c = cert("pipeline", "fused");
+    let edited = "gen i < n: [0 <= i - 1] * f[i - 1] + f[i] + f[i]";
+    c["steps"][2]["after"] = json!(edited);
+    c["result"] = json!(edited);
+    rejected(&c, "E1008", Some(3), "does not give the recorded program");
+    // The recorded subterm of a rule step.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][2]["before"] = json!("(gen j1 < n: f[j1 + 1])[i]");
+    rejected(&c, "E1004", Some(3), "recorded subterm");
+    // The recorded result of the rule at the site.
+    let mut c = cert("pipeline", "fused");
+    c["steps"][2]["after_site"] = json!("f[i + 1]");
+    rejected(&c, "E1008", Some(3), "after_site");
+    // The initial program (then the first step no longer finds its subterm).
+    let mut c = cert("pipeline", "tiled");
+    c["initial"] = json!("gen i < n: f[i]");
+    rejected(&c, "E1004", Some(1), "recorded subterm");
+    // A `simpl` that changes an index into an unequal one.
+    let mut c = cert("blur", "strips_staged");
+    let after = c["steps"][7]["after"].as_str().expect("text").to_string();
+    c["steps"][7]["after"] = json!(after.replace("bx[yi + 2, x1]", "bx[yi + 3, x1]"));
+    c["steps"][7]["after_site"] = c["steps"][7]["after"].clone();
+    rejected(&c, "E1006", Some(8), "counterexample");
+    // The declarations.
+    let mut c = cert("pipeline", "fused");
+    c["declarations"] = json!("size n\ninput f : [n]\n");
+    rejected(&c, "E1007", Some(2), "is missing");
+}
+
+#[test]
+fn changed_rule_statement_is_rejected() {
+    // `get_gen` loosened after the certificate was made.
+    let files = RULE_FILES.iter().map(|(n, s)| {
+        let s = s.replace("  if upper: ?k < ?n\n", "  if upper: ?k <= ?n\n");
+        (n.to_string(), s)
+    });
+    let (library, diags) = Library::from_sources(files);
+    assert!(diags.is_empty(), "{diags:?}");
+    let c = common::example_certificate("pipeline", "fused");
+    let e = verify_with(&c, &library, &Solver::new()).expect_err("rejected");
+    assert_eq!((e.code, e.step), ("E1003", Some(2)), "{e}");
+    assert!(e.to_string().contains("?k <= ?n"), "{e}");
+    // A rule that is gone.
+    let files = RULE_FILES
+        .iter()
+        .map(|(n, s)| (n.to_string(), s.replace("get_gen:", "get_gen_renamed:")));
+    let (library, _) = Library::from_sources(files);
+    let e = verify_with(&c, &library, &Solver::new()).expect_err("rejected");
+    assert_eq!((e.code, e.step), ("E1003", Some(2)), "{e}");
+}
+
+/// A certificate that is internally consistent but claims a false side condition:
+/// `(gen j < n: f[0])[i + 1]` is `0` at `i = n - 1`, not `f[0]`.
+fn unsound() -> Value {
+    json!({
+        "format": "atl-certificate/1",
+        "derivation": "bad",
+        "from": "p",
+        "declarations": "size n\ninput f : [n]\n",
+        "initial": "gen i < n: (gen j < n: f[0])[i + 1]",
+        "steps": [{
+            "command": "rw get_gen",
+            "rule": "get_gen",
+            "rule_statement": "get_gen: (gen ?i < ?n: ?e)[?k] => ?e[?i := ?k] if lower: 0 <= ?k if upper: ?k < ?n grade: exact",
+            "direction": "forward",
+            "path": [0],
+            "instantiation": {"?e": "f[0]", "?i": "j", "?k": "i + 1", "?n": "n"},
+            "conditions": [
+                {"name": "lower", "goal": "0 <= i + 1", "context": ["n >= 1", "0 <= i && i < n"], "verdict": "proved"},
+                {"name": "upper", "goal": "i + 1 < n", "context": ["n >= 1", "0 <= i && i < n"], "verdict": "proved"}
+            ],
+            "grade": "exact",
+            "before": "(gen j < n: f[0])[i + 1]",
+            "after_site": "f[0]",
+            "after": "gen i < n: f[0]"
+        }],
+        "result": "gen i < n: f[0]",
+        "grade": "exact"
+    })
+}
+
+#[test]
+fn false_side_condition_is_rejected_despite_its_verdict() {
+    let e = rejected(
+        &unsound(),
+        "E1006",
+        Some(1),
+        "side condition `upper` is false",
+    );
+    assert!(e.to_string().contains("goal: i + 1 < n"), "{e}");
+    assert!(e.to_string().contains("counterexample:"), "{e}");
+}
+
+#[test]
+fn scoping_violation_is_rejected() {
+    // sum_swap where the inner bound depends on the outer binder.
+    let mut c = unsound();
+    c["initial"] = json!("gen i < n: sum j < n: sum k in 0..j: f[k]");
+    let step = &mut c["steps"][0];
+    step["command"] = json!("rw sum_swap");
+    step["rule"] = json!("sum_swap");
+    let (library, _) = Library::standard();
+    step["rule_statement"] = json!(library.get("sum_swap").expect("rule").statement());
+    step["grade"] = json!("real");
+    step["before"] = json!("sum j < n: sum k in 0..j: f[k]");
+    step["instantiation"] = json!({});
+    step["conditions"] = json!([]);
+    rejected(&c, "E1005", Some(1), "scoping: `?d` would capture `j`");
+}
+
+#[test]
+fn unfold_is_not_checkable_and_inline_is() {
+    let source = "size n\ninput f : [n]\ndef a = gen i < n: f[i]\ndef b = gen j < n: a[j]\n\
+                  derive c from b {\n  unfold a\n}\n\
+                  def p = let x = gen i < n: f[i] in gen j < n: x[j]\n\
+                  derive q from p {\n  inline x\n  check\n}\n";
+    let certs = common::certificates_of_source(source);
+    let c: Value = serde_json::from_str(&certs[0].1).expect("JSON");
+    rejected(&c, "E1009", Some(1), "not checkable");
+    let q: Value = serde_json::from_str(&certs[1].1).expect("JSON");
+    check(&q).expect("inline and check are checked");
+    // An unknown step.
+    let mut q2 = q.clone();
+    q2["steps"][1]["command"] = json!("parallel i");
+    rejected(&q2, "E1009", Some(2), "not checkable");
+    // `inline` whose result is not the substitution.
+    let mut q3 = q.clone();
+    q3["steps"][0]["after"] = json!("gen j < n: f[0]");
+    q3["steps"][0]["after_site"] = json!("gen j < n: f[0]");
+    rejected(&q3, "E1008", Some(1), "does not give the recorded program");
+}
+
+#[test]
+fn window_outside_the_reads_is_rejected() {
+    let mut c = cert("blur", "strips_staged");
+    assert!(
+        c["steps"][6]["command"]
+            .as_str()
+            .expect("text")
+            .starts_with("window")
+    );
+    c["steps"][6]["command"] = json!("window bx in yo * 64..yo * 64 + 66");
+    rejected(&c, "E1006", Some(7), "read_in_window");
+}
+
+#[test]
+fn not_a_certificate_is_unreadable() {
+    assert!(verify("{").expect_err("rejected").is_unreadable());
+    let e = verify(r#"{"format": "other/1"}"#).expect_err("rejected");
+    assert!(e.is_unreadable(), "{e}");
+}
+
+#[test]
+fn contradictory_declarations_are_rejected() {
+    let mut c = cert("pipeline", "fused");
+    c["declarations"] = json!("size n\nassume n < 1\ninput f : [n]\n");
+    rejected(&c, "E1002", None, "contradictory");
+}
