@@ -147,6 +147,9 @@ enum Command {
         /// Random instances tried per rule with `--check`.
         #[arg(long, default_value_t = 200)]
         attempts: usize,
+        /// Check the rules of this `.rules` file instead of the library.
+        #[arg(long = "file", value_name = "RULES", requires = "check")]
+        file: Option<PathBuf>,
     },
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
     Prove {
@@ -250,9 +253,10 @@ pub fn run(
             filter,
             check,
             attempts,
+            file,
         } => {
             if check {
-                cmd_rules_check(&mut out, filter.as_deref(), attempts)
+                cmd_rules_check(&mut out, filter.as_deref(), attempts, file.as_deref())
             } else {
                 cmd_rules(&mut out, filter.as_deref())
             }
@@ -494,10 +498,31 @@ fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
     EXIT_OK
 }
 
-fn cmd_rules_check(out: &mut Output<'_>, filter: Option<&str>, attempts: usize) -> i32 {
-    let lib = match library(out) {
-        Ok(l) => l,
-        Err(code) => return code,
+fn cmd_rules_check(
+    out: &mut Output<'_>,
+    filter: Option<&str>,
+    attempts: usize,
+    file: Option<&Path>,
+) -> i32 {
+    let lib = match file {
+        None => match library(out) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
+        Some(path) => {
+            let text = match read_source(out, path) {
+                Ok(t) => t,
+                Err(code) => return code,
+            };
+            let name = path.display().to_string();
+            let (lib, diags) = atl_rewrites::Library::from_sources([(name.clone(), text.clone())]);
+            if !diags.is_empty() {
+                let ds: Vec<Diagnostic> = diags.into_iter().map(|(_, d)| d).collect();
+                out.diagnostics(&ds, path, &text);
+                return EXIT_USER;
+            }
+            lib
+        }
     };
     let solver = atl_solver::Solver::new();
     let results = atl_rewrites::check::check_library(&lib, &solver, attempts, 0);
