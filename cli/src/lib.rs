@@ -470,24 +470,7 @@ fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
         let _ = writeln!(out.stdout, "{}  [{grade}, checked]  {}", r.name, r.equation);
         let _ = writeln!(out.stdout, "    {}", r.doc);
         for c in &r.conditions {
-            let text = match c {
-                atl_rewrites::rule::Condition::Pred { pred, .. } => {
-                    match atl_rewrites::rule::as_pred_meta(pred) {
-                        Some(m) => format!("?{m}"),
-                        None => pred.to_string(),
-                    }
-                }
-                atl_rewrites::rule::Condition::Shape {
-                    meta, dims, open, ..
-                } => {
-                    let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-                    if *open {
-                        parts.push("..".into());
-                    }
-                    format!("shape(?{meta}) = [{}]", parts.join(", "))
-                }
-            };
-            let _ = writeln!(out.stdout, "    if {}: {text}", c.name());
+            let _ = writeln!(out.stdout, "    if {}: {}", c.name(), c.text());
         }
         shown += 1;
     }

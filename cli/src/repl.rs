@@ -535,7 +535,7 @@ impl Session {
         let _ = writeln!(out, "{}: {}", r.name, r.equation);
         let _ = writeln!(out, "  # {}", r.doc);
         for c in &r.conditions {
-            let _ = writeln!(out, "  if {}", condition_text(c));
+            let _ = writeln!(out, "  if {}: {}", c.name(), c.text());
         }
         let grade = match r.grade {
             atl_rewrites::rule::Grade::Exact => "exact",
@@ -863,29 +863,6 @@ impl Session {
     /// The current program, if any.
     pub fn current_program(&self) -> Option<&Expr> {
         self.current()
-    }
-}
-
-fn condition_text(c: &atl_rewrites::rule::Condition) -> String {
-    match c {
-        atl_rewrites::rule::Condition::Pred { name, pred } => {
-            match atl_rewrites::rule::as_pred_meta(pred) {
-                Some(m) => format!("{name}: ?{m}"),
-                None => format!("{name}: {pred}"),
-            }
-        }
-        atl_rewrites::rule::Condition::Shape {
-            name,
-            meta,
-            dims,
-            open,
-        } => {
-            let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-            if *open {
-                parts.push("..".into());
-            }
-            format!("{name}: shape(?{meta}) = [{}]", parts.join(", "))
-        }
     }
 }
 

@@ -81,6 +81,37 @@ impl Printer {
         if self.style.unicode { "·" } else { "*" }
     }
 
+    /// The head of a `gen`/`sum` with directly nested binders of the same kind merged
+    /// (`gen i < n, j < m`), and the innermost body.
+    fn binder_head<'e>(&self, e: &'e Expr) -> (String, &'e Expr) {
+        let is_gen = matches!(e.kind, ExprKind::Gen { .. });
+        let mut head = Printer {
+            style: self.style,
+            out: String::new(),
+        };
+        head.out
+            .push_str(if is_gen { self.kw_gen() } else { self.kw_sum() });
+        head.out.push(' ');
+        let mut cur = e;
+        let mut first = true;
+        loop {
+            match &cur.kind {
+                ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body }
+                    if matches!(cur.kind, ExprKind::Gen { .. }) == is_gen =>
+                {
+                    if !first {
+                        head.out.push_str(", ");
+                    }
+                    first = false;
+                    head.range(var, lo, hi);
+                    cur = body;
+                }
+                _ => break,
+            }
+        }
+        (head.out, cur)
+    }
+
     fn range(&mut self, var: &str, lo: &IndexExpr, hi: &IndexExpr) {
         if *lo == IndexExpr::Const(0) {
             let _ = write!(self.out, "{var} < {hi}");
@@ -117,31 +148,10 @@ impl Printer {
                 self.out.push_str(m);
             }
             ExprKind::Gen { .. } | ExprKind::Sum { .. } => {
-                let is_gen = matches!(e.kind, ExprKind::Gen { .. });
-                self.out
-                    .push_str(if is_gen { self.kw_gen() } else { self.kw_sum() });
-                self.out.push(' ');
-                // Merge directly nested binders of the same kind: `gen i < n, j < m: e`.
-                let mut cur = e;
-                let mut first = true;
-                loop {
-                    match &cur.kind {
-                        ExprKind::Gen { var, lo, hi, body }
-                        | ExprKind::Sum { var, lo, hi, body }
-                            if matches!(cur.kind, ExprKind::Gen { .. }) == is_gen =>
-                        {
-                            if !first {
-                                self.out.push_str(", ");
-                            }
-                            first = false;
-                            self.range(var, lo, hi);
-                            cur = body;
-                        }
-                        _ => break,
-                    }
-                }
+                let (head, body) = self.binder_head(e);
+                self.out.push_str(&head);
                 self.out.push_str(": ");
-                self.expr(cur, 0, rightmost);
+                self.expr(body, 0, rightmost);
             }
             ExprKind::Guard { pred, body } => {
                 let _ = write!(self.out, "[{pred}] {} ", self.star());
@@ -264,36 +274,9 @@ impl Printer {
             }
             ExprKind::Gen { .. } | ExprKind::Sum { .. } => {
                 // Print the merged head, then the body on the next lines.
-                let is_gen = matches!(e.kind, ExprKind::Gen { .. });
-                let mut head = Printer {
-                    style: self.style,
-                    out: String::new(),
-                };
-                head.out.push_str(indent);
-                head.out
-                    .push_str(if is_gen { self.kw_gen() } else { self.kw_sum() });
-                head.out.push(' ');
-                let mut cur = e;
-                let mut first = true;
-                loop {
-                    match &cur.kind {
-                        ExprKind::Gen { var, lo, hi, body }
-                        | ExprKind::Sum { var, lo, hi, body }
-                            if matches!(cur.kind, ExprKind::Gen { .. }) == is_gen =>
-                        {
-                            if !first {
-                                head.out.push_str(", ");
-                            }
-                            first = false;
-                            head.range(var, lo, hi);
-                            cur = body;
-                        }
-                        _ => break,
-                    }
-                }
-                self.out.push_str(&head.out);
-                self.out.push_str(":\n");
-                self.block(cur, &format!("{indent}  "), 0, rightmost);
+                let (head, body) = self.binder_head(e);
+                let _ = writeln!(self.out, "{indent}{head}:");
+                self.block(body, &format!("{indent}  "), 0, rightmost);
             }
             ExprKind::Binary {
                 op: crate::ir::BinOp::Add | crate::ir::BinOp::Sub,

@@ -541,6 +541,40 @@ fn rename_pattern_pred(p: &Pred, b: &Bindings) -> Pred {
     p.map_index(&mut |i| rename_pattern_vars(i, b))
 }
 
+/// Turns a solver verdict on a step's condition into the step's outcome: only `Proved`
+/// passes. `what` names the condition (``side condition `upper` of `get_gen` ``);
+/// `help` says how to fix a refuted one.
+fn verdict_to_result(
+    verdict: &Verdict,
+    what: &str,
+    goal: &Pred,
+    facts: &Facts,
+    span: Span,
+    help: &str,
+) -> Result<(), Diagnostic> {
+    let context = show_facts(facts).join(", ");
+    let context = if context.is_empty() {
+        "(none)".to_string()
+    } else {
+        context
+    };
+    match verdict {
+        Verdict::Proved => Ok(()),
+        Verdict::Refuted(cex) => Err(Diagnostic::error("E0811", format!("{what} is false here"))
+            .at(span, format!("cannot prove {goal}"))
+            .with_note(format!("goal: {goal}"))
+            .with_note(format!("context: {context}"))
+            .with_note(format!("counterexample: {cex}"))
+            .with_help(help)),
+        Verdict::Unknown(reason) => Err(Diagnostic::error("E0812", format!("{what} could not be proved"))
+            .at(span, format!("unknown: {goal}"))
+            .with_note(format!("goal: {goal}"))
+            .with_note(format!("context: {context}"))
+            .with_note(format!("the solver gave up: {reason}"))
+            .with_help("an unproved condition is never accepted; simplify the indices (`simpl`) or add an `assume`")),
+    }
+}
+
 fn check_verdict(
     verdict: &Verdict,
     rule: &Rule,
@@ -549,28 +583,14 @@ fn check_verdict(
     facts: &Facts,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let context = show_facts(facts).join(", ");
-    match verdict {
-        Verdict::Proved => Ok(()),
-        Verdict::Refuted(cex) => Err(Diagnostic::error(
-            "E0811",
-            format!("side condition `{name}` of `{}` is false here", rule.name),
-        )
-        .at(span, format!("cannot prove {goal}"))
-        .with_note(format!("goal: {goal}"))
-        .with_note(format!("context: {}", if context.is_empty() { "(none)".to_string() } else { context }))
-        .with_note(format!("counterexample: {cex}"))
-        .with_help("select another site (`at N`, `around (…)`), or first make the context imply the condition (a guard, a split)")),
-        Verdict::Unknown(reason) => Err(Diagnostic::error(
-            "E0812",
-            format!("side condition `{name}` of `{}` could not be proved", rule.name),
-        )
-        .at(span, format!("unknown: {goal}"))
-        .with_note(format!("goal: {goal}"))
-        .with_note(format!("context: {}", if context.is_empty() { "(none)".to_string() } else { context }))
-        .with_note(format!("the solver gave up: {reason}"))
-        .with_help("an unproved condition is never accepted; simplify the indices (`simpl`) or add an `assume`")),
-    }
+    verdict_to_result(
+        verdict,
+        &format!("side condition `{name}` of `{}`", rule.name),
+        goal,
+        facts,
+        span,
+        "select another site (`at N`, `around (…)`), or first make the context imply the condition (a guard, a split)",
+    )
 }
 
 /// Whether `e` matches an `around` pattern: metavariables match anything, binder names
@@ -1198,25 +1218,12 @@ fn check_window_verdict(
     facts: &Facts,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let context = show_facts(facts).join(", ");
-    match verdict {
-        Verdict::Proved => Ok(()),
-        Verdict::Refuted(cex) => Err(Diagnostic::error(
-            "E0811",
-            format!("`window` condition `{name}` is false here"),
-        )
-        .at(span, format!("cannot prove {goal}"))
-        .with_note(format!("goal: {goal}"))
-        .with_note(format!("context: {context}"))
-        .with_note(format!("counterexample: {cex}"))
-        .with_help("widen the window so that every read of the buffer falls inside it")),
-        Verdict::Unknown(reason) => Err(Diagnostic::error(
-            "E0812",
-            format!("`window` condition `{name}` could not be proved"),
-        )
-        .at(span, format!("unknown: {goal}"))
-        .with_note(format!("goal: {goal}"))
-        .with_note(format!("context: {context}"))
-        .with_note(format!("the solver gave up: {reason}"))),
-    }
+    verdict_to_result(
+        verdict,
+        &format!("`window` condition `{name}`"),
+        goal,
+        facts,
+        span,
+        "widen the window so that every read of the buffer falls inside it",
+    )
 }

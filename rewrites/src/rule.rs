@@ -65,6 +65,26 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// The condition as written in a rule file, without its name: a predicate,
+    /// `?p`, or `shape(?v) = [?n, ..]`.
+    pub fn text(&self) -> String {
+        match self {
+            Condition::Pred { pred, .. } => match as_pred_meta(pred) {
+                Some(m) => format!("?{m}"),
+                None => pred.to_string(),
+            },
+            Condition::Shape {
+                meta, dims, open, ..
+            } => {
+                let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                if *open {
+                    parts.push("..".into());
+                }
+                format!("shape(?{meta}) = [{}]", parts.join(", "))
+            }
+        }
+    }
+
     pub fn name(&self) -> &str {
         match self {
             Condition::Pred { name, .. } | Condition::Shape { name, .. } => name,
@@ -162,22 +182,7 @@ impl Rule {
             self.equation
         );
         for c in &self.conditions {
-            let text = match c {
-                Condition::Pred { pred, .. } => match as_pred_meta(pred) {
-                    Some(m) => format!("?{m}"),
-                    None => pred.to_string(),
-                },
-                Condition::Shape {
-                    meta, dims, open, ..
-                } => {
-                    let mut parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-                    if *open {
-                        parts.push("..".into());
-                    }
-                    format!("shape(?{meta}) = [{}]", parts.join(", "))
-                }
-            };
-            s.push_str(&format!(" if {}: {text}", c.name()));
+            s.push_str(&format!(" if {}: {}", c.name(), c.text()));
         }
         s.push_str(match self.grade {
             Grade::Exact => " grade: exact",
