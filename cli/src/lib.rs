@@ -394,9 +394,14 @@ fn cmd_derive(
         let _ = writeln!(out.stdout, "{}\n", show(&d.initial));
         for (k, step) in d.steps.iter().enumerate() {
             let path: Vec<String> = step.path.iter().map(usize::to_string).collect();
+            let origin = step
+                .origin
+                .as_ref()
+                .map(|o| format!("  [from `{o}`]"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out.stdout,
-                "step {}: {}  (at [{}])",
+                "step {}: {}  (at [{}]){origin}",
                 k + 1,
                 step.command,
                 path.join(", ")

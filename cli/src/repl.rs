@@ -18,7 +18,7 @@ use atl_lang::pretty::{Style, body_to_string};
 use atl_lang::shapes::show_shape;
 use atl_lang::span::Span;
 use atl_rewrites::cert::StepRecord;
-use atl_rewrites::engine::{list_sites, run_step};
+use atl_rewrites::engine::{list_sites, run_step_expanded};
 use atl_rewrites::{Env, Library};
 use atl_solver::Solver;
 
@@ -325,10 +325,19 @@ impl Session {
                 .unwrap_or(text)
                 .trim()
                 .to_string();
-            match run_step(&env, &expr, step, &shape, &self.derived) {
-                Ok(o) => {
-                    expr = o.expr.clone();
-                    applied.push((step_text, o.expr, o.record));
+            match run_step_expanded(&env, &expr, step, &shape, &self.derived) {
+                Ok(outcomes) => {
+                    // A directive is one step for undo and `:save`; its rule steps'
+                    // conditions are all shown.
+                    for o in &outcomes[..outcomes.len().saturating_sub(1)] {
+                        for c in &o.record.conditions {
+                            let _ = writeln!(out, "  {}: {} -- {}", c.name, c.goal, c.verdict);
+                        }
+                    }
+                    if let Some(o) = outcomes.into_iter().last() {
+                        expr = o.expr.clone();
+                        applied.push((step_text, o.expr, o.record));
+                    }
                 }
                 Err(d) => {
                     // A failed step leaves the program unchanged (steps before it on the

@@ -54,6 +54,10 @@ pub struct StepRecord {
     pub before: String,
     pub after_site: String,
     pub after: String,
+    /// The scheduling directive this step was expanded from (`split i by 8 into io, ii`),
+    /// if any; the step itself is an ordinary rule application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 impl StepRecord {
@@ -71,6 +75,7 @@ impl StepRecord {
             before,
             after_site: after.clone(),
             after,
+            origin: None,
         }
     }
 }

@@ -516,6 +516,7 @@ pub fn rewrite(
         before: show(site.expr),
         after_site: show(&new_node),
         after: show(&expr),
+        origin: None,
     };
     Ok(StepOutcome { expr, record })
 }
@@ -861,9 +862,14 @@ pub fn run_step(
             record: StepRecord::tactic("check".to_string(), Vec::new(), show(expr), show(expr)),
         },
         StepKind::Directive { name, .. } => {
-            return Err(Diagnostic::error("E0815", format!("`{}` is not a step this version understands", name.name))
-                .at(name.span, "unknown step")
-                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard` and `check`; Halide-style directives are not implemented yet"));
+            return Err(Diagnostic::error(
+                "E0815",
+                format!(
+                    "`{}` expands into several steps; run it with `run_step_expanded`",
+                    name.name
+                ),
+            )
+            .at(name.span, "directive"));
         }
     };
     // Every step must preserve the shape (a cheap, independent sanity check).
@@ -900,6 +906,29 @@ pub fn run_step(
     Ok(outcome)
 }
 
+/// Runs one step, expanding scheduling directives into their rule steps (one outcome
+/// per rule application).
+pub fn run_step_expanded(
+    env: &Env<'_>,
+    expr: &Expr,
+    step: &ast::Step,
+    original_shape: &Shape,
+    derived: &BTreeMap<String, Expr>,
+) -> Result<Vec<StepOutcome>, Diagnostic> {
+    match &step.kind {
+        StepKind::Directive { name, args } => crate::directives::apply_directive(
+            env,
+            expr,
+            name,
+            args,
+            step.span,
+            original_shape,
+            derived,
+        ),
+        _ => run_step(env, expr, step, original_shape, derived).map(|o| vec![o]),
+    }
+}
+
 /// Runs every derivation of a program in order. Returns the derivations that succeeded
 /// and one diagnostic per failing derivation (its first failing step).
 pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
@@ -922,10 +951,12 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
         let mut steps = Vec::new();
         let mut failed = false;
         for step in &d.steps {
-            match run_step(env, &expr, step, &original_shape, &derived) {
-                Ok(outcome) => {
-                    expr = outcome.expr;
-                    steps.push(outcome.record);
+            match run_step_expanded(env, &expr, step, &original_shape, &derived) {
+                Ok(outcomes) => {
+                    for outcome in outcomes {
+                        expr = outcome.expr;
+                        steps.push(outcome.record);
+                    }
                 }
                 Err(diag) => {
                     diags.push(

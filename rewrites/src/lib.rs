@@ -10,6 +10,7 @@
 
 pub mod cert;
 pub mod check;
+pub mod directives;
 pub mod engine;
 pub mod library;
 pub mod matcher;

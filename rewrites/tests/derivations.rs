@@ -139,3 +139,50 @@ fn every_derivation_replays_and_preserves_meaning() {
         "only {derivations_checked} derivations"
     );
 }
+
+/// Halide-style directives expand into exactly the rule steps of the hand-written
+/// derivations they stand for.
+#[test]
+fn directives_expand_to_the_rule_level_derivations() {
+    let (lib, _) = Library::standard();
+    let solver = Solver::new();
+    for (file, by_rules, by_directive) in [
+        ("matmul/matmul.atl", "tiled", "tiled_directive"),
+        ("blur/blur.atl", "tiled", "tiled_directive"),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples")
+            .join(file);
+        let source = std::fs::read_to_string(&path).expect("readable");
+        let (checked, _) = atl_lang::check_source(&source);
+        let checked = checked.expect("checks");
+        let env = Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &lib,
+            solver: &solver,
+        };
+        let (derivations, diags) = run_derivations(&env);
+        assert!(diags.is_empty(), "{file}");
+        let get = |n: &str| {
+            derivations
+                .iter()
+                .find(|d| d.name == n)
+                .unwrap_or_else(|| panic!("{n}"))
+        };
+        let (a, b) = (get(by_rules), get(by_directive));
+        assert!(
+            atl_lang::ir::alpha_eq(&a.result, &b.result),
+            "{file}: {by_directive} differs from {by_rules}"
+        );
+        let rules = |d: &atl_rewrites::Derivation| {
+            d.steps
+                .iter()
+                .filter_map(|s| s.rule.clone())
+                .collect::<Vec<_>>()
+        };
+        let expected: Vec<String> = rules(a).into_iter().filter(|r| r != "unfold_let").collect();
+        assert_eq!(rules(b), expected, "{file}");
+        assert!(b.steps.iter().all(|s| s.origin.is_some()));
+    }
+}
