@@ -526,6 +526,16 @@ fn cmd_rules_check(
                     out.stdout,
                     "ok      {name}  ({instances} of {tried} random instances applied and agreed)"
                 );
+                // Necessity: dropping a condition should make the rule wrong.
+                if let Some(rule) = lib.get(&name) {
+                    for c in atl_rewrites::check::unnecessary_conditions(rule, &solver, attempts, 1)
+                    {
+                        let _ = writeln!(
+                            out.stdout,
+                            "  warning: without condition `{c}` no counterexample was found; it may be stronger than needed"
+                        );
+                    }
+                }
             }
             RuleCheck::NoInstance { tried } => {
                 failed += 1;

@@ -515,3 +515,31 @@ pub fn check_library(
         })
         .collect()
 }
+
+/// Necessity of side conditions: for each index condition of `rule`, the rule with that
+/// condition dropped is checked the same way. A dropped condition that yields no
+/// counterexample is reported (by name): it may be stronger than needed, or the random
+/// instances may just not reach the cases it excludes — a warning, not a verdict.
+pub fn unnecessary_conditions(
+    rule: &Rule,
+    solver: &Solver,
+    attempts: usize,
+    seed: u64,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, c) in rule.conditions.iter().enumerate() {
+        if !matches!(c, Condition::Pred { .. }) {
+            continue;
+        }
+        let mut weaker = rule.clone();
+        weaker.conditions.remove(k);
+        let lib = Library::from_rules([weaker.clone()]);
+        if !matches!(
+            check_rule(&weaker, &lib, solver, attempts, seed.wrapping_add(k as u64)),
+            RuleCheck::Failed { .. }
+        ) {
+            out.push(c.name().to_string());
+        }
+    }
+    out
+}

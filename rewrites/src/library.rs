@@ -61,6 +61,18 @@ impl Library {
         (lib, diags)
     }
 
+    /// A library of already loaded rules (later duplicates of a name are dropped).
+    pub fn from_rules(rules: impl IntoIterator<Item = Rule>) -> Library {
+        let mut lib = Library::default();
+        for r in rules {
+            if !lib.by_name.contains_key(&r.name) {
+                lib.by_name.insert(r.name.clone(), lib.rules.len());
+                lib.rules.push(r);
+            }
+        }
+        lib
+    }
+
     pub fn get(&self, name: &str) -> Option<&Rule> {
         self.by_name.get(name).map(|k| &self.rules[*k])
     }

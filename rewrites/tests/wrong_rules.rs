@@ -29,3 +29,25 @@ fn every_wrong_rule_is_refuted_with_a_counterexample() {
         not_refuted.join("\n")
     );
 }
+
+/// The necessity check: `get_gen` needs both its bounds (dropping either gives a
+/// counterexample), while a condition that excludes nothing relevant is reported.
+#[test]
+fn necessity_check_tells_needed_from_unneeded_conditions() {
+    use atl_rewrites::check::unnecessary_conditions;
+    let (lib, _) = Library::standard();
+    let solver = Solver::new();
+    let get_gen = lib.get("get_gen").expect("library rule");
+    assert_eq!(
+        unnecessary_conditions(get_gen, &solver, 300, 3),
+        Vec::<String>::new()
+    );
+    let text = "# add_comm_guarded: addition commutes (the condition is irrelevant).\nadd_comm_guarded: ?a + ?b => ?b + ?a\n  if silly: 0 <= 1\n  grade: exact\n  example: f => f\n";
+    let (extra, diags) = Library::from_sources([("extra.rules".to_string(), text.to_string())]);
+    assert!(diags.is_empty(), "{diags:?}");
+    let rule = extra.get("add_comm_guarded").expect("loaded");
+    assert_eq!(
+        unnecessary_conditions(rule, &solver, 300, 3),
+        vec!["silly".to_string()]
+    );
+}
