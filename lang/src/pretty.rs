@@ -184,8 +184,8 @@ impl Printer {
             }
             ExprKind::Neg(a) => {
                 self.out.push('-');
-                // `-1` would read back as the literal -1, `--x` is fine but `-(-1)` is not
-                // a literal either way.
+                // The negation of a literal is written `-(1)`: `-1` reads back as the
+                // literal -1, a different term.
                 let min = if matches!(a.kind, ExprKind::Lit(_)) {
                     P_ATOM + 1
                 } else {

@@ -249,7 +249,6 @@ impl Resolver<'_> {
     }
 
     fn index(&mut self, ctx: &mut ExprCtx, e: &SIndex) -> IndexExpr {
-        let mut errors = Vec::new();
         let result = {
             let mut f = |name: &str, span: Span| -> Result<IndexExpr, Diagnostic> {
                 Ok(self.index_name(ctx, name, span))
@@ -259,10 +258,7 @@ impl Resolver<'_> {
         match result {
             Ok(v) => v,
             Err(d) => {
-                errors.push(d);
-                for d in errors {
-                    self.report(ctx, d);
-                }
+                self.report(ctx, d);
                 IndexExpr::Const(0)
             }
         }

@@ -440,7 +440,7 @@ fn name_binders(
     chosen: &mut HashMap<String, String>,
 ) -> Expr {
     let mut out = e.clone();
-    if let Some((v, kind)) = out.binder().map(|(v, k)| (v.to_string(), k))
+    if let Some(v) = out.binder().map(|(v, _)| v.to_string())
         && v.starts_with('?')
     {
         let name = match b.binders.get(&v) {
@@ -450,18 +450,7 @@ fn name_binders(
                 .or_insert_with(|| supply.fresh(v.trim_start_matches('?')))
                 .clone(),
         };
-        match &mut out.kind {
-            ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
-                **body = ir::rename_index(body, &v, &name);
-                *var = name;
-            }
-            ExprKind::Let { var, body, .. } => {
-                **body = ir::rename_tensor(body, &v, &name);
-                *var = name;
-            }
-            _ => {}
-        }
-        let _ = kind;
+        rename_binder(&mut out, &v, name);
     }
     for c in out.children_mut() {
         *c = name_binders(c, b, supply, chosen);
@@ -489,17 +478,7 @@ fn uniq(e: &Expr, seen: &mut BTreeSet<String>, supply: &mut NameSupply) -> Expr 
     };
     if let Some((old, new)) = rename {
         seen.insert(new.clone());
-        match &mut out.kind {
-            ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
-                **body = ir::rename_index(body, &old, &new);
-                *var = new;
-            }
-            ExprKind::Let { var, body, .. } => {
-                **body = ir::rename_tensor(body, &old, &new);
-                *var = new;
-            }
-            _ => {}
-        }
+        rename_binder(&mut out, &old, new);
     }
     for c in out.children_mut() {
         *c = uniq(c, seen, supply);
@@ -529,4 +508,19 @@ fn instantiate_pred_pattern(p: &Pred, b: &Bindings) -> Result<Pred, String> {
         Pred::Not(x) => Pred::not(instantiate_pred_pattern(x, b)?),
         other => other.clone(),
     })
+}
+
+/// Renames the variable bound by `e` (a gen, sum or let) from `old` to `new` in its scope.
+fn rename_binder(e: &mut Expr, old: &str, new: String) {
+    match &mut e.kind {
+        ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
+            **body = ir::rename_index(body, old, &new);
+            *var = new;
+        }
+        ExprKind::Let { var, body, .. } => {
+            **body = ir::rename_tensor(body, old, &new);
+            *var = new;
+        }
+        _ => {}
+    }
 }
