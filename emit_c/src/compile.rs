@@ -36,6 +36,9 @@ pub struct CompileOptions {
     /// Build with `-fsanitize=address,undefined -fno-sanitize-recover=all` (the harness
     /// backend only: the sanitizer runtime must be linked into the executable).
     pub sanitize: bool,
+    /// Compile with `-fopenmp`, so the kernel's `parallel` loops use threads (its
+    /// `simd` loops are honoured either way by GCC's vectorizer).
+    pub openmp: bool,
     /// Extra compiler flags, after all others.
     pub flags: Vec<String>,
 }
@@ -46,6 +49,7 @@ impl Default for CompileOptions {
             backend: Backend::SharedObject,
             opt_level: 2,
             sanitize: false,
+            openmp: false,
             flags: Vec::new(),
         }
     }
@@ -239,6 +243,9 @@ pub fn compile(
             "-fno-omit-frame-pointer",
         ]);
     }
+    if options.openmp {
+        cmd.arg("-fopenmp");
+    }
     cmd.args(&options.flags);
     let binary = match options.backend {
         Backend::SharedObject => {
@@ -272,9 +279,11 @@ pub fn compile(
         .with_help("this is a bug in the C emitter; please report it with the program"));
     }
     let artifact = match options.backend {
-        Backend::SharedObject => Artifact::Library(ffi::Library::open(&binary).map_err(|e| {
-            Diagnostic::error("E0933", format!("cannot load the compiled kernel: {e}"))
-        })?),
+        Backend::SharedObject => {
+            Artifact::Library(ffi::Library::open(&binary, options.openmp).map_err(|e| {
+                Diagnostic::error("E0933", format!("cannot load the compiled kernel: {e}"))
+            })?)
+        }
         Backend::Harness => Artifact::Executable(binary),
     };
     Ok(Compiled {

@@ -20,7 +20,9 @@ use std::fmt::Write as _;
 
 use atl_lang::index::IndexExpr;
 use atl_lang::ir::BinOp;
-use atl_lower::ir::{Cond, Ix, IxOp, Kernel, PreconditionKind, Stmt, StoreOp, Val};
+use atl_lower::ir::{
+    Cond, For, Ix, IxOp, Kernel, LoopOrigin, PreconditionKind, Stmt, StoreOp, Val,
+};
 
 use crate::Dtype;
 
@@ -276,7 +278,7 @@ impl<'k> CPrinter<'k> {
             let _ = write!(s, " and satisfy: {}", pre.join(", "));
         }
         s.push_str(";\n * otherwise the kernel returns without touching memory. Index arithmetic is\n * int64_t: sizes must be small enough for it not to overflow (the interpreter\n * reports such sizes as errors).\n");
-        if k.allocates() {
+        if heap_allocates(k) {
             s.push_str(" * Temporaries are allocated with malloc/calloc; the kernel aborts if an\n * allocation fails.\n");
         }
         s.push_str(" */\n");
@@ -307,7 +309,7 @@ impl<'k> CPrinter<'k> {
         let k = self.kernel;
         let mut s = self.doc();
         s.push_str("#include <stdint.h>\n");
-        if k.allocates() {
+        if heap_allocates(k) {
             s.push_str("#include <stdlib.h>\n");
         }
         if self.uses_special_literals() {
@@ -445,7 +447,16 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
                 "static inline int64_t atl_max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
             );
         }
-        if k.allocates() {
+        if annotated(k) {
+            s.push_str(
+                "/* Loop annotations: OpenMP pragmas when compiled with OpenMP (the kernel is\n   \
+                 sequential otherwise), unrolling hints for GCC and Clang. */\n\
+                 #ifdef _OPENMP\n#define ATL_OMP(x) _Pragma(#x)\n#else\n#define ATL_OMP(x)\n#endif\n\
+                 #if defined(__GNUC__) && !defined(__INTEL_COMPILER)\n#define ATL_UNROLL(x) _Pragma(#x)\n\
+                 #else\n#define ATL_UNROLL(x)\n#endif\n\n",
+            );
+        }
+        if heap_allocates(k) {
             let helper = r#"/* A temporary of n elements (at least one, so that malloc(0) is never asked);
    aborts when memory is exhausted rather than writing through NULL. */
 static ELEM *atl_alloc(int64_t n, int zeroed)
@@ -482,6 +493,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             Stmt::For(l) => {
                 let v = self.names.get(&l.var).to_string();
                 let (lo, hi) = (self.ix(&l.lo), self.ix(&l.hi));
+                self.pragmas(l, depth);
                 self.indent(depth);
                 let _ = writeln!(self.out, "for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{");
                 self.block(&l.body, depth + 1);
@@ -515,8 +527,27 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 body,
             } => {
                 let b = self.names.get(buf).to_string();
-                let n = self.ix(len);
                 let t = self.t();
+                if let Ix::Const(n) = len
+                    && *n <= STACK_LIMIT
+                {
+                    // A small constant-size temporary (a register tile) lives on the
+                    // stack: no allocation per iteration, and the compiler may keep
+                    // it in registers.
+                    self.indent(depth);
+                    let _ = writeln!(self.out, "{{ /* {b}: {} */", show_shape(shape));
+                    self.indent(depth + 1);
+                    let init = if *zeroed { " = {0}" } else { "" };
+                    // `(void)` because a dead `let` may leave it written but never read.
+                    let _ = writeln!(self.out, "{t} {b}[{}]{init};", n.max(&1));
+                    self.indent(depth + 1);
+                    let _ = writeln!(self.out, "(void){b};");
+                    self.block(body, depth + 1);
+                    self.indent(depth);
+                    self.out.push_str("}\n");
+                    return;
+                }
+                let n = self.ix(len);
                 self.indent(depth);
                 let _ = writeln!(self.out, "{{ /* {b}: {} */", show_shape(shape));
                 self.indent(depth + 1);
@@ -573,6 +604,47 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     "  ".repeat(depth)
                 );
             }
+        }
+    }
+
+    /// OpenMP and unrolling pragmas for an annotated loop (see `atl_lower`'s
+    /// annotations; without OpenMP the `omp` pragmas are ignored and the kernel is
+    /// the same sequential code). A parallel loop whose body is exactly one more
+    /// `gen` loop with bounds independent of it is collapsed with it, so that a short
+    /// outer extent (a batch of 8) still gives every thread work.
+    fn pragmas(&mut self, l: &For, depth: usize) {
+        // OpenMP wants one directive per loop: a loop that is both parallel and
+        // vector gets the combined `parallel for simd`, and a collapsed inner loop
+        // carries no directive of its own (so it is only collapsed when it has none).
+        let line = if l.parallel {
+            let collapse = match l.body.as_slice() {
+                [Stmt::For(inner)]
+                    if inner.origin == LoopOrigin::Gen
+                        && !inner.vector
+                        && !inner.unroll
+                        && !inner.parallel
+                        && !ix_mentions(&inner.lo, &l.var)
+                        && !ix_mentions(&inner.hi, &l.var) =>
+                {
+                    " collapse(2)"
+                }
+                _ => "",
+            };
+            let simd = if l.vector { " simd" } else { "" };
+            Some(format!(
+                "ATL_OMP(omp parallel for{simd}{collapse} schedule(static))"
+            ))
+        } else if l.vector {
+            Some("ATL_OMP(omp simd)".to_string())
+        } else if let (true, Ix::Const(lo), Ix::Const(hi)) = (l.unroll, &l.lo, &l.hi) {
+            Some(format!("ATL_UNROLL(GCC unroll {})", hi - lo))
+        } else {
+            None
+        };
+        if let Some(line) = line {
+            self.indent(depth);
+            self.out.push_str(&line);
+            self.out.push('\n');
         }
     }
 
@@ -806,6 +878,35 @@ fn used_names(k: &Kernel) -> HashSet<String> {
     });
     used
 }
+
+/// Whether any loop carries an annotation the printer turns into a pragma.
+fn annotated(k: &Kernel) -> bool {
+    let mut found = false;
+    k.walk(&mut |s| found |= matches!(s, Stmt::For(l) if l.parallel || l.vector || l.unroll));
+    found
+}
+
+/// Whether the kernel has a temporary that is not a stack array.
+fn heap_allocates(k: &Kernel) -> bool {
+    let mut found = false;
+    k.walk(&mut |s| {
+        found |= matches!(s, Stmt::Alloc { len, .. } if !matches!(len, Ix::Const(n) if *n <= STACK_LIMIT))
+    });
+    found
+}
+
+/// Whether an index expression mentions the variable `v`.
+fn ix_mentions(ix: &Ix, v: &str) -> bool {
+    match ix {
+        Ix::Const(_) => false,
+        Ix::Var(x) => x == v,
+        Ix::Neg(a) => ix_mentions(a, v),
+        Ix::Bin(_, a, b) => ix_mentions(a, v) || ix_mentions(b, v),
+    }
+}
+
+/// Temporaries with a constant length up to this many elements are stack arrays.
+const STACK_LIMIT: i64 = 4096;
 
 fn op_str(op: StoreOp) -> &'static str {
     match op {

@@ -8,16 +8,33 @@ use crate::run::{Args, Element};
 
 /// A loaded shared object containing one generated kernel.
 pub(crate) struct Library {
-    lib: libloading::Library,
+    /// `None` only during drop.
+    lib: Option<libloading::Library>,
+    /// Never unload: an OpenMP kernel's worker threads stay parked in libgomp after
+    /// a call, and unloading the last user of libgomp would unmap the code they
+    /// run (a crash later, in whichever thread wakes first).
+    keep_loaded: bool,
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        if self.keep_loaded {
+            std::mem::forget(self.lib.take());
+        }
+    }
 }
 
 impl Library {
-    pub(crate) fn open(path: &Path) -> Result<Library, String> {
+    pub(crate) fn open(path: &Path, keep_loaded: bool) -> Result<Library, String> {
         // SAFETY: loading a shared object runs its initializers. This one was just
         // compiled by `compile` from generated C that defines no constructors and
-        // links nothing but libc and libm, so loading has no other effect.
+        // links nothing but libc, libm and (with OpenMP) libgomp, whose initializer
+        // only reads its environment variables, so loading has no other effect.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
-        Ok(Library { lib })
+        Ok(Library {
+            lib: Some(lib),
+            keep_loaded,
+        })
     }
 
     /// Calls `SYMBOL_atl_packed(sizes, inputs, out)` and returns the time it took.
@@ -32,8 +49,13 @@ impl Library {
         // signature `void(const int64_t *, const T *const *, T *)`, and `Compiled::run`
         // only calls `call::<T>` with the `T` (f32 = float, f64 = double) the library
         // was generated for.
-        let f: libloading::Symbol<'_, Packed<T>> =
-            unsafe { self.lib.get(name.as_bytes()) }.map_err(|e| e.to_string())?;
+        let f: libloading::Symbol<'_, Packed<T>> = unsafe {
+            self.lib
+                .as_ref()
+                .ok_or("the library was unloaded")?
+                .get(name.as_bytes())
+        }
+        .map_err(|e| e.to_string())?;
         let inputs: Vec<*const T> = args.inputs.iter().map(|v| v.as_ptr()).collect();
         let start = Instant::now();
         // SAFETY: `Args` is only built by `Args::new` from a call that

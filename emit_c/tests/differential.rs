@@ -28,7 +28,11 @@ fn options() -> CompileOptions {
             ..CompileOptions::default()
         }
     } else {
-        CompileOptions::default()
+        // With OpenMP, so that the `parallel` loops really run on threads.
+        CompileOptions {
+            openmp: true,
+            ..CompileOptions::default()
+        }
     }
 }
 

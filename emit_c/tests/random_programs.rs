@@ -25,7 +25,11 @@ fn random_programs_compile_and_match_the_interpreter() {
         };
         (o, Dtype::F32, 1e-4)
     } else {
-        (CompileOptions::default(), Dtype::F64, 1e-10)
+        let o = CompileOptions {
+            openmp: true,
+            ..CompileOptions::default()
+        };
+        (o, Dtype::F64, 1e-10)
     };
     let mut compiled_programs = 0;
     let mut failures = Vec::new();

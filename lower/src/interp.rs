@@ -15,7 +15,7 @@
 //! order of floating-point operations. Size and input problems are reported with the
 //! reference interpreter's codes (E0601–E0605, E0504).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{IndexExpr, floor_div, floor_mod};
@@ -46,6 +46,7 @@ pub fn check_call(
         vars: Vec::new(),
         scalars: Vec::new(),
         bufs: Vec::new(),
+        parallel: Vec::new(),
     };
     let mut values = Vec::new();
     for s in &kernel.sizes {
@@ -123,6 +124,7 @@ pub fn run_kernel(
             .collect(),
         scalars: Vec::new(),
         bufs: Vec::new(),
+        parallel: Vec::new(),
     };
     for decl in &kernel.inputs {
         let t = &inputs[&decl.name];
@@ -169,6 +171,19 @@ struct Machine {
     scalars: Vec<(String, Option<f64>)>,
     /// Inputs, then allocations, the output among them.
     bufs: Vec<(String, Vec<Option<f64>>)>,
+    /// The annotated loops being run (outermost first), whose iterations must write
+    /// disjoint elements of the buffers that existed when the loop started.
+    parallel: Vec<DisjointWrites>,
+}
+
+/// The writes of a `parallel` or `vector` loop, by iteration.
+struct DisjointWrites {
+    var: String,
+    /// Buffers at positions below this one outlive an iteration.
+    outer_bufs: usize,
+    iteration: i64,
+    /// (buffer position, element) → the iteration that wrote it.
+    written: HashMap<(usize, usize), i64>,
 }
 
 impl Machine {
@@ -338,6 +353,31 @@ impl Machine {
         })
     }
 
+    /// Checks a write against the annotated loops being run: two iterations of a
+    /// `parallel` or `vector` loop must never write the same element of a buffer that
+    /// outlives them (that is what makes the annotation meaning-preserving).
+    fn record_write(&mut self, pos: usize, k: usize) -> Result<(), Diagnostic> {
+        for w in &mut self.parallel {
+            if pos >= w.outer_bufs {
+                continue;
+            }
+            match w.written.insert((pos, k), w.iteration) {
+                Some(before) if before != w.iteration => {
+                    return Err(fault(
+                        "E0925",
+                        format!(
+                            "iterations {} = {before} and {} = {} of an annotated loop both \
+                             write element {k} of `{}`",
+                            w.var, w.var, w.iteration, self.bufs[pos].0
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn block(&mut self, stmts: &[Stmt]) -> Result<(), Diagnostic> {
         let mark = self.scalars.len();
         for s in stmts {
@@ -351,14 +391,33 @@ impl Machine {
         match s {
             Stmt::For(l) => {
                 let (lo, hi) = (self.ix(&l.lo)?, self.ix(&l.hi)?);
+                let checked = l.parallel || l.vector;
+                if checked {
+                    self.parallel.push(DisjointWrites {
+                        var: l.var.clone(),
+                        outer_bufs: self.bufs.len(),
+                        iteration: lo,
+                        written: HashMap::new(),
+                    });
+                }
                 let mut i = lo;
+                let mut result = Ok(());
                 while i < hi {
+                    if let Some(w) = self.parallel.last_mut().filter(|_| checked) {
+                        w.iteration = i;
+                    }
                     self.vars.push((l.var.clone(), i));
-                    let r = self.block(&l.body);
+                    result = self.block(&l.body);
                     self.vars.pop();
-                    r?;
+                    if result.is_err() {
+                        break;
+                    }
                     i += 1;
                 }
+                if checked {
+                    self.parallel.pop();
+                }
+                result?;
             }
             Stmt::If {
                 cond,
@@ -422,6 +481,7 @@ impl Machine {
             } => {
                 let x = self.val(value)?;
                 let (pos, k) = self.locate(buf, index, coords)?;
+                self.record_write(pos, k)?;
                 let slot = &mut self.bufs[pos].1[k];
                 *slot = Some(match (op, *slot) {
                     (StoreOp::Assign, _) => x,
@@ -449,6 +509,9 @@ impl Machine {
                     ));
                 }
                 data.iter_mut().for_each(|x| *x = Some(*value));
+                for k in 0..self.bufs[pos].1.len() {
+                    self.record_write(pos, k)?;
+                }
             }
         }
         Ok(())

@@ -226,9 +226,13 @@ pub struct For {
     pub hi: Ix,
     pub body: Vec<Stmt>,
     pub origin: LoopOrigin,
-    /// Scheduling annotations for later passes; they never change the meaning.
+    /// Scheduling annotations (set by [`crate::annotate`]); they never change the
+    /// meaning. `parallel`: iterations may run on different threads (`omp parallel
+    /// for`); `vector`: iterations may run in SIMD lanes (`omp simd`); `unroll`: a
+    /// small constant trip count worth unrolling.
     pub parallel: bool,
     pub vector: bool,
+    pub unroll: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

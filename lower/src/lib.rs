@@ -17,6 +17,7 @@
 //!
 //! Library code never prints.
 
+mod annotate;
 pub mod interp;
 pub mod ir;
 mod lowering;

@@ -143,6 +143,8 @@ pub(crate) fn lower(
     } else {
         l.stmt(&expr, &dest, StoreOp::Assign, &Reindexer::identity())?
     };
+    let mut body = body;
+    crate::annotate::annotate(&mut body);
     Ok(Kernel {
         name: def.to_string(),
         sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
@@ -178,6 +180,24 @@ fn is_pure(e: &Expr) -> bool {
     let mut pure = true;
     e.walk(&mut |n| pure &= !matches!(n.kind, ExprKind::Sum { .. } | ExprKind::Let { .. }));
     pure
+}
+
+/// Tensor-valued sums with at most this many elements accumulate into a local tile
+/// (see `sum_into_tile`): small enough to live on the stack (and, for a register
+/// tile, in registers).
+const TILE_LIMIT: i64 = 1024;
+
+/// The element count of `shape` when every extent is a constant and the count is
+/// at most [`TILE_LIMIT`].
+fn small_constant_len(shape: &[IndexExpr], prover: &Prover<'_>) -> Option<i64> {
+    let mut len: i64 = 1;
+    for d in shape {
+        match prover.clamp(d) {
+            IndexExpr::Const(c) if c >= 0 => len = len.checked_mul(c)?,
+            _ => return None,
+        }
+    }
+    (len <= TILE_LIMIT).then_some(len)
 }
 
 fn product(dims: &[IndexExpr]) -> IndexExpr {
@@ -360,6 +380,7 @@ impl Lowerer<'_, '_> {
             origin,
             parallel: false,
             vector: false,
+            unroll: false,
         })])
     }
 
@@ -536,6 +557,11 @@ impl Lowerer<'_, '_> {
             ExprKind::Sum { var, lo, hi, body }
                 if !shape.is_empty() || mode == StoreOp::Accumulate =>
             {
+                if mode == StoreOp::Assign
+                    && let Some(len) = small_constant_len(&shape, &self.prover)
+                {
+                    return self.sum_into_tile(e, len, &shape, dest, theta);
+                }
                 let mut out = Vec::new();
                 if mode == StoreOp::Assign {
                     out.extend(self.zeros(&shape, dest, theta)?);
@@ -586,6 +612,74 @@ impl Lowerer<'_, '_> {
                 self.store_with(dest, mode, theta, |l| l.scalar(e))
             }
         }
+    }
+
+    /// A tensor-valued `sum` of a small constant shape, in assign mode: the sum
+    /// accumulates into a local tile (`acc`), which is then stored through θ. The
+    /// destination of a sum does not move inside it, so this is the tensor form of the
+    /// scalar accumulator; with constant extents the C compiler can keep the tile in
+    /// registers (a matmul register tile is `sum k: gen ii, ji: …`). The additions
+    /// happen in the same order as when accumulating in place (`0 + a₁ + a₂ + …` per
+    /// element), so the result is bit-identical; only assign mode qualifies, since in
+    /// accumulate mode the tile would add the partial sum as one term.
+    fn sum_into_tile(
+        &mut self,
+        sum: &Expr,
+        len: i64,
+        shape: &[IndexExpr],
+        dest: &Dest,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let tile = self.fresh("acc");
+        let dims: Vec<IndexExpr> = shape.iter().map(|d| self.prover.clamp(d)).collect();
+        let tile_dest = Dest::Buf(tile.clone());
+        let mut body = self.stmt(sum, &tile_dest, StoreOp::Accumulate, &Reindexer::identity())?;
+        // `stmt` in accumulate mode does not zero: do it first.
+        let mut inner = self.zeros(&dims, &tile_dest, &Reindexer::identity())?;
+        inner.append(&mut body);
+        self.bind(&tile, Binding::Buffer(dims.clone()));
+        let copy = self.copy_tile(&tile, &dims, &[], dest, theta);
+        self.unbind(&tile);
+        inner.extend(copy?);
+        Ok(vec![Stmt::Alloc {
+            buf: tile,
+            shape: dims,
+            len: Ix::Const(len),
+            zeroed: false,
+            body: inner,
+        }])
+    }
+
+    /// Stores every element of the buffer `tile` at the same coordinates of `dest`
+    /// through θ: one loop per remaining extent of `dims`; `coords` are the loop
+    /// variables of the enclosing copy loops.
+    fn copy_tile(
+        &mut self,
+        tile: &str,
+        dims: &[IndexExpr],
+        coords: &[String],
+        dest: &Dest,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let Some((first, rest)) = dims.split_first() else {
+            let access = coords.iter().fold(Expr::var(tile), |acc, c| {
+                Expr::access(acc, IndexExpr::var(c.clone()))
+            });
+            return self.store_with(dest, StoreOp::Assign, theta, |l| {
+                Ok((Vec::new(), l.load(&access)?))
+            });
+        };
+        let v = self.fresh("t");
+        let theta = theta.then(ReindexOp::Push {
+            index: IndexExpr::var(v.clone()),
+            extent: first.clone(),
+        });
+        let mut coords = coords.to_vec();
+        coords.push(v.clone());
+        let (rest, tile, dest) = (rest.to_vec(), tile.to_string(), dest.clone());
+        self.for_loop(&v, &IndexExpr::Const(0), first, LoopOrigin::Gen, move |l| {
+            l.copy_tile(&tile, &rest, &coords, &dest, &theta)
+        })
     }
 
     fn extent_of(&mut self, e: &Expr) -> Result<IndexExpr, Diagnostic> {

@@ -78,6 +78,9 @@ impl Printer {
                 if l.vector {
                     notes.push("vector");
                 }
+                if l.unroll {
+                    notes.push("unroll");
+                }
                 let _ = writeln!(
                     self.out,
                     "for {} in {}..{} {{  # {}",
