@@ -74,8 +74,6 @@ fn register_tile_sum_accumulates_into_a_local_tile() {
     assert!(find(&ls, "ji").vector);
     assert!(find(&ls, "io").parallel);
     // And it computes the same values as the reference interpreter.
-    let (checked, _) = atl_lang::check_source(src);
-    let checked = checked.expect("checks");
     let sizes: BTreeMap<String, i64> = [("M", 3), ("N", 2), ("K", 5)]
         .map(|(n, v)| (n.to_string(), v))
         .into();
