@@ -56,7 +56,7 @@ impl EmitOptions {
 
 /// Lowers `def` to the loop IR.
 pub fn lower(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Kernel, Vec<Diagnostic>> {
-    atl_lower::lower_def(program, shapes, def, &atl_lower::LowerOptions::default())
+    atl_lower::lower_def_with(program, shapes, def, &atl_solver::Solver::new(), &atl_lower::LowerOptions::default())
         .map_err(|d| vec![d])
 }
 

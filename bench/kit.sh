@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/kit.sh -- time the kernels `atl emit` prints for the four workloads of the
+# shared benchmark kit (../shared/bench) against its peers (naive and hand-optimized
+# C, Halide, numpy/OpenBLAS), in one run of the kit.
+#
+#   bash bench/kit.sh [run.sh arguments...]     e.g. --quick, --only blur3x3,matmul,
+#                                                    --threads 1,2, --no-numpy
+#
+# What is timed is exactly what `atl emit` printed (the definitions listed in KERNELS
+# below), compiled with the kit's CFLAGS and linked with bench/adapter.c, which only
+# maps the kit's C ABI onto the emitted one. Environment: KIT (the kit's directory,
+# default ../shared/bench next to this repository), ATL_KIT_BUILD (where the
+# kernels are built, default target/kit), and everything run.sh reads (CC, CFLAGS,
+# BENCH_BUILD, BENCH_TMP, BENCH_VENV, OMP_WAIT_POLICY, BENCH_BUDGET).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+KIT="${KIT:-$ROOT/../shared/bench}"
+OUT="${ATL_KIT_BUILD:-$ROOT/target/kit}"
+CC="${CC:-gcc}"
+CFLAGS="${CFLAGS:--O3 -march=native -fopenmp}"
+
+# workload symbol | file | definition
+KERNELS=(
+  "kit_blur3x3|examples/blur/blur.atl|fast"
+  "kit_matmul|examples/matmul/matmul.atl|fast"
+  "kit_tensor_add4d|examples/tensor_add/tensor_add.atl|tensor_add"
+  "kit_conv1d|examples/conv1d_kit/conv1d_kit.atl|fast"
+)
+
+if [ ! -x "$KIT/run.sh" ] && [ ! -f "$KIT/run.sh" ]; then
+  echo "kit.sh: no benchmark kit at $KIT (set KIT=...)" >&2
+  exit 2
+fi
+
+mkdir -p "$OUT"
+echo "[kit.sh] building atl (release)" >&2
+(cd "$ROOT" && cargo build --release -q -p atl-cli)
+ATL="$ROOT/target/release/atl"
+[ -n "${CARGO_TARGET_DIR:-}" ] && ATL="$CARGO_TARGET_DIR/release/atl"
+
+objects=()
+for k in "${KERNELS[@]}"; do
+  IFS='|' read -r sym file def <<< "$k"
+  echo "[kit.sh] atl emit $file --def $def --name $sym" >&2
+  "$ATL" emit "$ROOT/$file" --def "$def" --name "$sym" -o "$OUT/$sym.c"
+  # shellcheck disable=SC2086
+  $CC $CFLAGS -fPIC -c "$OUT/$sym.c" -o "$OUT/$sym.o"
+  objects+=("$OUT/$sym.o")
+done
+# shellcheck disable=SC2086
+$CC $CFLAGS -fPIC -c "$HERE/adapter.c" -o "$OUT/adapter.o"
+# shellcheck disable=SC2086
+$CC $CFLAGS -shared "${objects[@]}" "$OUT/adapter.o" -o "$OUT/atl_kernels.so" -lm
+
+# Halide's host-target detection reports AVX-512 on this VM although the OS does not
+# enable it (no avx512f in /proc/cpuinfo), and the Halide peers then die with SIGILL.
+# In that case run a copy of the kit whose generator drops the avx512 features from
+# the detected target; nothing else of the kit changes.
+RUN_KIT="$KIT"
+if ! grep -q avx512f /proc/cpuinfo && grep -q 'target = hl.get_host_target()' "$KIT/halide/gen_halide.py"; then
+  RUN_KIT="$OUT/kit"
+  rm -rf "$RUN_KIT"
+  cp -r "$KIT" "$RUN_KIT"
+  rm -rf "$RUN_KIT/build"
+  python3 - "$RUN_KIT/halide/gen_halide.py" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+s = s.replace(
+    "target = hl.get_host_target()",
+    'target = hl.Target("-".join(f for f in str(hl.get_host_target()).split("-")'
+    ' if not f.startswith("avx512")))  # atl kit.sh: the OS has no AVX-512',
+)
+open(p, "w").write(s)
+PY
+  echo "[kit.sh] no AVX-512 in /proc/cpuinfo: Halide peers built without avx512 features ($RUN_KIT)" >&2
+fi
+
+export BENCH_BUILD="${BENCH_BUILD:-$OUT/kit-build}"
+exec bash "$RUN_KIT/run.sh" --candidate "atl=$OUT/atl_kernels.so" "$@"
