@@ -15,6 +15,7 @@ pub const RULE_FILES: &[(&str, &str)] = &[
     ("loops.rules", include_str!("../rules/loops.rules")),
     ("algebra.rules", include_str!("../rules/algebra.rules")),
     ("reshape.rules", include_str!("../rules/reshape.rules")),
+    ("layout.rules", include_str!("../rules/layout.rules")),
 ];
 
 /// A set of rules by name.
