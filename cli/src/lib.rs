@@ -303,6 +303,8 @@ struct Loaded {
     program: atl_lang::ir::Program,
     shapes: atl_lang::shapes::ShapeEnv,
     derivations: Vec<atl_rewrites::Derivation>,
+    /// The rules the derivations ran with (the library and the file's user rules).
+    library: atl_rewrites::Library,
 }
 
 /// The standard rule library; its files are embedded and tested, so a failure here is
@@ -326,8 +328,8 @@ fn library(out: &mut Output<'_>) -> Result<atl_rewrites::Library, i32> {
 /// Front end plus derivations.
 fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
     let (source, checked) = load(out, file)?;
-    let lib = library(out)?;
     let solver = atl_solver::Solver::new();
+    let lib = library_with_user_rules(out, file, &source, &checked.program, &solver)?;
     let env = atl_rewrites::Env {
         program: &checked.program,
         shapes: &checked.shapes,
@@ -346,7 +348,28 @@ fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
         program,
         shapes,
         derivations,
+        library: lib,
     })
+}
+
+/// The standard library plus the file's user rules, each checked before any
+/// derivation may use it; a refused rule is rendered and stops the command.
+fn library_with_user_rules(
+    out: &mut Output<'_>,
+    file: &Path,
+    source: &str,
+    program: &atl_lang::ir::Program,
+    solver: &atl_solver::Solver,
+) -> Result<atl_rewrites::Library, i32> {
+    let standard = library(out)?;
+    let name = file.display().to_string();
+    let (lib, diags) =
+        atl_rewrites::user_rules::library_with_user_rules(&standard, program, &name, solver);
+    if !diags.is_empty() {
+        out.diagnostics(&diags, file, source);
+        return Err(EXIT_USER);
+    }
+    Ok(lib)
 }
 
 fn grade_word(g: atl_rewrites::rule::Grade) -> &'static str {
@@ -419,16 +442,7 @@ fn cmd_derive(
     }
     let _ = writeln!(out.stdout, "def {} =\n{}", d.name, show(&d.result));
     if let Some(path) = cert {
-        let certificate = atl_rewrites::cert::Certificate {
-            format: "atl-certificate/1",
-            derivation: d.name.clone(),
-            from: d.from.clone(),
-            declarations: declarations_text(&loaded.program),
-            initial: atl_lang::pretty::expr_to_string(&d.initial, Style::default()),
-            steps: d.steps.clone(),
-            result: atl_lang::pretty::expr_to_string(&d.result, Style::default()),
-            grade: d.grade(),
-        };
+        let certificate = atl_rewrites::cert::Certificate::new(d, &loaded.program, &loaded.library);
         let text = match serde_json::to_string_pretty(&certificate) {
             Ok(t) => t,
             Err(e) => return out.arg_error(&format!("cannot serialize the certificate: {e}")),
@@ -439,23 +453,6 @@ fn cmd_derive(
     }
     let _ = &loaded.shapes;
     EXIT_OK
-}
-
-/// The sizes, assumptions and inputs of a program as ATL text.
-fn declarations_text(p: &atl_lang::ir::Program) -> String {
-    let mut s = String::new();
-    if !p.sizes.is_empty() {
-        let names: Vec<&str> = p.sizes.iter().map(|x| x.name.as_str()).collect();
-        s.push_str(&format!("size {}\n", names.join(", ")));
-    }
-    for a in &p.assumes {
-        s.push_str(&format!("assume {}\n", a.pred));
-    }
-    for i in &p.inputs {
-        let dims: Vec<String> = i.shape.iter().map(|d| d.to_string()).collect();
-        s.push_str(&format!("input {} : [{}]\n", i.name, dims.join(", ")));
-    }
-    s
 }
 
 fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {

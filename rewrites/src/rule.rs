@@ -654,7 +654,7 @@ pub fn load_rules(source: &str, file_name: &str) -> (Vec<Rule>, Vec<Diagnostic>)
     (rules, diags)
 }
 
-fn load_one(
+pub(crate) fn load_one(
     header: (usize, usize, &str),
     body: &[(usize, usize, &str)],
     doc: Option<String>,
