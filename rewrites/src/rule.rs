@@ -712,15 +712,20 @@ pub(crate) fn load_one(
         binders: &mut binders,
         let_binders: &mut let_binders,
     };
-    let lhs = builder.expr(&lhs_s).map_err(|d| shift(d, 0))?;
+    // The snippets' spans are relative to the snippets: shift them into the file.
+    let (lhs_off, rhs_off) = (eq_off, eq_off + arrow_end);
+    let lhs = builder.expr(&lhs_s).map_err(|d| shift(d, lhs_off))?;
     if !builder.substs.is_empty() {
-        return Err(Diagnostic::error(
-            "E0707",
-            "substitution `?e[?i := k]` may only appear on the right",
-        )
-        .at(lhs_s.span, "left side"));
+        return Err(shift(
+            Diagnostic::error(
+                "E0707",
+                "substitution `?e[?i := k]` may only appear on the right",
+            )
+            .at(lhs_s.span, "left side"),
+            lhs_off,
+        ));
     }
-    let rhs = builder.expr(&rhs_s)?;
+    let rhs = builder.expr(&rhs_s).map_err(|d| shift(d, rhs_off))?;
 
     let mut lhs_metas = BTreeSet::new();
     metas_of(&lhs, &mut lhs_metas);
@@ -909,7 +914,7 @@ pub(crate) fn load_one(
     for m in &rhs_metas {
         if !known.contains(m) {
             return Err(Diagnostic::error("E0713", format!("`?{m}` on the right side is bound nowhere"))
-                .at(rhs_s.span, "uses an unbound metavariable")
+                .at(Span::new(rhs_s.span.start + rhs_off, rhs_s.span.end + rhs_off), "uses an unbound metavariable")
                 .with_help(format!("match it on the left, bind it with `if shape(?v) = [?{m}, ..]`, or declare it as a parameter `{name}(?{m})`")));
         }
     }
