@@ -9,6 +9,7 @@ pub mod emit_cmd;
 pub mod npy;
 pub mod repl;
 mod repl_term;
+mod user_rules_cmd;
 pub mod verify_cmd;
 
 use std::collections::BTreeMap;
@@ -147,8 +148,9 @@ enum Command {
         /// Random instances tried per rule with `--check`.
         #[arg(long, default_value_t = 200)]
         attempts: usize,
-        /// Check the rules of this `.rules` file instead of the library.
-        #[arg(long = "file", value_name = "RULES", requires = "check")]
+        /// List (or with `--check`, check) the rules of this `.rules` file, or the user
+        /// rules (`rule` items) of this `.atl` program, instead of the library.
+        #[arg(long = "file", value_name = "FILE")]
         file: Option<PathBuf>,
     },
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
@@ -255,10 +257,15 @@ pub fn run(
             attempts,
             file,
         } => {
-            if check {
+            if let Some(path) = file
+                .as_deref()
+                .filter(|p| user_rules_cmd::is_program_file(p))
+            {
+                user_rules_cmd::cmd_rules_of_program(&mut out, path, filter.as_deref(), check)
+            } else if check {
                 cmd_rules_check(&mut out, filter.as_deref(), attempts, file.as_deref())
             } else {
-                cmd_rules(&mut out, filter.as_deref())
+                cmd_rules(&mut out, filter.as_deref(), file.as_deref())
             }
         }
         Command::Emit {
@@ -455,10 +462,16 @@ fn cmd_derive(
     EXIT_OK
 }
 
-fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
-    let lib = match library(out) {
-        Ok(l) => l,
-        Err(code) => return code,
+fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>, file: Option<&Path>) -> i32 {
+    let lib = match file {
+        None => match library(out) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
+        Some(path) => match rules_file(out, path) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
     };
     let mut shown = 0;
     for r in lib.rules() {
@@ -494,20 +507,10 @@ fn cmd_rules_check(
             Ok(l) => l,
             Err(code) => return code,
         },
-        Some(path) => {
-            let text = match read_source(out, path) {
-                Ok(t) => t,
-                Err(code) => return code,
-            };
-            let name = path.display().to_string();
-            let (lib, diags) = atl_rewrites::Library::from_sources([(name.clone(), text.clone())]);
-            if !diags.is_empty() {
-                let ds: Vec<Diagnostic> = diags.into_iter().map(|(_, d)| d).collect();
-                out.diagnostics(&ds, path, &text);
-                return EXIT_USER;
-            }
-            lib
-        }
+        Some(path) => match rules_file(out, path) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
     };
     let solver = atl_solver::Solver::new();
     let results = atl_rewrites::check::check_library(&lib, &solver, attempts, 0);
@@ -556,6 +559,19 @@ fn cmd_rules_check(
         }
     }
     if failed > 0 { EXIT_USER } else { EXIT_OK }
+}
+
+/// The rules of a `.rules` file; load errors are rendered.
+fn rules_file(out: &mut Output<'_>, path: &Path) -> Result<atl_rewrites::Library, i32> {
+    let text = read_source(out, path)?;
+    let name = path.display().to_string();
+    let (lib, diags) = atl_rewrites::Library::from_sources([(name.clone(), text.clone())]);
+    if !diags.is_empty() {
+        let ds: Vec<Diagnostic> = diags.into_iter().map(|(_, d)| d).collect();
+        out.diagnostics(&ds, path, &text);
+        return Err(EXIT_USER);
+    }
+    Ok(lib)
 }
 
 fn cmd_prove(out: &mut Output<'_>, sizes: &[String], assumes: &[String], goal: &str) -> i32 {
