@@ -620,7 +620,7 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 whole,
                 "not inside a declaration",
             )
-            .with_help("a program is a sequence of `size`, `assume`, `input`, `def` and `derive` items")),
+            .with_help("a program is a sequence of `size`, `assume`, `input`, `def`, `derive` and `rule` items")),
         };
         match result {
             Ok(item) => file.items.push(item),
