@@ -574,6 +574,25 @@ fn parse_snippet(text: &str, offset: usize) -> Result<SExpr, Diagnostic> {
     })
 }
 
+/// Maps the spans of a diagnostic about `text.replace('?', "META_")` back to `text`
+/// (each `?` became five bytes), so that it points at what was written.
+fn unmeta_spans(mut d: Diagnostic, text: &str) -> Diagnostic {
+    let back = |pos: usize| {
+        let mut replaced = 0;
+        for (k, c) in text.char_indices() {
+            if replaced >= pos {
+                return k;
+            }
+            replaced += if c == '?' { 5 } else { c.len_utf8() };
+        }
+        text.len()
+    };
+    for l in d.primary.iter_mut().chain(d.secondary.iter_mut()) {
+        l.span = Span::new(back(l.span.start), back(l.span.end));
+    }
+    d
+}
+
 fn shift(mut d: Diagnostic, offset: usize) -> Diagnostic {
     if let Some(l) = &mut d.primary {
         l.span = Span::new(l.span.start + offset, l.span.end + offset);
@@ -837,7 +856,7 @@ pub(crate) fn load_one(
                             .into_iter()
                             .next()
                             .unwrap_or_else(|| Diagnostic::error("E0708", "cannot parse"));
-                        shift(d, coff)
+                        shift(unmeta_spans(d, ctrim), coff)
                     },
                 )?;
                 conditions.push(Condition::Pred {

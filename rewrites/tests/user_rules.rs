@@ -61,6 +61,21 @@ fn loader_diagnostics_point_at_the_offending_text() {
     let span = diags[0].primary.as_ref().expect("position").span;
     assert_eq!(&source[span.range()], "*", "{diags:?}");
 
+    // In a side condition, after metavariables (the loader parses conditions with
+    // `?k` spelled differently; spans are mapped back).
+    let source = include_str!("../test_data/err_user_rules/bad_condition.atl");
+    let (checked, _) = atl_lang::check_source(source);
+    let checked = checked.expect("front end");
+    let (_, diags) = library_with_user_rules(&standard(), &checked.program, "f", &Solver::new());
+    let span = diags[0].primary.as_ref().expect("position").span;
+    let line_start = source[..span.start].rfind('\n').map_or(0, |k| k + 1);
+    assert_eq!(
+        &source[line_start..span.start],
+        "  if upper: ?k < ",
+        "{diags:?}"
+    );
+    assert_eq!(&source[span.range()], "<", "{diags:?}");
+
     let source = include_str!("../test_data/err_user_rules/wrong_rule.atl");
     let (checked, _) = atl_lang::check_source(source);
     let checked = checked.expect("front end");
