@@ -9,6 +9,7 @@ pub mod emit_cmd;
 pub mod npy;
 pub mod repl;
 mod repl_term;
+mod user_rules_cmd;
 pub mod verify_cmd;
 
 use std::collections::BTreeMap;
@@ -147,8 +148,9 @@ enum Command {
         /// Random instances tried per rule with `--check`.
         #[arg(long, default_value_t = 200)]
         attempts: usize,
-        /// Check the rules of this `.rules` file instead of the library.
-        #[arg(long = "file", value_name = "RULES", requires = "check")]
+        /// List (or with `--check`, check) the rules of this `.rules` file, or the user
+        /// rules (`rule` items) of this `.atl` program, instead of the library.
+        #[arg(long = "file", value_name = "FILE")]
         file: Option<PathBuf>,
     },
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
@@ -255,10 +257,15 @@ pub fn run(
             attempts,
             file,
         } => {
-            if check {
+            if let Some(path) = file
+                .as_deref()
+                .filter(|p| user_rules_cmd::is_program_file(p))
+            {
+                user_rules_cmd::cmd_rules_of_program(&mut out, path, filter.as_deref(), check)
+            } else if check {
                 cmd_rules_check(&mut out, filter.as_deref(), attempts, file.as_deref())
             } else {
-                cmd_rules(&mut out, filter.as_deref())
+                cmd_rules(&mut out, filter.as_deref(), file.as_deref())
             }
         }
         Command::Emit {
@@ -303,6 +310,8 @@ struct Loaded {
     program: atl_lang::ir::Program,
     shapes: atl_lang::shapes::ShapeEnv,
     derivations: Vec<atl_rewrites::Derivation>,
+    /// The rules the derivations ran with (the library and the file's user rules).
+    library: atl_rewrites::Library,
 }
 
 /// The standard rule library; its files are embedded and tested, so a failure here is
@@ -326,8 +335,8 @@ fn library(out: &mut Output<'_>) -> Result<atl_rewrites::Library, i32> {
 /// Front end plus derivations.
 fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
     let (source, checked) = load(out, file)?;
-    let lib = library(out)?;
     let solver = atl_solver::Solver::new();
+    let lib = library_with_user_rules(out, file, &source, &checked.program, &solver)?;
     let env = atl_rewrites::Env {
         program: &checked.program,
         shapes: &checked.shapes,
@@ -346,7 +355,28 @@ fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
         program,
         shapes,
         derivations,
+        library: lib,
     })
+}
+
+/// The standard library plus the file's user rules, each checked before any
+/// derivation may use it; a refused rule is rendered and stops the command.
+fn library_with_user_rules(
+    out: &mut Output<'_>,
+    file: &Path,
+    source: &str,
+    program: &atl_lang::ir::Program,
+    solver: &atl_solver::Solver,
+) -> Result<atl_rewrites::Library, i32> {
+    let standard = library(out)?;
+    let name = file.display().to_string();
+    let (lib, diags) =
+        atl_rewrites::user_rules::library_with_user_rules(&standard, program, &name, solver);
+    if !diags.is_empty() {
+        out.diagnostics(&diags, file, source);
+        return Err(EXIT_USER);
+    }
+    Ok(lib)
 }
 
 fn grade_word(g: atl_rewrites::rule::Grade) -> &'static str {
@@ -419,16 +449,7 @@ fn cmd_derive(
     }
     let _ = writeln!(out.stdout, "def {} =\n{}", d.name, show(&d.result));
     if let Some(path) = cert {
-        let certificate = atl_rewrites::cert::Certificate {
-            format: "atl-certificate/1",
-            derivation: d.name.clone(),
-            from: d.from.clone(),
-            declarations: declarations_text(&loaded.program),
-            initial: atl_lang::pretty::expr_to_string(&d.initial, Style::default()),
-            steps: d.steps.clone(),
-            result: atl_lang::pretty::expr_to_string(&d.result, Style::default()),
-            grade: d.grade(),
-        };
+        let certificate = atl_rewrites::cert::Certificate::new(d, &loaded.program, &loaded.library);
         let text = match serde_json::to_string_pretty(&certificate) {
             Ok(t) => t,
             Err(e) => return out.arg_error(&format!("cannot serialize the certificate: {e}")),
@@ -441,27 +462,16 @@ fn cmd_derive(
     EXIT_OK
 }
 
-/// The sizes, assumptions and inputs of a program as ATL text.
-fn declarations_text(p: &atl_lang::ir::Program) -> String {
-    let mut s = String::new();
-    if !p.sizes.is_empty() {
-        let names: Vec<&str> = p.sizes.iter().map(|x| x.name.as_str()).collect();
-        s.push_str(&format!("size {}\n", names.join(", ")));
-    }
-    for a in &p.assumes {
-        s.push_str(&format!("assume {}\n", a.pred));
-    }
-    for i in &p.inputs {
-        let dims: Vec<String> = i.shape.iter().map(|d| d.to_string()).collect();
-        s.push_str(&format!("input {} : [{}]\n", i.name, dims.join(", ")));
-    }
-    s
-}
-
-fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
-    let lib = match library(out) {
-        Ok(l) => l,
-        Err(code) => return code,
+fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>, file: Option<&Path>) -> i32 {
+    let lib = match file {
+        None => match library(out) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
+        Some(path) => match rules_file(out, path) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
     };
     let mut shown = 0;
     for r in lib.rules() {
@@ -497,20 +507,10 @@ fn cmd_rules_check(
             Ok(l) => l,
             Err(code) => return code,
         },
-        Some(path) => {
-            let text = match read_source(out, path) {
-                Ok(t) => t,
-                Err(code) => return code,
-            };
-            let name = path.display().to_string();
-            let (lib, diags) = atl_rewrites::Library::from_sources([(name.clone(), text.clone())]);
-            if !diags.is_empty() {
-                let ds: Vec<Diagnostic> = diags.into_iter().map(|(_, d)| d).collect();
-                out.diagnostics(&ds, path, &text);
-                return EXIT_USER;
-            }
-            lib
-        }
+        Some(path) => match rules_file(out, path) {
+            Ok(l) => l,
+            Err(code) => return code,
+        },
     };
     let solver = atl_solver::Solver::new();
     let results = atl_rewrites::check::check_library(&lib, &solver, attempts, 0);
@@ -559,6 +559,19 @@ fn cmd_rules_check(
         }
     }
     if failed > 0 { EXIT_USER } else { EXIT_OK }
+}
+
+/// The rules of a `.rules` file; load errors are rendered.
+fn rules_file(out: &mut Output<'_>, path: &Path) -> Result<atl_rewrites::Library, i32> {
+    let text = read_source(out, path)?;
+    let name = path.display().to_string();
+    let (lib, diags) = atl_rewrites::Library::from_sources([(name.clone(), text.clone())]);
+    if !diags.is_empty() {
+        let ds: Vec<Diagnostic> = diags.into_iter().map(|(_, d)| d).collect();
+        out.diagnostics(&ds, path, &text);
+        return Err(EXIT_USER);
+    }
+    Ok(lib)
 }
 
 fn cmd_prove(out: &mut Output<'_>, sizes: &[String], assumes: &[String], goal: &str) -> i32 {

@@ -372,6 +372,19 @@ impl Session {
         let Some(checked) = checked else {
             return false;
         };
+        // The file's user rules join the library only after their checks.
+        let (standard, _) = Library::standard();
+        let (library, diags) = atl_rewrites::user_rules::library_with_user_rules(
+            &standard,
+            &checked.program,
+            &name,
+            &self.solver,
+        );
+        if !diags.is_empty() {
+            self.render(&diags, &name, &source, out);
+            return false;
+        }
+        self.library = library;
         // Replay the file's derivations so they can be focused and unfolded.
         let env = Env {
             program: &checked.program,

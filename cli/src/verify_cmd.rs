@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! atl verify CERT.json
-//!     Exit 0: accepted (one summary line on stdout). Exit 1: rejected (the first
+//!     Exit 0: accepted (one summary line on stdout, then a note for each assumption
+//!     beyond the library: user rules, recorded definitions). Exit 1: rejected (the first
 //!     failing step as an E10xx diagnostic on stderr). Exit 2: the file cannot be read
 //!     or is not a certificate.
 //! ```
@@ -43,6 +44,24 @@ pub fn verify_file(
                 r.conditions_proved,
                 r.grade
             );
+            if !r.user_rules.is_empty() {
+                let _ = writeln!(
+                    stdout,
+                    "note: this relies on user rule(s) {} from the program file: they were only tested (examples and random instances, bounded), not proved; the equality holds if they are sound",
+                    r.user_rules
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            if r.definitions > 0 {
+                let _ = writeln!(
+                    stdout,
+                    "note: the programs refer to {} recorded definition(s); compare them with your source as you compare the declarations",
+                    r.definitions
+                );
+            }
             0
         }
         Err(e) => {

@@ -203,6 +203,25 @@ pub enum Item {
         steps: Vec<Step>,
         span: Span,
     },
+    /// `rule NAME: LHS => RHS` with its indented lines: a user rule, kept as text
+    /// because its syntax is the rule files' (the rewrite crate loads and checks it).
+    Rule(RuleItem),
+}
+
+/// A user rule as written in a program file. `text` starts at the rule's name (after
+/// the `rule` keyword) and runs to the item's last token; `text_offset` is its byte
+/// offset in the file, so diagnostics of the rule loader can point into the file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleItem {
+    pub name: Ident,
+    pub text: String,
+    pub text_offset: usize,
+    /// 1-based line of the header in the file.
+    pub line: usize,
+    /// The `# …` comment line just above the header (the rule's equation comment).
+    pub doc: Option<String>,
+    /// The whole item, from `rule` to its last token.
+    pub span: Span,
 }
 
 /// A parsed source file.

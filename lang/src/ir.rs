@@ -832,6 +832,9 @@ pub struct Program {
     pub inputs: Vec<InputDecl>,
     pub defs: Vec<Def>,
     pub derives: Vec<Derive>,
+    /// User rules (`rule NAME: …` items) as written; `atl-rewrites` loads and checks
+    /// them before a derivation may use them.
+    pub rules: Vec<crate::ast::RuleItem>,
 }
 
 impl Program {

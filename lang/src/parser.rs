@@ -2,8 +2,10 @@
 //! and predicates; a small hand-written layer for items and derivation steps).
 //!
 //! Error recovery is by item: the token stream is cut at every item keyword (`size`,
-//! `assume`, `input`, `def`, `derive` can appear nowhere else), each item is parsed on
-//! its own, and a broken item yields one diagnostic while the others are still parsed.
+//! `assume`, `input`, `def`, `derive` can appear nowhere else, and `rule` at the start
+//! of a line), each item is parsed on its own, and a broken item yields one diagnostic
+//! while the others are still parsed. A `rule` item is kept as text: its syntax is the
+//! rule files' (`docs/rules.md`), loaded by the rewrite crate.
 //! Inside a `derive { … }` block, steps end at a line break (outside brackets) or `;`.
 
 use std::ops::Range;
@@ -13,8 +15,8 @@ use chumsky::error::SimpleReason;
 use chumsky::prelude::*;
 
 use crate::ast::{
-    DirectiveArg, File, Ident, Item, Quantifier, SBinder, SExpr, SExprKind, SIndex, SIndexKind,
-    SPred, SPredKind, SRange, SiteSelector, Step, StepKind,
+    DirectiveArg, File, Ident, Item, Quantifier, RuleItem, SBinder, SExpr, SExprKind, SIndex,
+    SIndexKind, SPred, SPredKind, SRange, SiteSelector, Step, StepKind,
 };
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -532,8 +534,8 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
     // Cut into items at item keywords.
     let mut chunks: Vec<&[(Token, Span)]> = Vec::new();
     let mut start = 0;
-    for (k, (tok, _)) in tokens.iter().enumerate() {
-        if tok.starts_item() && k > start {
+    for (k, (tok, span)) in tokens.iter().enumerate() {
+        if (tok.starts_item() || is_rule_keyword(source, tok, *span)) && k > start {
             chunks.push(&tokens[start..k]);
             start = k;
         }
@@ -599,6 +601,9 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 body,
                 span: whole,
             }),
+            ref t if is_rule_keyword(source, t, first.1) => {
+                rule_item(source, chunk, whole, &lines).map(Item::Rule)
+            }
             Token::Derive => parse_derive(chunk, end, &lines, &mut diags).map(|(name, from, steps)| {
                 Item::Derive {
                     name,
@@ -615,7 +620,7 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 whole,
                 "not inside a declaration",
             )
-            .with_help("a program is a sequence of `size`, `assume`, `input`, `def` and `derive` items")),
+            .with_help("a program is a sequence of `size`, `assume`, `input`, `def`, `derive` and `rule` items")),
         };
         match result {
             Ok(item) => file.items.push(item),
@@ -630,6 +635,56 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
         }
     }
     (file, diags)
+}
+
+/// `rule` starts an item only at the start of a line, so that `rule` stays an ordinary
+/// name everywhere else (programs written before user rules keep their meaning).
+fn is_rule_keyword(source: &str, tok: &Token, span: Span) -> bool {
+    matches!(tok, Token::Ident(name) if name == "rule")
+        && (span.start == 0 || source.as_bytes().get(span.start - 1) == Some(&b'\n'))
+}
+
+/// A `rule NAME: …` item, kept as text from the name to the item's last token (the
+/// rewrite crate's rule loader parses it, with spans shifted into this file).
+fn rule_item(
+    source: &str,
+    chunk: &[(Token, Span)],
+    whole: Span,
+    lines: &Lines,
+) -> Result<RuleItem, Diagnostic> {
+    let name = match chunk.get(1) {
+        Some((Token::Ident(n), span)) => Ident {
+            name: n.clone(),
+            span: *span,
+        },
+        other => {
+            let at = other.map_or(whole, |(_, s)| *s);
+            return Err(
+                Diagnostic::error("E0705", "a rule header is `rule NAME: LHS => RHS`")
+                    .at(at, "expected the rule's name")
+                    .with_help("rule names are letters, digits and `_`"),
+            );
+        }
+    };
+    let line = lines.line_of(whole.start);
+    // The equation comment is the line just above the header, as in rule files.
+    let doc = line
+        .checked_sub(1)
+        .and_then(|prev| {
+            let start = lines.0[prev];
+            source[start..lines.0[line]].lines().next()
+        })
+        .map(str::trim_end)
+        .filter(|l| l.starts_with('#'))
+        .map(str::to_string);
+    Ok(RuleItem {
+        text: source[name.span.start..whole.end].to_string(),
+        text_offset: name.span.start,
+        line: line + 1,
+        doc,
+        name,
+        span: whole,
+    })
 }
 
 /// `derive NAME from BASE { steps }`.

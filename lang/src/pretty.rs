@@ -397,6 +397,7 @@ fn item_span(item: &Item) -> Span {
     match item {
         Item::Size(_, s) | Item::Assume(_, s) => *s,
         Item::Input { span, .. } | Item::Def { span, .. } | Item::Derive { span, .. } => *span,
+        Item::Rule(r) => r.span,
     }
 }
 
@@ -497,15 +498,22 @@ fn format_items(
             Item::Input { .. } => "input",
             Item::Def { .. } => "def",
             Item::Derive { .. } => "derive",
+            Item::Rule(..) => "rule",
         };
         // Blank line between groups and around multi-line items.
         if let Some(prev) = previous_kind
-            && (matches!(kind, "def" | "derive") || matches!(prev, "def" | "derive"))
+            && (matches!(kind, "def" | "derive" | "rule")
+                || matches!(prev, "def" | "derive" | "rule"))
         {
             out.push('\n');
         }
         previous_kind = Some(kind);
-        while next_comment < all_comments.len() && all_comments[next_comment].0 < span.end {
+        // A rule is kept verbatim, comments inside it included.
+        let moved_until = match item {
+            Item::Rule(..) => span.start,
+            _ => span.end,
+        };
+        while next_comment < all_comments.len() && all_comments[next_comment].0 < moved_until {
             out.push_str(all_comments[next_comment].1);
             out.push('\n');
             next_comment += 1;
@@ -543,6 +551,15 @@ fn format_items(
                     let _ = writeln!(out, "  {}", step_to_string(step, source)?);
                 }
                 out.push_str("}\n");
+            }
+            Item::Rule(..) => {
+                // Rule syntax is the rule files' and its layout (indented lines) is part
+                // of it: the text stays exactly as written.
+                out.push_str(source.get(span.range()).unwrap_or_default());
+                out.push('\n');
+                while next_comment < all_comments.len() && all_comments[next_comment].0 < span.end {
+                    next_comment += 1;
+                }
             }
         }
     }

@@ -539,7 +539,8 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
             Item::Input { name, .. } => vec![(name, Global::Input)],
             Item::Def { name, .. } => vec![(name, Global::Def)],
             Item::Derive { name, .. } => vec![(name, Global::Derive)],
-            Item::Assume(..) => vec![],
+            // Rule names live in their own namespace (the rule library's).
+            Item::Assume(..) | Item::Rule(..) => vec![],
         };
         for (ident, g) in names {
             if let Some((prev, prev_span)) = r.globals.get(&ident.name).copied() {
@@ -684,6 +685,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                     span: *span,
                 });
             }
+            Item::Rule(rule) => program.rules.push(rule.clone()),
         }
     }
     program

@@ -529,6 +529,20 @@ fn ref_transpose(sizes: &Sizes, inputs: &Inputs) -> Tensor {
     }
 }
 
+/// The dot product `sum_i f[i] * w[i]` (`examples/peel`).
+fn ref_peel(sizes: &Sizes, inputs: &Inputs) -> Tensor {
+    let n = size(sizes, "n");
+    let (f, w) = (data(inputs, "f"), data(inputs, "w"));
+    let mut s = 0.0;
+    for i in 0..n {
+        s += f[i] * w[i];
+    }
+    Tensor {
+        shape: vec![],
+        data: vec![s],
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Size assignments
 // ---------------------------------------------------------------------------------------
@@ -661,6 +675,18 @@ fn transpose() {
             &[("n", 6), ("m", 2)],
         ],
         reference: ref_transpose,
+    });
+}
+
+#[test]
+fn peel() {
+    // The file also holds a user rule (`rule` item): it must not disturb the front end
+    // or the formatter round trip.
+    run_example(&Example {
+        name: "peel",
+        defs: &["dot"],
+        sizes: &[&[("n", 1)], &[("n", 2)], &[("n", 7)]],
+        reference: ref_peel,
     });
 }
 

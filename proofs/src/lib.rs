@@ -10,6 +10,12 @@
 //! condition from scratch, and checks that the replacement gives the recorded program.
 //! Tactic steps are re-checked by [`tactics`]; a step it cannot check is rejected.
 //!
+//! Programs may mention the definitions the certificate records (`definitions`), which
+//! is what makes `unfold` checkable. User rules (`user_rules`: `rule` items of the
+//! program file) are loaded from their recorded text with the rule loader, like the
+//! library's; they were only tested (bounded checking), so an accepted certificate that
+//! uses one holds only if that rule is sound, and the report lists them.
+//!
 //! The checker is part of the trusted base (`TRUSTED.md`), so it is kept small. Library
 //! code never prints.
 
@@ -43,6 +49,11 @@ pub struct VerifyReport {
     pub conditions_proved: usize,
     /// `exact` or `real`, recomputed from the rules.
     pub grade: String,
+    /// User rules the steps used: tested by bounded checking when the certificate was
+    /// made, never proved; the certificate's claim assumes they are sound.
+    pub user_rules: Vec<String>,
+    /// Definitions the certificate records (their bodies are part of its claim).
+    pub definitions: usize,
 }
 
 /// Why a certificate was rejected: the first failing check.
@@ -112,10 +123,26 @@ struct CertIn {
     derivation: String,
     from: String,
     declarations: String,
+    #[serde(default)]
+    definitions: Vec<DefinitionIn>,
+    #[serde(default)]
+    user_rules: Vec<UserRuleIn>,
     initial: String,
     steps: Vec<StepIn>,
     result: String,
     grade: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct DefinitionIn {
+    name: String,
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct UserRuleIn {
+    name: String,
+    source: String,
 }
 
 #[derive(Deserialize)]
@@ -161,19 +188,34 @@ pub fn verify_with(
             format!("unknown certificate format `{}`", cert.format),
         ));
     }
-    // Refuse what cannot be checked before anything else (an `unfold`'s program even
-    // mentions a definition the certificate does not carry).
+    // Refuse what cannot be checked before anything else (an `unfold` of a definition
+    // the certificate does not carry: its programs would not even parse).
     for (k, step) in cert.steps.iter().enumerate() {
+        let words: Vec<&str> = step.command.split_whitespace().collect();
+        let missing = match words.as_slice() {
+            ["unfold", name] if !cert.definitions.iter().any(|d| d.name == *name) => Some(format!(
+                "the certificate does not record the definition of `{name}`"
+            )),
+            _ => None,
+        };
         if step.rule.is_none()
-            && let Some(why) = tactics::uncheckable(&step.command)
+            && let Some(why) =
+                missing.or_else(|| tactics::uncheckable(&step.command).map(String::from))
         {
-            let mut e = tactics::not_checkable(why);
+            let mut e = tactics::not_checkable(&why);
             e.step = Some(k + 1);
             e.command = Some(step.command.clone());
             return Err(e);
         }
     }
-    let ch = Checker::new(&cert.declarations, cert_json, library, solver)?;
+    let library = with_user_rules(library, &cert.user_rules)?;
+    let ch = Checker::new(
+        &cert.declarations,
+        &cert.definitions,
+        cert_json,
+        &library,
+        solver,
+    )?;
     let (mut prog, shape) = ch
         .parse_program(&cert.initial)
         .map_err(|e| e.note("in the initial program"))?;
@@ -185,6 +227,8 @@ pub fn verify_with(
         tactic_steps: 0,
         conditions_proved: 0,
         grade: "exact".into(),
+        user_rules: Vec::new(),
+        definitions: cert.definitions.len(),
     };
     for (k, step) in cert.steps.iter().enumerate() {
         let at = |mut e: VerifyError| {
@@ -195,6 +239,9 @@ pub fn verify_with(
         let next = match &step.rule {
             Some(name) => {
                 report.rule_steps += 1;
+                if library.user_source(name).is_some() && !report.user_rules.contains(name) {
+                    report.user_rules.push(name.clone());
+                }
                 ch.rule_step(&prog, step, name).map_err(at)?
             }
             None => {
@@ -230,6 +277,47 @@ pub fn verify_with(
     }
     report.conditions_proved = ch.proved.get();
     Ok(report)
+}
+
+/// The library plus the certificate's user rules, each read with the rule loader from
+/// its recorded text. A user rule must load cleanly, be the one rule of its text, carry
+/// the recorded name, and not take the name of a library rule (or another user rule).
+fn with_user_rules(library: &Library, rules: &[UserRuleIn]) -> Res<Library> {
+    let mut out = library.clone();
+    for r in rules {
+        let bad = |m: String| VerifyError::new("E1011", m);
+        let (loaded, diags) = atl_rewrites::rule::load_rules(&r.source, "certificate");
+        if let Some(d) = diags.first() {
+            return Err(bad(format!(
+                "user rule `{}` does not load: {}",
+                r.name, d.message
+            ))
+            .note(format!("recorded text: {}", r.source.trim_end())));
+        }
+        let [rule] = loaded.as_slice() else {
+            return Err(bad(format!(
+                "the recorded text of user rule `{}` holds {} rules",
+                r.name,
+                loaded.len()
+            )));
+        };
+        if rule.name != r.name {
+            return Err(bad(format!(
+                "the recorded text of user rule `{}` defines `{}`",
+                r.name, rule.name
+            )));
+        }
+        if library.get(&r.name).is_some() {
+            return Err(bad(format!(
+                "user rule `{}` has the name of a library rule",
+                r.name
+            )));
+        }
+        if !out.add_user_rule(rule.clone(), r.source.clone()) {
+            return Err(bad(format!("user rule `{}` is recorded twice", r.name)));
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn show(e: &Expr) -> String {
@@ -273,7 +361,11 @@ pub(crate) fn range_fact(var: &str, lo: &IndexExpr, hi: &IndexExpr) -> Pred {
 pub(crate) struct Checker<'a> {
     library: &'a Library,
     solver: &'a Solver,
+    /// The declarations followed by the recorded definitions, as ATL text: every
+    /// program is parsed after them.
     declarations: String,
+    /// The recorded definitions, resolved: name → body.
+    pub definitions: BTreeMap<String, Expr>,
     sizes: Vec<String>,
     assumes: Vec<Pred>,
     inputs: usize,
@@ -286,6 +378,7 @@ pub(crate) struct Checker<'a> {
 impl<'a> Checker<'a> {
     fn new(
         declarations: &str,
+        definitions: &[DefinitionIn],
         cert_json: &str,
         library: &'a Library,
         solver: &'a Solver,
@@ -303,7 +396,7 @@ impl<'a> Checker<'a> {
             ))
         })?;
         let p = checked.program;
-        if !p.defs.is_empty() || !p.derives.is_empty() {
+        if !p.defs.is_empty() || !p.derives.is_empty() || !p.rules.is_empty() {
             return Err(bad(
                 "the declarations may hold only sizes, assumes and inputs".into(),
             ));
@@ -312,10 +405,46 @@ impl<'a> Checker<'a> {
         while cert_json.contains(&def_name) {
             def_name.push('_');
         }
+        // The definitions, each of which may use the ones before it.
+        let mut with_defs = declarations.clone();
+        for d in definitions {
+            with_defs.push_str(&format!(
+                "def {} =\n  {}\n",
+                d.name,
+                d.body.replace('\n', "\n  ")
+            ));
+        }
+        let (checked, diags) = atl_lang::check_source(&with_defs);
+        let checked = checked.ok_or_else(|| {
+            bad(format!(
+                "the recorded definitions do not check: {}",
+                diags
+                    .iter()
+                    .find(|d| d.is_error())
+                    .map_or("", |d| d.message.as_str())
+            ))
+        })?;
+        let q = checked.program;
+        let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
+        if q.defs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>() != names
+            || !q.derives.is_empty()
+            || !q.rules.is_empty()
+            || (q.sizes.len(), q.assumes.len(), q.inputs.len())
+                != (p.sizes.len(), p.assumes.len(), p.inputs.len())
+        {
+            return Err(bad(
+                "a recorded definition's body holds more than one expression".into(),
+            ));
+        }
         let ch = Checker {
             library,
             solver,
-            declarations,
+            declarations: with_defs,
+            definitions: q
+                .defs
+                .iter()
+                .map(|d| (d.name.clone(), d.body.clone()))
+                .collect(),
             sizes: p.sizes.iter().map(|s| s.name.clone()).collect(),
             assumes: p.assumes.iter().map(|a| a.pred.clone()).collect(),
             inputs: p.inputs.len(),
@@ -353,15 +482,17 @@ impl<'a> Checker<'a> {
         };
         let p = &c.program;
         // The text must be one expression, not smuggle in items of its own.
-        if p.defs.len() != 1
+        if p.defs.len() != self.definitions.len() + 1
+            || p.defs.last().is_none_or(|d| d.name != self.def_name)
             || !p.derives.is_empty()
+            || !p.rules.is_empty()
             || p.sizes.len() != self.sizes.len()
             || p.assumes.len() != self.assumes.len()
             || p.inputs.len() != self.inputs
         {
             return Err(bad("a program text holds more than one expression".into()));
         }
-        let body = p.defs[0].body.clone();
+        let body = p.defs[p.defs.len() - 1].body.clone();
         let shape = c
             .shapes
             .globals

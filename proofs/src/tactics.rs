@@ -9,8 +9,11 @@
 //! - `window`: rebuilt from its definition (every read of the buffer inside the window,
 //!   the window's length fixed by the sizes), with its obligations re-proved.
 //! - `inline x`: `let x = v in b` becomes `b[x := v]`; `check` changes nothing.
-//! - `unfold` cannot be checked (certificates do not carry definition bodies) and any
-//!   other step is unknown: both are rejected.
+//! - `unfold NAME`: the recorded path leads to the first reference to NAME, the
+//!   recorded body (`after_site`) is the certificate's definition of NAME, and every
+//!   reference is replaced by it (definitions mention no binder, so nothing is
+//!   captured).
+//! - Any other step is unknown and rejected.
 
 use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_lang::ir::{Expr, ExprKind, NameSupply, all_names, alpha_eq, subst_tensor};
@@ -39,6 +42,9 @@ pub(crate) fn check(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shap
     let words: Vec<&str> = step.command.split_whitespace().collect();
     if words[0] == "window" {
         return window(ch, prog, step);
+    }
+    if words[0] == "unfold" {
+        return unfold(ch, prog, step, words[1]);
     }
     // These steps record the whole program as `before` and `after_site`.
     let (before, _) = ch.parse_program(&step.before)?;
@@ -140,9 +146,75 @@ fn simpl_guard(ch: &Checker, e: &Expr, ctx: &Ctx, found: &mut Vec<Obligation>) -
 pub(crate) fn uncheckable(command: &str) -> Option<&'static str> {
     let words: Vec<&str> = command.split_whitespace().collect();
     match words.as_slice() {
-        ["window", ..] | ["simpl"] | ["simpl_guard"] | ["check"] | ["inline", _] => None,
-        ["unfold", ..] => Some("the certificate does not contain the unfolded definition's body"),
+        ["window", ..]
+        | ["simpl"]
+        | ["simpl_guard"]
+        | ["check"]
+        | ["inline", _]
+        | ["unfold", _] => None,
         _ => Some("this checker does not know the step"),
+    }
+}
+
+/// `unfold NAME`: every reference to definition NAME is replaced by its body.
+fn unfold(ch: &Checker, prog: &Expr, step: &StepIn, name: &str) -> Res<(Expr, Shape)> {
+    let Some(body) = ch.definitions.get(name) else {
+        return Err(not_checkable(&format!(
+            "the certificate does not record the definition of `{name}`"
+        )));
+    };
+    // The recorded body must be the definition, read in the root scope (a definition
+    // mentions only sizes, inputs and other definitions).
+    if !ch.same_in(&[], &step.after_site, body)? {
+        return Err(VerifyError::new(
+            "E1008",
+            format!("the recorded body is not the certificate's definition of `{name}`"),
+        )
+        .note(format!("recorded:   {}", step.after_site))
+        .note(format!("definition: {}", show(body))));
+    }
+    // The path leads to the first reference in pre-order, as the record says.
+    let mut refs = Vec::new();
+    references(prog, name, &mut Vec::new(), &mut refs);
+    if refs.first() != Some(&step.path) {
+        let (_, node) = ch.locate(prog, &step.path)?;
+        return Err(VerifyError::new(
+            "E1004",
+            format!(
+                "the path {:?} does not lead to the first reference to `{name}`",
+                step.path
+            ),
+        )
+        .note(format!("found: {}", show(node)))
+        .note(match refs.first() {
+            Some(p) => format!("first reference at {p:?}"),
+            None => format!("the program does not mention `{name}`"),
+        }));
+    }
+    if step.before != name {
+        return Err(VerifyError::new(
+            "E1004",
+            format!("the recorded subterm is `{}`, not `{name}`", step.before),
+        ));
+    }
+    compare_conditions(&[], &step.conditions)?;
+    let mut replaced = prog.clone();
+    for path in &refs {
+        replaced = replace_at(&replaced, path, body.clone());
+    }
+    ch.expect_after(&replaced, step)
+}
+
+/// Paths of the references to definition `name`, in pre-order.
+fn references(e: &Expr, name: &str, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    if matches!(&e.kind, ExprKind::DefRef(r) if r == name) {
+        out.push(path.clone());
+        return;
+    }
+    for (k, c) in e.children().into_iter().enumerate() {
+        path.push(k);
+        references(c, name, path, out);
+        path.pop();
     }
 }
 

@@ -279,15 +279,12 @@ fn scoping_violation_is_rejected() {
 }
 
 #[test]
-fn unfold_is_not_checkable_and_inline_is() {
-    let source = "size n\ninput f : [n]\ndef a = gen i < n: f[i]\ndef b = gen j < n: a[j]\n\
-                  derive c from b {\n  unfold a\n}\n\
+fn inline_is_checked_and_unknown_steps_are_not() {
+    let source = "size n\ninput f : [n]\n\
                   def p = let x = gen i < n: f[i] in gen j < n: x[j]\n\
                   derive q from p {\n  inline x\n  check\n}\n";
     let certs = common::certificates_of_source(source);
-    let c: Value = serde_json::from_str(&certs[0].1).expect("JSON");
-    rejected(&c, "E1009", Some(1), "not checkable");
-    let q: Value = serde_json::from_str(&certs[1].1).expect("JSON");
+    let q: Value = serde_json::from_str(&certs[0].1).expect("JSON");
     check(&q).expect("inline and check are checked");
     // An unknown step.
     let mut q2 = q.clone();
@@ -298,6 +295,192 @@ fn unfold_is_not_checkable_and_inline_is() {
     q3["steps"][0]["after"] = json!("gen j < n: f[0]");
     q3["steps"][0]["after_site"] = json!("gen j < n: f[0]");
     rejected(&q3, "E1008", Some(1), "does not give the recorded program");
+}
+
+/// `b` refers to `a` twice and `a` to `base`: unfolding `a` replaces both references,
+/// unfolding `base` then needs the definition `a`'s body brought in.
+const UNFOLDS: &str = "size n\ninput f : [n]\n\
+    def base = gen i < n: f[i] * 2\n\
+    def a = gen i < n: base[i] + 1\n\
+    def b = gen j < n: a[j] + a[0]\n\
+    derive c from b {\n  unfold a\n  unfold base\n  rw get_gen\n}\n";
+
+fn unfolds() -> Value {
+    let certs = common::certificates_of_source(UNFOLDS);
+    serde_json::from_str(&certs[0].1).expect("JSON")
+}
+
+#[test]
+fn unfold_is_checked_against_the_recorded_definitions() {
+    let c = unfolds();
+    // What the certificate records: both definitions, the one used first.
+    assert_eq!(
+        c["definitions"],
+        json!([
+            {"name": "base", "body": "gen i < n: f[i] * 2"},
+            {"name": "a", "body": "gen i < n: base[i] + 1"}
+        ])
+    );
+    assert_eq!(c["initial"], json!("gen j < n: a[j] + a[0]"));
+    let step = &c["steps"][0];
+    assert_eq!(step["command"], json!("unfold a"));
+    assert_eq!(step["path"], json!([0, 0, 0]));
+    assert_eq!(step["before"], json!("a"));
+    assert_eq!(step["after_site"], json!("gen i < n: base[i] + 1"));
+    let report = check(&c).expect("accepted");
+    assert_eq!(
+        (report.steps, report.tactic_steps, report.rule_steps),
+        (3, 2, 1)
+    );
+    assert_eq!(report.definitions, 2);
+    assert!(report.user_rules.is_empty());
+}
+
+#[test]
+fn tampered_unfold_steps_are_rejected() {
+    // The recorded body altered.
+    let mut c = unfolds();
+    c["steps"][0]["after_site"] = json!("gen i < n: base[i] + 2");
+    rejected(
+        &c,
+        "E1008",
+        Some(1),
+        "not the certificate's definition of `a`",
+    );
+    // The definition altered: the recorded body no longer is it.
+    let mut c = unfolds();
+    c["definitions"][1]["body"] = json!("gen i < n: base[i] + 2");
+    rejected(
+        &c,
+        "E1008",
+        Some(1),
+        "not the certificate's definition of `a`",
+    );
+    // Both altered together: the program after the step gives it away.
+    c["steps"][0]["after_site"] = json!("gen i < n: base[i] + 2");
+    rejected(&c, "E1008", Some(1), "does not give the recorded program");
+    // The path leads to the second reference, or to no reference at all.
+    let mut c = unfolds();
+    c["steps"][0]["path"] = json!([0, 1, 0]);
+    rejected(&c, "E1004", Some(1), "first reference to `a`");
+    let mut c = unfolds();
+    c["steps"][0]["path"] = json!([0, 0]);
+    rejected(&c, "E1004", Some(1), "first reference at [0, 0, 0]");
+    let mut c = unfolds();
+    c["steps"][0]["path"] = json!([0, 0, 0, 0]);
+    rejected(&c, "E1004", Some(1), "leads nowhere");
+    // The recorded subterm is not the reference.
+    let mut c = unfolds();
+    c["steps"][0]["before"] = json!("base");
+    rejected(&c, "E1004", Some(1), "recorded subterm is `base`");
+    // Only one of the two references replaced.
+    let mut c = unfolds();
+    let after = "gen j < n: (gen i < n: base[i] + 1)[j] + a[0]";
+    c["steps"][0]["after"] = json!(after);
+    rejected(&c, "E1008", Some(1), "does not give the recorded program");
+    // An unfold of a definition the certificate does not record.
+    let mut c = unfolds();
+    c["steps"][1]["command"] = json!("unfold other");
+    rejected(
+        &c,
+        "E1009",
+        Some(2),
+        "does not record the definition of `other`",
+    );
+    // Unfolding the wrong name at the right place.
+    let mut c = unfolds();
+    c["steps"][0]["command"] = json!("unfold base");
+    rejected(
+        &c,
+        "E1008",
+        Some(1),
+        "not the certificate's definition of `base`",
+    );
+}
+
+#[test]
+fn malformed_definitions_are_rejected() {
+    // Out of order: `a` uses `base` before its definition.
+    let mut c = unfolds();
+    let defs = c["definitions"].as_array().expect("list").clone();
+    c["definitions"] = json!([defs[1], defs[0]]);
+    rejected(&c, "E1002", None, "recorded definitions do not check");
+    // A body that smuggles in another item.
+    let mut c = unfolds();
+    c["definitions"][0]["body"] = json!("gen i < n: f[i] * 2\ndef extra = f");
+    rejected(&c, "E1002", None, "more than one expression");
+    // A definition missing: the initial program mentions an unknown name.
+    let mut c = unfolds();
+    c["definitions"] = json!([c["definitions"][0]]);
+    rejected(
+        &c,
+        "E1009",
+        Some(1),
+        "does not record the definition of `a`",
+    );
+}
+
+fn peel() -> Value {
+    cert("peel", "peeled")
+}
+
+#[test]
+fn user_rules_are_read_from_the_certificate_and_reported() {
+    let c = peel();
+    assert_eq!(c["user_rules"][0]["name"], json!("sum_peel_last"));
+    let report = check(&c).expect("accepted");
+    assert_eq!(report.user_rules, vec!["sum_peel_last".to_string()]);
+    // Without the record the rule is unknown: the library does not have it.
+    let mut c = peel();
+    c["user_rules"] = json!([]);
+    rejected(&c, "E1003", Some(3), "no rule `sum_peel_last`");
+}
+
+#[test]
+fn tampered_user_rules_are_rejected() {
+    let source = |c: &Value| {
+        c["user_rules"][0]["source"]
+            .as_str()
+            .expect("text")
+            .to_string()
+    };
+    // A condition dropped from the recorded text: not the rule the step was made with.
+    let mut c = peel();
+    let text = source(&c).replace("  if nonempty: ?lo < ?hi\n", "");
+    c["user_rules"][0]["source"] = json!(text);
+    rejected(
+        &c,
+        "E1003",
+        Some(3),
+        "not the rule this certificate was made with",
+    );
+    // A text that does not load.
+    let mut c = peel();
+    c["user_rules"][0]["source"] = json!(source(&c).replace(" => ", " "));
+    rejected(&c, "E1011", None, "does not load");
+    // A text that defines another rule, or two.
+    let mut c = peel();
+    c["user_rules"][0]["name"] = json!("other");
+    rejected(&c, "E1011", None, "defines `sum_peel_last`");
+    let mut c = peel();
+    let twice = format!(
+        "{}\n{}",
+        source(&c),
+        source(&c).replace("sum_peel_last", "again")
+    );
+    c["user_rules"][0]["source"] = json!(twice);
+    rejected(&c, "E1011", None, "holds 2 rules");
+    // The same rule recorded twice.
+    let mut c = peel();
+    let entry = c["user_rules"][0].clone();
+    c["user_rules"] = json!([entry.clone(), entry]);
+    rejected(&c, "E1011", None, "recorded twice");
+    // A user rule in place of a library rule: `get_gen` redefined without its bounds
+    // (and the step's statement to match) may not stand in for the library's.
+    let mut c = cert("pipeline", "fused");
+    let wrong = "# get_gen: no bounds.\nget_gen: (gen ?i < ?n: ?e)[?k] => ?e[?i := ?k]\n  grade: exact\n  example: f => f\n";
+    c["user_rules"] = json!([{"name": "get_gen", "source": wrong, "checked": "bounded"}]);
+    rejected(&c, "E1011", None, "has the name of a library rule");
 }
 
 #[test]

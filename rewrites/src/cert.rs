@@ -4,12 +4,16 @@
 //! (the pretty printer's output, which parses back to the same IR), so a checker needs
 //! only the front end, the rule files and a solver.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use atl_lang::index::Pred;
+use atl_lang::ir::{Expr, ExprKind, Program};
+use atl_lang::pretty::{Style, expr_to_string};
 use atl_solver::{Facts, Verdict};
 use serde::Serialize;
 
+use crate::engine::Derivation;
+use crate::library::Library;
 use crate::rule::Grade;
 
 /// One side condition: the goal, the facts it was proved under, and the verdict.
@@ -80,6 +84,24 @@ impl StepRecord {
     }
 }
 
+/// A definition the programs of a certificate refer to: its name and body (ATL text).
+#[derive(Clone, Debug, Serialize)]
+pub struct DefinitionRecord {
+    pub name: String,
+    pub body: String,
+}
+
+/// A user rule (a `rule` item of the program file) that a step used: no rule file of
+/// the library holds it, so its text travels with the certificate.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserRuleRecord {
+    pub name: String,
+    /// The rule in rule-file syntax (equation comment, header, indented lines).
+    pub source: String,
+    /// How the rule was checked: bounded testing, not a proof.
+    pub checked: String,
+}
+
 /// A whole certificate.
 #[derive(Clone, Debug, Serialize)]
 pub struct Certificate {
@@ -88,8 +110,115 @@ pub struct Certificate {
     pub from: String,
     /// The declarations the programs live in (sizes, assumes, inputs), as ATL text.
     pub declarations: String,
+    /// The definitions the programs refer to, each after those it refers to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub definitions: Vec<DefinitionRecord>,
+    /// The user rules the steps use.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub user_rules: Vec<UserRuleRecord>,
     pub initial: String,
     pub steps: Vec<StepRecord>,
     pub result: String,
     pub grade: Grade,
+}
+
+impl Certificate {
+    /// The certificate of `d`. `program` is the program with every earlier derivation
+    /// added as a definition (`with_derived`): a derivation's name stands for its
+    /// result, as in `unfold`. `library` is the one the derivation ran with.
+    pub fn new(d: &Derivation, program: &Program, library: &Library) -> Certificate {
+        let show = |e: &Expr| expr_to_string(e, Style::default());
+        let mut user_rules: Vec<UserRuleRecord> = Vec::new();
+        for step in &d.steps {
+            if let Some(name) = &step.rule
+                && let Some(source) = library.user_source(name)
+                && !user_rules.iter().any(|r| &r.name == name)
+            {
+                user_rules.push(UserRuleRecord {
+                    name: name.clone(),
+                    source: source.to_string(),
+                    checked: format!(
+                        "bounded: examples and {} random instances (not proved)",
+                        crate::user_rules::USER_RULE_ATTEMPTS
+                    ),
+                });
+            }
+        }
+        Certificate {
+            format: "atl-certificate/1",
+            derivation: d.name.clone(),
+            from: d.from.clone(),
+            declarations: declarations_text(program),
+            definitions: definitions_used(program, &d.initial)
+                .into_iter()
+                .map(|(name, body)| DefinitionRecord {
+                    name,
+                    body: show(body),
+                })
+                .collect(),
+            user_rules,
+            initial: show(&d.initial),
+            steps: d.steps.clone(),
+            result: show(&d.result),
+            grade: d.grade(),
+        }
+    }
+}
+
+/// The sizes, assumptions and inputs of a program as ATL text.
+pub fn declarations_text(p: &Program) -> String {
+    let mut s = String::new();
+    if !p.sizes.is_empty() {
+        let names: Vec<&str> = p.sizes.iter().map(|x| x.name.as_str()).collect();
+        s.push_str(&format!("size {}\n", names.join(", ")));
+    }
+    for a in &p.assumes {
+        s.push_str(&format!("assume {}\n", a.pred));
+    }
+    for i in &p.inputs {
+        let dims: Vec<String> = i.shape.iter().map(|d| d.to_string()).collect();
+        s.push_str(&format!("input {} : [{}]\n", i.name, dims.join(", ")));
+    }
+    s
+}
+
+/// The definitions `e` refers to, directly or through other definitions, each after
+/// the ones its body refers to. Rules never introduce a reference, and `unfold`
+/// replaces one by a body that is itself in this list, so these are all the
+/// definitions any program of a derivation from `e` mentions.
+pub fn definitions_used<'p>(program: &'p Program, e: &Expr) -> Vec<(String, &'p Expr)> {
+    fn refs(e: &Expr) -> Vec<String> {
+        let mut out = Vec::new();
+        e.walk(&mut |n| {
+            if let ExprKind::DefRef(r) = &n.kind
+                && !out.contains(r)
+            {
+                out.push(r.clone());
+            }
+        });
+        out
+    }
+    fn visit<'p>(
+        program: &'p Program,
+        name: &str,
+        done: &mut BTreeSet<String>,
+        out: &mut Vec<(String, &'p Expr)>,
+    ) {
+        if !done.insert(name.to_string()) {
+            return;
+        }
+        let Some(def) = program.def(name) else {
+            return;
+        };
+        for r in refs(&def.body) {
+            visit(program, &r, done, out);
+        }
+        out.push((name.to_string(), &def.body));
+    }
+    let mut done = BTreeSet::new();
+    let mut out = Vec::new();
+    for r in refs(e) {
+        visit(program, &r, &mut done, &mut out);
+    }
+    out
 }

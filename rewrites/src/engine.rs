@@ -698,15 +698,16 @@ pub fn unfold(
         );
     }
     let expr = matcher::uniquify(&replaced, &reserved_names(env.program));
-    Ok(StepOutcome {
-        record: StepRecord::tactic(
-            format!("unfold {}", name.name),
-            paths.first().cloned().unwrap_or_default(),
-            show(root),
-            show(&expr),
-        ),
-        expr,
-    })
+    // Like a rule step: the site (the first reference, in pre-order) before and after;
+    // the certificate carries the definitions, so a checker can compare the body.
+    let mut record = StepRecord::tactic(
+        format!("unfold {}", name.name),
+        paths.first().cloned().unwrap_or_default(),
+        name.name.clone(),
+        show(&expr),
+    );
+    record.after_site = show(&body);
+    Ok(StepOutcome { record, expr })
 }
 
 fn reserved_names(p: &Program) -> BTreeSet<String> {

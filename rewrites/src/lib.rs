@@ -5,6 +5,7 @@
 //! - [`engine`]: contexts, site selection, tactics (`rw`, `rw<-`, `unfold`, `inline`,
 //!   `simpl`, `simpl_guard`, `check`) and derivations.
 //! - [`cert`]: the certificate each derivation produces.
+//! - [`user_rules`]: `rule` items of a program file, checked before they are used.
 //!
 //! Library code never prints.
 
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod library;
 pub mod matcher;
 pub mod rule;
+pub mod user_rules;
 
 pub use engine::{Derivation, Env, run_derivations, with_derived};
 pub use library::Library;

@@ -23,6 +23,9 @@ pub const RULE_FILES: &[(&str, &str)] = &[
 pub struct Library {
     rules: Vec<Rule>,
     by_name: HashMap<String, usize>,
+    /// User rules (from a program's `rule` items): name → the rule in rule-file syntax,
+    /// which certificates record because no rule file of the library holds it.
+    user_sources: HashMap<String, String>,
 }
 
 impl Library {
@@ -72,6 +75,23 @@ impl Library {
             }
         }
         lib
+    }
+
+    /// Adds a user rule with its text in rule-file syntax; `false` (and nothing added)
+    /// if the name is taken.
+    pub fn add_user_rule(&mut self, rule: Rule, source: String) -> bool {
+        if self.by_name.contains_key(&rule.name) {
+            return false;
+        }
+        self.user_sources.insert(rule.name.clone(), source);
+        self.by_name.insert(rule.name.clone(), self.rules.len());
+        self.rules.push(rule);
+        true
+    }
+
+    /// The rule-file text of a user rule; `None` for library rules.
+    pub fn user_source(&self, name: &str) -> Option<&str> {
+        self.user_sources.get(name).map(String::as_str)
     }
 
     pub fn get(&self, name: &str) -> Option<&Rule> {

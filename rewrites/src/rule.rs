@@ -574,6 +574,25 @@ fn parse_snippet(text: &str, offset: usize) -> Result<SExpr, Diagnostic> {
     })
 }
 
+/// Maps the spans of a diagnostic about `text.replace('?', "META_")` back to `text`
+/// (each `?` became five bytes), so that it points at what was written.
+fn unmeta_spans(mut d: Diagnostic, text: &str) -> Diagnostic {
+    let back = |pos: usize| {
+        let mut replaced = 0;
+        for (k, c) in text.char_indices() {
+            if replaced >= pos {
+                return k;
+            }
+            replaced += if c == '?' { 5 } else { c.len_utf8() };
+        }
+        text.len()
+    };
+    for l in d.primary.iter_mut().chain(d.secondary.iter_mut()) {
+        l.span = Span::new(back(l.span.start), back(l.span.end));
+    }
+    d
+}
+
 fn shift(mut d: Diagnostic, offset: usize) -> Diagnostic {
     if let Some(l) = &mut d.primary {
         l.span = Span::new(l.span.start + offset, l.span.end + offset);
@@ -654,7 +673,7 @@ pub fn load_rules(source: &str, file_name: &str) -> (Vec<Rule>, Vec<Diagnostic>)
     (rules, diags)
 }
 
-fn load_one(
+pub(crate) fn load_one(
     header: (usize, usize, &str),
     body: &[(usize, usize, &str)],
     doc: Option<String>,
@@ -712,15 +731,20 @@ fn load_one(
         binders: &mut binders,
         let_binders: &mut let_binders,
     };
-    let lhs = builder.expr(&lhs_s).map_err(|d| shift(d, 0))?;
+    // The snippets' spans are relative to the snippets: shift them into the file.
+    let (lhs_off, rhs_off) = (eq_off, eq_off + arrow_end);
+    let lhs = builder.expr(&lhs_s).map_err(|d| shift(d, lhs_off))?;
     if !builder.substs.is_empty() {
-        return Err(Diagnostic::error(
-            "E0707",
-            "substitution `?e[?i := k]` may only appear on the right",
-        )
-        .at(lhs_s.span, "left side"));
+        return Err(shift(
+            Diagnostic::error(
+                "E0707",
+                "substitution `?e[?i := k]` may only appear on the right",
+            )
+            .at(lhs_s.span, "left side"),
+            lhs_off,
+        ));
     }
-    let rhs = builder.expr(&rhs_s)?;
+    let rhs = builder.expr(&rhs_s).map_err(|d| shift(d, rhs_off))?;
 
     let mut lhs_metas = BTreeSet::new();
     metas_of(&lhs, &mut lhs_metas);
@@ -832,7 +856,7 @@ fn load_one(
                             .into_iter()
                             .next()
                             .unwrap_or_else(|| Diagnostic::error("E0708", "cannot parse"));
-                        shift(d, coff)
+                        shift(unmeta_spans(d, ctrim), coff)
                     },
                 )?;
                 conditions.push(Condition::Pred {
@@ -909,7 +933,7 @@ fn load_one(
     for m in &rhs_metas {
         if !known.contains(m) {
             return Err(Diagnostic::error("E0713", format!("`?{m}` on the right side is bound nowhere"))
-                .at(rhs_s.span, "uses an unbound metavariable")
+                .at(Span::new(rhs_s.span.start + rhs_off, rhs_s.span.end + rhs_off), "uses an unbound metavariable")
                 .with_help(format!("match it on the left, bind it with `if shape(?v) = [?{m}, ..]`, or declare it as a parameter `{name}(?{m})`")));
         }
     }

@@ -74,6 +74,17 @@ fn every_derivation_replays_and_preserves_meaning() {
         let (checked, diags) = atl_lang::check_source(&source);
         let checked =
             checked.unwrap_or_else(|| panic!("{}", render_to_string(&diags, &name, &source)));
+        // The file's user rules, admitted as `atl check` admits them.
+        let (lib, diags) = atl_rewrites::user_rules::library_with_user_rules(
+            &lib,
+            &checked.program,
+            &name,
+            &solver,
+        );
+        if !diags.is_empty() {
+            failures.push(render_to_string(&diags, &name, &source));
+            continue;
+        }
         let env = Env {
             program: &checked.program,
             shapes: &checked.shapes,

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use atl_lang::pretty::{Style, expr_to_string};
 use atl_rewrites::cert::Certificate;
-use atl_rewrites::{Env, Library, run_derivations};
+use atl_rewrites::user_rules::library_with_user_rules;
+use atl_rewrites::{Env, Library, run_derivations, with_derived};
 use atl_solver::Solver;
 
 /// Every `examples/*/*.atl` file, sorted.
@@ -30,23 +30,6 @@ pub fn example_files() -> Vec<PathBuf> {
     out
 }
 
-/// The sizes, assumptions and inputs of a program as ATL text (as `atl derive` writes).
-fn declarations_text(p: &atl_lang::ir::Program) -> String {
-    let mut s = String::new();
-    if !p.sizes.is_empty() {
-        let names: Vec<&str> = p.sizes.iter().map(|x| x.name.as_str()).collect();
-        s.push_str(&format!("size {}\n", names.join(", ")));
-    }
-    for a in &p.assumes {
-        s.push_str(&format!("assume {}\n", a.pred));
-    }
-    for i in &p.inputs {
-        let dims: Vec<String> = i.shape.iter().map(|d| d.to_string()).collect();
-        s.push_str(&format!("input {} : [{}]\n", i.name, dims.join(", ")));
-    }
-    s
-}
-
 /// (derivation name, certificate JSON) for every derivation of an ATL source.
 pub fn certificates_of_source(source: &str) -> Vec<(String, String)> {
     let (checked, diags) = atl_lang::check_source(source);
@@ -54,12 +37,18 @@ pub fn certificates_of_source(source: &str) -> Vec<(String, String)> {
     try_certificates_of_source(source).unwrap_or_else(|| panic!("derivations fail:\n{source}"))
 }
 
-/// Like [`certificates_of_source`]; `None` if the source or a derivation fails.
+/// Like [`certificates_of_source`]; `None` if the source, one of its user rules or a
+/// derivation fails.
 pub fn try_certificates_of_source(source: &str) -> Option<Vec<(String, String)>> {
     let (checked, _) = atl_lang::check_source(source);
     let checked = checked?;
-    let (library, _) = Library::standard();
+    let (standard, _) = Library::standard();
     let solver = Solver::new();
+    let (library, diags) =
+        library_with_user_rules(&standard, &checked.program, "source.atl", &solver);
+    if !diags.is_empty() {
+        return None;
+    }
     let env = Env {
         program: &checked.program,
         shapes: &checked.shapes,
@@ -70,19 +59,11 @@ pub fn try_certificates_of_source(source: &str) -> Option<Vec<(String, String)>>
     if !diags.is_empty() {
         return None;
     }
+    let (program, _) = with_derived(&checked.program, &checked.shapes, &derivations);
     let certs = derivations
         .iter()
         .map(|d| {
-            let cert = Certificate {
-                format: "atl-certificate/1",
-                derivation: d.name.clone(),
-                from: d.from.clone(),
-                declarations: declarations_text(&checked.program),
-                initial: expr_to_string(&d.initial, Style::default()),
-                steps: d.steps.clone(),
-                result: expr_to_string(&d.result, Style::default()),
-                grade: d.grade(),
-            };
+            let cert = Certificate::new(d, &program, &library);
             let json = serde_json::to_string_pretty(&cert).expect("serializable");
             (d.name.clone(), json)
         })
