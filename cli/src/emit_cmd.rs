@@ -56,8 +56,14 @@ impl EmitOptions {
 
 /// Lowers `def` to the loop IR.
 pub fn lower(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Kernel, Vec<Diagnostic>> {
-    atl_lower::lower_def_with(program, shapes, def, &atl_solver::Solver::new(), &atl_lower::LowerOptions::default())
-        .map_err(|d| vec![d])
+    atl_lower::lower_def_with(
+        program,
+        shapes,
+        def,
+        &atl_solver::Solver::new(),
+        &atl_lower::LowerOptions::default(),
+    )
+    .map_err(|d| vec![d])
 }
 
 /// The loop IR of `def`, printed (`atl emit --ir`, the REPL's `:ir`).

@@ -5,6 +5,7 @@
 //! Exit status (DESIGN §8): 0 success, 1 user error (a diagnostic was rendered), 2 bad
 //! command-line arguments.
 
+pub mod bench_cmd;
 pub mod emit_cmd;
 pub mod npy;
 pub mod repl;
@@ -132,6 +133,29 @@ enum Command {
     Repl {
         /// A program file to load.
         file: Option<PathBuf>,
+    },
+    /// Time a definition's compiled kernel (optionally against another definition).
+    Bench {
+        file: PathBuf,
+        #[arg(long = "def")]
+        def: Option<String>,
+        /// Sizes to time at.
+        #[arg(long = "sizes", value_name = "NAME=VALUE,...")]
+        sizes: Vec<String>,
+        /// A second definition of the same file, timed interleaved with the first.
+        #[arg(long = "vs", value_name = "OTHER")]
+        vs: Option<String>,
+        /// OpenMP threads.
+        #[arg(long = "threads", default_value_t = 1)]
+        threads: usize,
+        /// Timed calls per kernel.
+        #[arg(long = "runs", default_value_t = 11)]
+        runs: usize,
+        /// Sizes of the check against the interpreter (default: each size, at most 19).
+        #[arg(long = "check-sizes", value_name = "NAME=VALUE,...")]
+        check_sizes: Vec<String>,
+        #[arg(long = "dtype", default_value = "f32")]
+        dtype: String,
     },
     /// Check a derivation certificate independently of the rewrite engine.
     Verify {
@@ -293,6 +317,28 @@ pub fn run(
             inputs,
             dtype,
         } => cmd_run(&mut out, &file, def.as_deref(), &sizes, &inputs, &dtype),
+        Command::Bench {
+            file,
+            def,
+            sizes,
+            vs,
+            threads,
+            runs,
+            check_sizes,
+            dtype,
+        } => cmd_bench(
+            &mut out,
+            &file,
+            def.as_deref(),
+            &sizes,
+            BenchArgs {
+                vs: vs.as_deref(),
+                threads,
+                runs,
+                check_sizes: &check_sizes,
+                dtype: &dtype,
+            },
+        ),
         Command::Verify { cert } => verify_cmd::verify_file(&cert, out.stdout, out.stderr, color),
         Command::Repl { file } => repl_term::run_repl(file, color, out.stdout, out.stderr),
         Command::Prove {
@@ -1057,6 +1103,98 @@ fn cmd_run(
     ) {
         Ok(report) => {
             let _ = emit_cmd::write_run_report(&report, out.stdout);
+            EXIT_OK
+        }
+        Err(diags) => {
+            out.diagnostics(&diags, file, &prepared.loaded.source);
+            EXIT_USER
+        }
+    }
+}
+
+/// The options of `atl bench` besides the file, definition and sizes.
+struct BenchArgs<'a> {
+    vs: Option<&'a str>,
+    threads: usize,
+    runs: usize,
+    check_sizes: &'a [String],
+    dtype: &'a str,
+}
+
+fn cmd_bench(
+    out: &mut Output<'_>,
+    file: &Path,
+    def: Option<&str>,
+    size_args: &[String],
+    args: BenchArgs<'_>,
+) -> i32 {
+    let dtype = match parse_dtype(out, args.dtype) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    if args.threads == 0 || args.runs == 0 {
+        return out.arg_error("`--threads` and `--runs` must be at least 1");
+    }
+    let prepared = match prepare(out, file, def, size_args, &[]) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let program = &prepared.loaded.program;
+    let check_sizes = if args.check_sizes.is_empty() {
+        bench_cmd::default_check_sizes(&prepared.sizes)
+    } else {
+        match parse_sizes(args.check_sizes) {
+            Ok(s) => s,
+            Err(m) => return out.arg_error(&format!("`--check-sizes`: {m}")),
+        }
+    };
+    if let Err(d) = atl_lang::interp::input_shapes(program, &check_sizes, &EvalOptions::default()) {
+        out.diagnostics(&[d], file, &prepared.loaded.source);
+        let _ = writeln!(
+            out.stderr,
+            "help: the check against the interpreter runs at the sizes above; choose others \
+             with `--check-sizes`"
+        );
+        return EXIT_USER;
+    }
+    let vs = match args.vs {
+        None => None,
+        Some(v) => match pick_def(program, Some(v)) {
+            Ok(n) => Some(n.to_string()),
+            Err(d) => {
+                out.diagnostics(&[d], file, &prepared.loaded.source);
+                return EXIT_USER;
+            }
+        },
+    };
+    for name in std::iter::once(&prepared.name).chain(&vs) {
+        if let Err(code) = gate(out, file, &prepared.loaded, name) {
+            return code;
+        }
+    }
+    if args.threads > 1 && std::env::var_os("OMP_WAIT_POLICY").is_none() {
+        let _ = writeln!(
+            out.stderr,
+            "note: OMP_WAIT_POLICY is not set; on a machine whose cores are shared, \
+             spinning OpenMP threads distort multi-thread timings (set it to `passive`)"
+        );
+    }
+    let options = bench_cmd::BenchOptions {
+        dtype,
+        threads: args.threads,
+        runs: args.runs,
+    };
+    match bench_cmd::bench(
+        program,
+        &prepared.loaded.shapes,
+        &prepared.name,
+        vs.as_deref(),
+        &prepared.sizes,
+        &check_sizes,
+        &options,
+    ) {
+        Ok(report) => {
+            let _ = bench_cmd::write_report(&report, out.stdout);
             EXIT_OK
         }
         Err(diags) => {

@@ -71,4 +71,22 @@ impl Library {
         unsafe { f(args.sizes.as_ptr(), inputs.as_ptr(), args.out.as_mut_ptr()) };
         Ok(start.elapsed())
     }
+
+    /// Calls `SYMBOL_atl_set_threads(n)`.
+    pub(crate) fn set_threads(&self, symbol: &str, n: i32) -> Result<(), String> {
+        type SetThreads = unsafe extern "C" fn(i32);
+        let name = format!("{symbol}_atl_set_threads\0");
+        // SAFETY: `crate::packed_wrapper` defines this symbol as `void(int)`.
+        let f: libloading::Symbol<'_, SetThreads> = unsafe {
+            self.lib
+                .as_ref()
+                .ok_or("the library was unloaded")?
+                .get(name.as_bytes())
+        }
+        .map_err(|e| e.to_string())?;
+        // SAFETY: the function only calls `omp_set_num_threads(n)` for `n > 0` (or
+        // nothing without OpenMP); it touches no memory of ours.
+        unsafe { f(n) };
+        Ok(())
+    }
 }

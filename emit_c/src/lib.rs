@@ -30,7 +30,7 @@ use atl_lower::Kernel;
 pub use atl_lang::interp::Tensor;
 pub use compile::{Backend, CompileOptions, Compiled, compile};
 pub use cprint::is_free_identifier;
-pub use run::RunOutput;
+pub use run::{PreparedCall, RunOutput};
 
 /// The element type of the generated kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -115,7 +115,11 @@ fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
         "\n/* Entry point for the atl runner: the same call with packed arguments. */\n\
          void {sym}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
          void {sym}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
-         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n",
+         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n\
+         \n/* For the atl runner: the number of OpenMP threads of later calls. */\n\
+         #ifdef _OPENMP\n#include <omp.h>\n#endif\n\
+         void {sym}_atl_set_threads(int n);\n\
+         void {sym}_atl_set_threads(int n)\n{{\n#ifdef _OPENMP\n  if (n > 0)\n    omp_set_num_threads(n);\n#else\n  (void)n;\n#endif\n}}\n",
         sym = code.symbol,
         args = args.join(", ")
     )

@@ -204,3 +204,90 @@ impl Compiled {
         args.into_output(Duration::from_nanos(ns))
     }
 }
+
+/// The arguments of a prepared call, in the kernel's element type.
+enum PreparedArgs {
+    F32(Args<f32>),
+    F64(Args<f64>),
+}
+
+/// A call checked and converted once, then made as often as wanted: what a benchmark
+/// times. Only the kernel call itself is timed. Shared-object backend only.
+pub struct PreparedCall<'c> {
+    compiled: &'c Compiled,
+    args: PreparedArgs,
+}
+
+impl std::fmt::Debug for PreparedCall<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedCall")
+            .field("compiled", self.compiled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compiled {
+    /// Checks the call (sizes, preconditions, input shapes) and converts the inputs
+    /// for repeated [`PreparedCall::call`]s.
+    pub fn prepare(
+        &self,
+        sizes: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Tensor>,
+    ) -> Result<PreparedCall<'_>, Diagnostic> {
+        if !matches!(self.artifact, Artifact::Library(_)) {
+            return Err(Diagnostic::error(
+                "E0933",
+                "repeated calls need the shared-object backend",
+            ));
+        }
+        let args = match self.dtype {
+            Dtype::F32 => PreparedArgs::F32(Args::new(self, sizes, inputs)?),
+            Dtype::F64 => PreparedArgs::F64(Args::new(self, sizes, inputs)?),
+        };
+        Ok(PreparedCall {
+            compiled: self,
+            args,
+        })
+    }
+
+    /// Sets the number of OpenMP threads later calls from this thread use (a kernel
+    /// compiled without OpenMP ignores it).
+    pub fn set_threads(&self, threads: usize) -> Result<(), Diagnostic> {
+        let Artifact::Library(lib) = &self.artifact else {
+            return Err(Diagnostic::error(
+                "E0933",
+                "setting threads needs the shared-object backend",
+            ));
+        };
+        let n = i32::try_from(threads.max(1)).unwrap_or(i32::MAX);
+        lib.set_threads(&self.code.symbol, n)
+            .map_err(|e| Diagnostic::error("E0933", format!("cannot set the threads: {e}")))
+    }
+}
+
+impl PreparedCall<'_> {
+    /// Calls the kernel once; returns the time the call took.
+    pub fn call(&mut self) -> Result<Duration, Diagnostic> {
+        let Artifact::Library(lib) = &self.compiled.artifact else {
+            return Err(Diagnostic::error("E0933", "not a loaded kernel"));
+        };
+        let symbol = &self.compiled.code.symbol;
+        let r = match &mut self.args {
+            PreparedArgs::F32(a) => lib.call(symbol, a),
+            PreparedArgs::F64(a) => lib.call(symbol, a),
+        };
+        r.map_err(|e| Diagnostic::error("E0933", format!("cannot call the kernel: {e}")))
+    }
+
+    /// The output of the last call.
+    pub fn output(&self) -> Result<Tensor, Diagnostic> {
+        let (shape, data): (Vec<usize>, Vec<f64>) = match &self.args {
+            PreparedArgs::F32(a) => (
+                a.out_shape.clone(),
+                a.out.iter().map(|x| x.to_f64()).collect(),
+            ),
+            PreparedArgs::F64(a) => (a.out_shape.clone(), a.out.clone()),
+        };
+        Tensor::new(shape, data).ok_or_else(|| Diagnostic::error("E0934", "output length mismatch"))
+    }
+}

@@ -57,8 +57,20 @@ pub fn load(path: &Path) -> Example {
     let source = std::fs::read_to_string(path).expect("readable example");
     let (checked, diags) = atl_lang::check_source(&source);
     let checked = checked.unwrap_or_else(|| panic!("{} does not check: {diags:?}", path.display()));
-    let (library, _) = atl_rewrites::Library::standard();
+    let (standard, _) = atl_rewrites::Library::standard();
     let solver = atl_solver::Solver::new();
+    // The file's own rules, admitted as `atl check` admits them.
+    let (library, rule_diags) = atl_rewrites::user_rules::library_with_user_rules(
+        &standard,
+        &checked.program,
+        &path.display().to_string(),
+        &solver,
+    );
+    assert!(
+        rule_diags.is_empty(),
+        "{}: user rules refused: {rule_diags:?}",
+        path.display()
+    );
     let env = atl_rewrites::Env {
         program: &checked.program,
         shapes: &checked.shapes,

@@ -1,0 +1,280 @@
+//! `atl bench`: compile a definition with optimization and OpenMP, check it against the
+//! reference interpreter at small sizes, then time it at the requested sizes — and,
+//! with `--vs OTHER`, time a second definition of the same file in the same process,
+//! interleaved call by call, and print the ratio.
+//!
+//! ```text
+//! atl bench FILE --def NAME --sizes n=2000,m=2000 [--vs OTHER] [--threads N]
+//!     [--runs R] [--check-sizes n=19,m=17] [--dtype f32|f64]
+//! ```
+//!
+//! Method (the bench kit's, `../shared/bench/README.md`): every kernel is compiled
+//! with `-O3 -march=native -fopenmp`; each gets one warm-up call (two when the first
+//! took under 0.2 s); then `R` timed calls per kernel, interleaved round-robin with a
+//! rotating start so that the drift of a shared machine affects both alike. Only the
+//! kernel call is timed. The medians are reported, and the ratio
+//! `median(OTHER) / median(NAME)` (above 1: NAME is faster).
+//!
+//! Before timing, each kernel runs at the check sizes (each size clamped to at most
+//! 19 unless `--check-sizes` is given) on random inputs and must agree with the
+//! interpreter within the element type's tolerance; a disagreement is E0936 and
+//! nothing is timed.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use atl_emit_c::{CompileOptions, Compiled, Dtype};
+use atl_lang::diag::Diagnostic;
+use atl_lang::interp::{EvalOptions, Tensor};
+use atl_lang::ir::Program;
+use atl_lang::shapes::ShapeEnv;
+
+/// Options of `atl bench`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchOptions {
+    pub dtype: Dtype,
+    /// OpenMP threads for the timed calls.
+    pub threads: usize,
+    /// Timed calls per kernel.
+    pub runs: usize,
+}
+
+/// How one kernel did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelTiming {
+    pub def: String,
+    /// Largest `|kernel - interpreter|` at the check sizes, relative to
+    /// `max(1, max |interpreter|)`.
+    pub check_error: f64,
+    pub compile_time: Duration,
+    /// Every timed call, in order.
+    pub times: Vec<Duration>,
+}
+
+impl KernelTiming {
+    pub fn median(&self) -> Duration {
+        median(&self.times)
+    }
+
+    pub fn min(&self) -> Duration {
+        self.times.iter().copied().min().unwrap_or_default()
+    }
+}
+
+/// What `atl bench` measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchReport {
+    pub sizes: BTreeMap<String, i64>,
+    pub check_sizes: BTreeMap<String, i64>,
+    pub threads: usize,
+    pub dtype: Dtype,
+    pub main: KernelTiming,
+    pub vs: Option<KernelTiming>,
+}
+
+impl BenchReport {
+    /// `median(vs) / median(main)`: above 1 when the main definition is faster.
+    pub fn ratio(&self) -> Option<f64> {
+        let vs = self.vs.as_ref()?;
+        let m = self.main.median().as_secs_f64();
+        (m > 0.0).then(|| vs.median().as_secs_f64() / m)
+    }
+}
+
+/// The median of a non-empty list (the lower middle for an even count).
+pub fn median(times: &[Duration]) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted
+        .get(sorted.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or_default()
+}
+
+/// The check sizes by default: every size clamped to at most 19 (odd, and not a
+/// multiple of the usual tile sizes, so tails are exercised).
+pub fn default_check_sizes(sizes: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    sizes
+        .iter()
+        .map(|(k, v)| (k.clone(), (*v).min(19)))
+        .collect()
+}
+
+/// Random inputs of a program at `sizes` (seeds 1, 2, … in declaration order).
+pub fn random_inputs(
+    program: &Program,
+    sizes: &BTreeMap<String, i64>,
+) -> Result<BTreeMap<String, Tensor>, Diagnostic> {
+    let shapes = atl_lang::interp::input_shapes(program, sizes, &EvalOptions::default())?;
+    let mut inputs = BTreeMap::new();
+    for (k, decl) in program.inputs.iter().enumerate() {
+        if let Some(shape) = shapes.get(&decl.name) {
+            inputs.insert(
+                decl.name.clone(),
+                Tensor::random(shape.clone(), k as u64 + 1),
+            );
+        }
+    }
+    Ok(inputs)
+}
+
+fn compile(
+    program: &Program,
+    shapes: &ShapeEnv,
+    def: &str,
+    dtype: Dtype,
+) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
+    let kernel = crate::emit_cmd::lower(program, shapes, def)?;
+    let t = Instant::now();
+    let compiled = atl_emit_c::compile(
+        &kernel,
+        &atl_emit_c::EmitOptions {
+            dtype,
+            symbol: None,
+        },
+        &CompileOptions {
+            opt_level: 3,
+            openmp: true,
+            flags: vec!["-march=native".to_string()],
+            ..CompileOptions::default()
+        },
+    )
+    .map_err(|d| vec![d])?;
+    Ok((compiled, t.elapsed()))
+}
+
+/// Runs `compiled` at the check sizes and compares with the interpreter.
+fn check(
+    program: &Program,
+    def: &str,
+    compiled: &Compiled,
+    sizes: &BTreeMap<String, i64>,
+    dtype: Dtype,
+) -> Result<f64, Diagnostic> {
+    let inputs = random_inputs(program, sizes)?;
+    let want = atl_lang::interp::eval_def(program, def, sizes, &inputs, &EvalOptions::default())?;
+    let got = compiled.run(sizes, &inputs)?.output;
+    let scale = want.data.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    let mut err = 0.0f64;
+    for (g, w) in got.data.iter().zip(&want.data) {
+        let e = (g - w).abs();
+        err = err.max(if e.is_nan() { f64::INFINITY } else { e / scale });
+    }
+    let tolerance = match dtype {
+        Dtype::F32 => 1e-4,
+        Dtype::F64 => 1e-10,
+    };
+    if err > tolerance || got.data.len() != want.data.len() {
+        let shown: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        return Err(Diagnostic::error(
+            "E0936",
+            format!(
+                "the compiled kernel of `{def}` disagrees with the interpreter at {}: \
+                 relative error {err:.3e}",
+                shown.join(",")
+            ),
+        )
+        .with_help("this is a bug in lowering or C emission; please report it with the program"));
+    }
+    Ok(err)
+}
+
+/// `atl bench`: see the module documentation.
+pub fn bench(
+    program: &Program,
+    shapes: &ShapeEnv,
+    def: &str,
+    vs: Option<&str>,
+    sizes: &BTreeMap<String, i64>,
+    check_sizes: &BTreeMap<String, i64>,
+    options: &BenchOptions,
+) -> Result<BenchReport, Vec<Diagnostic>> {
+    let mut defs = vec![def];
+    defs.extend(vs);
+    let inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
+    let mut compiled = Vec::new();
+    for d in &defs {
+        let (c, compile_time) = compile(program, shapes, d, options.dtype)?;
+        let check_error = check(program, d, &c, check_sizes, options.dtype).map_err(|e| vec![e])?;
+        c.set_threads(options.threads).map_err(|e| vec![e])?;
+        compiled.push((c, compile_time, check_error));
+    }
+    let mut calls = Vec::new();
+    for (c, _, _) in &compiled {
+        calls.push(c.prepare(sizes, &inputs).map_err(|d| vec![d])?);
+    }
+    // Warm-up: one call, two when the first was short.
+    for call in &mut calls {
+        let first = call.call().map_err(|d| vec![d])?;
+        if first < Duration::from_millis(200) {
+            call.call().map_err(|d| vec![d])?;
+        }
+    }
+    let runs = options.runs.max(1);
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); calls.len()];
+    for round in 0..runs {
+        for k in 0..calls.len() {
+            let which = (round + k) % calls.len();
+            times[which].push(calls[which].call().map_err(|d| vec![d])?);
+        }
+    }
+    let mut timings = compiled.iter().zip(&defs).zip(times).map(
+        |(((_, compile_time, check_error), d), times)| KernelTiming {
+            def: d.to_string(),
+            check_error: *check_error,
+            compile_time: *compile_time,
+            times,
+        },
+    );
+    let main = timings.next().ok_or_else(Vec::new)?;
+    let vs = timings.next();
+    Ok(BenchReport {
+        sizes: sizes.clone(),
+        check_sizes: check_sizes.clone(),
+        threads: options.threads,
+        dtype: options.dtype,
+        main,
+        vs,
+    })
+}
+
+/// Prints a bench report.
+pub fn write_report(report: &BenchReport, out: &mut dyn Write) -> io::Result<()> {
+    let list = |m: &BTreeMap<String, i64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    writeln!(
+        out,
+        "sizes {} ({}, {} thread{}); checked against the interpreter at {}",
+        list(&report.sizes),
+        report.dtype.c_type(),
+        report.threads,
+        if report.threads == 1 { "" } else { "s" },
+        list(&report.check_sizes)
+    )?;
+    for t in std::iter::once(&report.main).chain(&report.vs) {
+        writeln!(
+            out,
+            "{:<24} median {:>10.3} ms   min {:>10.3} ms   ({} runs; check error {:.1e}; compiled in {:.0} ms)",
+            t.def,
+            ms(t.median()),
+            ms(t.min()),
+            t.times.len(),
+            t.check_error,
+            ms(t.compile_time)
+        )?;
+    }
+    if let (Some(r), Some(vs)) = (report.ratio(), &report.vs) {
+        writeln!(
+            out,
+            "ratio {} / {} = {r:.3} (above 1: `{}` is faster)",
+            vs.def, report.main.def, report.main.def
+        )?;
+    }
+    Ok(())
+}

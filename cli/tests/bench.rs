@@ -1,0 +1,102 @@
+//! `atl bench`: a real (small) timing run that checks, times and compares two
+//! definitions, and its refusals.
+
+use std::path::{Path, PathBuf};
+
+use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER, bench_cmd, run};
+
+fn path(rel: &str) -> String {
+    let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.join(rel).display().to_string()
+}
+
+fn atl(args: &[&str]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut all = vec!["atl"];
+    all.extend_from_slice(args);
+    let code = run(all, &mut out, &mut err, false);
+    (
+        code,
+        String::from_utf8(out).expect("UTF-8"),
+        String::from_utf8(err).expect("UTF-8"),
+    )
+}
+
+#[test]
+fn bench_checks_times_and_compares_two_definitions() {
+    let blur = path("examples/blur/blur.atl");
+    let (code, out, err) = atl(&[
+        "bench",
+        &blur,
+        "--def",
+        "fast",
+        "--vs",
+        "fused",
+        "--sizes",
+        "H=37,W=45",
+        "--runs",
+        "3",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(code, EXIT_OK, "{out}\n{err}");
+    assert!(out.contains("sizes H=37,W=45 (float, 2 threads)"), "{out}");
+    assert!(
+        out.contains("checked against the interpreter at H=19,W=19"),
+        "{out}"
+    );
+    let runs = out.matches("(3 runs;").count();
+    assert_eq!(runs, 2, "both kernels timed 3 times: {out}");
+    let ratio: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("ratio fused / fast = "))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio line: {out}"));
+    assert!(ratio.is_finite() && ratio > 0.0, "{ratio}");
+}
+
+#[test]
+fn bench_refuses_bad_requests() {
+    let blur = path("examples/blur/blur.atl");
+    // An unknown `--vs` definition is the user's error, with a diagnostic.
+    let (code, _, err) = atl(&[
+        "bench", &blur, "--def", "fast", "--vs", "nope", "--sizes", "H=4,W=4",
+    ]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(err.contains("nope"), "{err}");
+    // Check sizes that break a size precondition.
+    let (code, _, err) = atl(&[
+        "bench",
+        &blur,
+        "--def",
+        "fast",
+        "--sizes",
+        "H=4,W=4",
+        "--check-sizes",
+        "H=0,W=3",
+    ]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(err.contains("--check-sizes"), "{err}");
+    // Zero runs is an argument error.
+    let (code, _, err) = atl(&[
+        "bench", &blur, "--def", "fast", "--sizes", "H=4,W=4", "--runs", "0",
+    ]);
+    assert_eq!(code, EXIT_ARGS, "{err}");
+}
+
+#[test]
+fn median_is_the_lower_middle() {
+    use std::time::Duration;
+    let ms = |v: &[u64]| {
+        v.iter()
+            .map(|&x| Duration::from_millis(x))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bench_cmd::median(&ms(&[5, 1, 3])), Duration::from_millis(3));
+    assert_eq!(
+        bench_cmd::median(&ms(&[4, 1, 3, 2])),
+        Duration::from_millis(2)
+    );
+    assert_eq!(bench_cmd::median(&ms(&[7])), Duration::from_millis(7));
+}
