@@ -438,10 +438,23 @@ impl Applier<'_, '_> {
             Verdict::Proved => String::new(),
         };
         let (strategy, note) = if tail == "round" {
+            // A loop inside a let's value computes a stage; any other loop, the output.
+            let in_stage = (0..path.len()).any(|n| {
+                path[n] == 0
+                    && matches!(
+                        self.node(&path[..n]).map(|a| &a.kind),
+                        Some(ExprKind::Let { .. })
+                    )
+            });
+            let consequence = if in_stage {
+                "on this stage it would compute values past its end, which its consumers would then read instead of zeros"
+            } else {
+                "on the output that writes past its end"
+            };
             (
                 "RoundUp",
                 format!(
-                    "RoundUp computes the last tile in full, up to cdiv({extent}, {k}) * {k}: past the end of `gen {var}`; on an output that writes out of bounds, and on a stage it computes values its consumers would read instead of the zeros past its end"
+                    "RoundUp computes the last tile in full, up to cdiv({extent}, {k}) * {k}, past the end of `gen {var}`: {consequence}"
                 ),
             )
         } else {
@@ -572,15 +585,41 @@ impl Applier<'_, '_> {
                 )
             })
         };
-        if !in_loop(&self.expr, &path) {
-            // Already computed once, in full: record the directive as a `check`.
-            return self.apply(Step {
-                kind: StepKind::Check,
-                span,
-            });
-        }
+        let before = self.outcomes.len();
         while in_loop(&self.expr, &path) {
             path = self.lift_once(x, &path, span)?;
+        }
+        // Out of every loop, the stage is computed once; it is lifted further, where a
+        // rule allows, to the chain of lets at the root, so that the program reads as
+        // stages followed by the output (no failure here: the schedule is already
+        // reached).
+        let at_root_chain = |e: &Expr, path: &[usize]| {
+            (0..path.len()).all(|n| {
+                path[n] == 1
+                    && matches!(
+                        node_at(e, &path[..n]).map(|a| &a.kind),
+                        Some(ExprKind::Let { .. })
+                    )
+            })
+        };
+        while !at_root_chain(&self.expr, &path) {
+            let (k, parent) = path.split_last().expect("not at the root");
+            let Some(rule) = self.node(parent).and_then(|p| lift_rule(p, *k)) else {
+                break;
+            };
+            let Ok(o) = self.try_apply(&rw(rule, false, parent.to_vec(), vec![], span)) else {
+                break;
+            };
+            self.commit(o);
+            path = parent.to_vec();
+        }
+        if self.outcomes.len() == before {
+            // Already computed once, in full, at the root: the directive is recorded
+            // as a `check` so that the trace and the certificate show it.
+            self.apply(Step {
+                kind: StepKind::Check,
+                span,
+            })?;
         }
         Ok(())
     }
