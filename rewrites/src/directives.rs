@@ -824,6 +824,11 @@ impl Applier<'_, '_> {
             }
         }
         collect(body, x, &mut Vec::new(), &mut reads);
+        if reads.is_empty() || reads.len() != uses(body, x).len() {
+            return Err(refuse(format!(
+                "`{x}` is used as a whole tensor, not only read by index: a window would change it"
+            )));
+        }
         let mut lows: Vec<IndexExpr> = Vec::new();
         let mut highs: Vec<IndexExpr> = Vec::new();
         for (index, loops) in &reads {
