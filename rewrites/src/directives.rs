@@ -825,9 +825,12 @@ impl Applier<'_, '_> {
         }
         collect(body, x, &mut Vec::new(), &mut reads);
         if reads.is_empty() || reads.len() != uses(body, x).len() {
-            return Err(refuse(format!(
-                "`{x}` is used as a whole tensor, not only read by index: a window would change it"
-            )));
+            return Err(Diagnostic::error(
+                "E0829",
+                format!("`{x}` is used as a whole tensor, not only read by index: a window would change it"),
+            )
+            .at(span, "no window computed")
+            .with_help("read the stage element by element (`rw get_add`, `rw get_gen`, …) before computing it at a loop"));
         }
         let mut lows: Vec<IndexExpr> = Vec::new();
         let mut highs: Vec<IndexExpr> = Vec::new();
