@@ -295,6 +295,13 @@ fn no_lift_rule(x: &str, parent: &Expr, span: Span) -> Diagnostic {
     .with_help("rewrite the program so that only gens, sums, guards, accesses, `+`, `*`, `transpose`, `flatten`, `split`, `trunc_r` and lets separate the stage from the loop")
 }
 
+/// A loop: its variable and range.
+type Loop = (String, IndexExpr, IndexExpr);
+
+/// A read of a stage: its index, and the loops between the stage and the read
+/// (outermost first).
+type Read = (IndexExpr, Vec<Loop>);
+
 /// Applies `steps` one after the other, recording `origin` on each.
 struct Applier<'a, 'e> {
     env: &'a Env<'e>,
@@ -793,14 +800,8 @@ impl Applier<'_, '_> {
                     "give the window by hand: `window {x} in LO..HI` (after moving the stage with the let-lifting rules)"
                 ))
         };
-        // (index, loops between the let and the read, innermost last)
-        let mut reads: Vec<(IndexExpr, Vec<(String, IndexExpr, IndexExpr)>)> = Vec::new();
-        fn collect(
-            e: &Expr,
-            x: &str,
-            loops: &mut Vec<(String, IndexExpr, IndexExpr)>,
-            out: &mut Vec<(IndexExpr, Vec<(String, IndexExpr, IndexExpr)>)>,
-        ) {
+        let mut reads: Vec<Read> = Vec::new();
+        fn collect(e: &Expr, x: &str, loops: &mut Vec<Loop>, out: &mut Vec<Read>) {
             if let ExprKind::Access { tensor, index } = &e.kind
                 && matches!(&tensor.kind, ExprKind::Var(v) if v == x)
             {
