@@ -1,33 +1,52 @@
 //! Halide-style scheduling directives as macros over checked rules. A directive names
-//! loops by their binder variables, finds them in the current program, and applies
-//! ordinary rule steps at their paths; each expanded step is recorded (and certified)
-//! like any other, with the directive as its `origin`.
+//! loops by their binder variables (and stages by their `let` names), finds them in the
+//! current program, and applies ordinary steps (rule rewrites, and the `window`, `simpl`
+//! and `check` tactics) at their paths; each expanded step is recorded (and certified)
+//! like any other, with the directive as its `origin`. Nothing here is trusted: a
+//! directive can only choose steps, and every step is checked by the engine and again by
+//! `atl verify`. `docs/directives.md` maps every Halide directive to its expansion.
 //!
-//! Supported now:
-//! - `split i by K into io, ii` (tail strategy `guard`, Halide's GuardWithIf, the
-//!   default): `rw<- tile_id with k := K`, `rw split_def` naming the new loops,
-//!   `rw get_gen`. Tails are guarded and the padding dropped by `trunc_r`.
-//!   `tail round` (RoundUp) and `tail shift` (ShiftInwards) are refused: RoundUp would
-//!   compute and store past the end of the output, and ShiftInwards recomputes
-//!   overlapping elements, which the guard-based form already avoids; neither has a
-//!   sound equivalent here yet.
+//! - `split i by K into io, ii [tail guard|round|shift]`: `rw<- tile_id with k := K`,
+//!   `rw split_def` naming the new loops, `rw get_gen`. Tails are guarded and the padding
+//!   dropped by `trunc_r` (GuardWithIf). RoundUp and ShiftInwards differ from it only
+//!   when the extent is not a multiple of K; so they are accepted exactly when the
+//!   extent is provably a multiple (the tail guard is then removed with `guard_elim`),
+//!   and refused otherwise: RoundUp would compute and store past the end, and
+//!   ShiftInwards recomputes overlapping elements (reading before the start when the
+//!   extent is below K), which has no counterpart in value semantics.
 //! - `tile i, j by A, B`: `split i by A into io, ii` then `split j by B into jo, ji`.
-//! - `reorder a, b`: exchanges two directly nested loops `a` and `b` (either order):
-//!   `gen_swap` (gen/gen, a transpose keeps the layout), `sum_swap` (sum/sum),
-//!   `gen_sum`/`sum_gen` (a gen and a sum).
+//! - `reorder a, b`: exchanges two directly nested loops (`gen_swap`, `sum_swap`,
+//!   `gen_sum`, `sum_gen`).
+//! - `fuse i, j into t`: two directly nested loops from 0 become one over the product:
+//!   gens with `rw<- split_flatten` then `rw flatten_gen` (the storage layout is kept by
+//!   the `split`), sums with `rw sum_fuse`.
+//! - `compute_root x`: lifts `let x` out of every enclosing loop with the let-lifting
+//!   rules.
+//! - `compute_inline x`: `rw unfold_let`, then reads of the inlined generator are
+//!   resolved with `get_gen` (or `get_gen_guard` where the read is not provably in range).
+//! - `compute_at x at io`: moves `let x` to the body of loop `io` (let-lifting rules in
+//!   either direction), then shrinks it with `window` to the rows the body reads, bounds
+//!   computed here from the reads and proved by the `window` step, then `simpl` and
+//!   `get_gen` on the windowed producer.
+//! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
-//! Others (`fuse`, `compute_at`, `parallel`, `vectorize`, `unroll`, …) are reported as
-//! not supported yet.
+//! Refused: `parallel`, `vectorize`, `unroll` (loop annotations belong to lowering), and
+//! directives with no sound counterpart in a language of pure expressions
+//! (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, …).
 
 use std::collections::BTreeMap;
 
 use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, StepKind};
 use atl_lang::diag::Diagnostic;
-use atl_lang::ir::{Expr, ExprKind};
+use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind};
+use atl_lang::poly::{self, Poly};
+use atl_lang::pretty::{Style, expr_to_string};
 use atl_lang::shapes::Shape;
 use atl_lang::span::Span;
+use atl_solver::Verdict;
 
-use crate::engine::{Env, StepOutcome, run_step, sites};
+use crate::engine::{Env, StepOutcome, node_at, run_step, sites};
 
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
     Diagnostic::error("E0820", format!("malformed `{}` directive", name.name))
@@ -67,25 +86,88 @@ fn name_index(n: &str, span: Span) -> SIndex {
     }
 }
 
-/// The path of the `gen`/`sum` binding `var`.
-fn loop_path(
-    env: &Env<'_>,
-    expr: &Expr,
-    var: &str,
-    span: Span,
-) -> Result<(Vec<usize>, bool), Diagnostic> {
-    sites(env.shapes, expr)
-        .into_iter()
-        .find_map(|s| match &s.expr.kind {
-            ExprKind::Gen { var: v, .. } if v == var => Some((s.path.clone(), true)),
-            ExprKind::Sum { var: v, .. } if v == var => Some((s.path.clone(), false)),
-            _ => None,
-        })
-        .ok_or_else(|| {
-            Diagnostic::error("E0821", format!("no loop binds `{var}`"))
-                .at(span, "unknown loop")
-                .with_help("loops are named by their binder variables as printed by `atl derive --trace` or the REPL")
-        })
+/// An index expression as surface syntax (for steps built here, such as `window`).
+fn to_sindex(e: &IndexExpr, span: Span) -> SIndex {
+    let kind = match e {
+        IndexExpr::Const(c) => SIndexKind::Int(*c),
+        IndexExpr::Var(v) => SIndexKind::Name(v.clone()),
+        IndexExpr::Meta(m) => SIndexKind::Meta(m.clone()),
+        IndexExpr::Neg(a) => SIndexKind::Neg(Box::new(to_sindex(a, span))),
+        IndexExpr::Bin(op, a, b) => SIndexKind::Bin(
+            *op,
+            Box::new(to_sindex(a, span)),
+            Box::new(to_sindex(b, span)),
+        ),
+    };
+    SIndex { kind, span }
+}
+
+/// The path of the `gen`/`sum` binding `var`, and whether it is a `gen`.
+fn loop_path(expr: &Expr, var: &str, span: Span) -> Result<(Vec<usize>, bool), Diagnostic> {
+    find_path(expr, &mut |e| match &e.kind {
+        ExprKind::Gen { var: v, .. } if v == var => Some(true),
+        ExprKind::Sum { var: v, .. } if v == var => Some(false),
+        _ => None,
+    })
+    .ok_or_else(|| {
+        Diagnostic::error("E0821", format!("no loop binds `{var}`"))
+            .at(span, "unknown loop")
+            .with_help("loops are named by their binder variables as printed by `atl derive --trace` or the REPL")
+    })
+}
+
+/// The path of `let var`.
+fn let_path(expr: &Expr, var: &str, span: Span) -> Result<Vec<usize>, Diagnostic> {
+    find_path(expr, &mut |e| match &e.kind {
+        ExprKind::Let { var: v, .. } if v == var => Some(()),
+        _ => None,
+    })
+    .map(|(p, ())| p)
+    .ok_or_else(|| {
+        Diagnostic::error("E0826", format!("no `let {var}` in the program"))
+            .at(span, "unknown stage")
+            .with_help("stages are the `let`-bound tensors, named as printed by `atl derive --trace` or the REPL")
+    })
+}
+
+/// The first node in pre-order for which `f` says something, with its path.
+fn find_path<T>(expr: &Expr, f: &mut dyn FnMut(&Expr) -> Option<T>) -> Option<(Vec<usize>, T)> {
+    fn go<T>(
+        e: &Expr,
+        path: &mut Vec<usize>,
+        f: &mut dyn FnMut(&Expr) -> Option<T>,
+    ) -> Option<(Vec<usize>, T)> {
+        if let Some(t) = f(e) {
+            return Some((path.clone(), t));
+        }
+        for (k, c) in e.children().into_iter().enumerate() {
+            path.push(k);
+            let found = go(c, path, f);
+            path.pop();
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+    go(expr, &mut Vec::new(), f)
+}
+
+/// Paths (pre-order) of every use of the tensor variable `name` below `e`.
+fn uses(e: &Expr, name: &str) -> Vec<Vec<usize>> {
+    fn go(e: &Expr, name: &str, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if matches!(&e.kind, ExprKind::Var(v) if v == name) {
+            out.push(path.clone());
+        }
+        for (k, c) in e.children().into_iter().enumerate() {
+            path.push(k);
+            go(c, name, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    go(e, name, &mut Vec::new(), &mut out);
+    out
 }
 
 fn rw(rule: &str, backward: bool, path: Vec<usize>, with: Vec<(&str, SIndex)>, span: Span) -> Step {
@@ -103,6 +185,123 @@ fn rw(rule: &str, backward: bool, path: Vec<usize>, with: Vec<(&str, SIndex)>, s
     }
 }
 
+/// A one-line description of an expanded step, for the notes of a failure.
+fn describe(step: &Step) -> String {
+    match &step.kind {
+        StepKind::Rewrite {
+            backward,
+            rule,
+            site,
+            ..
+        } => {
+            let path = site
+                .path
+                .as_ref()
+                .map(|(p, _)| {
+                    format!(
+                        " in [{}]",
+                        p.iter()
+                            .map(|k| k.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "{} {}{path}",
+                if *backward { "rw<-" } else { "rw" },
+                rule.name
+            )
+        }
+        StepKind::Window { var, lo, hi } => match (
+            atl_lang::resolve::lower_index_free(lo),
+            atl_lang::resolve::lower_index_free(hi),
+        ) {
+            (Ok(lo), Ok(hi)) => format!("window {} in {lo}..{hi}", var.name),
+            _ => format!("window {}", var.name),
+        },
+        StepKind::Simpl => "simpl".to_string(),
+        StepKind::Check => "check".to_string(),
+        _ => "a step".to_string(),
+    }
+}
+
+/// Whether a failed step failed on a side condition (refuted or unknown), as opposed to
+/// not matching at all.
+fn condition_failed(d: &Diagnostic) -> bool {
+    d.code == "E0811" || d.code == "E0812"
+}
+
+/// The rule that lifts a `let` out of the construct `parent` (its child `k`), forward.
+fn lift_rule(parent: &Expr, k: usize) -> Option<&'static str> {
+    Some(match (&parent.kind, k) {
+        (ExprKind::Gen { .. }, _) => "let_lift_gen",
+        (ExprKind::Sum { .. }, _) => "let_lift_sum",
+        (ExprKind::Guard { .. }, _) => "let_lift_guard",
+        (ExprKind::Access { .. }, _) => "let_lift_access",
+        (ExprKind::Binary { op: BinOp::Add, .. }, 0) => "let_lift_add_l",
+        (ExprKind::Binary { op: BinOp::Add, .. }, _) => "let_lift_add_r",
+        (ExprKind::Binary { op: BinOp::Mul, .. }, 0) => "let_lift_mul_l",
+        (ExprKind::Binary { op: BinOp::Mul, .. }, _) => "let_lift_mul_r",
+        (ExprKind::Transpose(_), _) => "transpose_let",
+        (ExprKind::Flatten(_), _) => "flatten_let",
+        (
+            ExprKind::Amount {
+                op: AmountOp::TruncR,
+                ..
+            },
+            _,
+        ) => "trunc_r_let",
+        (
+            ExprKind::Amount {
+                op: AmountOp::Split,
+                ..
+            },
+            _,
+        ) => "split_let",
+        (ExprKind::Let { .. }, 0) => "let_lift_let",
+        (ExprKind::Let { .. }, _) => "let_swap",
+        _ => return None,
+    })
+}
+
+/// A construct's name for diagnostics.
+fn construct(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Gen { var, .. } => format!("`gen {var}`"),
+        ExprKind::Sum { var, .. } => format!("`sum {var}`"),
+        ExprKind::Let { var, .. } => format!("`let {var}`"),
+        ExprKind::Guard { .. } => "a guard".to_string(),
+        ExprKind::Access { .. } => "an access".to_string(),
+        ExprKind::Neg(_) => "a negation".to_string(),
+        ExprKind::Binary { op, .. } => format!("`{}`", op.symbol()),
+        ExprKind::Concat(..) => "`++`".to_string(),
+        ExprKind::Transpose(_) => "`transpose`".to_string(),
+        ExprKind::Flatten(_) => "`flatten`".to_string(),
+        ExprKind::Amount { op, .. } => format!("`{}`", op.name()),
+        _ => "this construct".to_string(),
+    }
+}
+
+fn no_lift_rule(x: &str, parent: &Expr, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0827",
+        format!(
+            "no rule moves `let {x}` across {} (the construct between the stage and the loop)",
+            construct(parent)
+        ),
+    )
+    .at(span, "cannot move the stage")
+    .with_help("rewrite the program so that only gens, sums, guards, accesses, `+`, `*`, `transpose`, `flatten`, `split`, `trunc_r` and lets separate the stage from the loop")
+}
+
+/// A loop: its variable and range.
+type Loop = (String, IndexExpr, IndexExpr);
+
+/// A read of a stage: its index, and the loops between the stage and the read
+/// (outermost first).
+type Read = (IndexExpr, Vec<Loop>);
+
 /// Applies `steps` one after the other, recording `origin` on each.
 struct Applier<'a, 'e> {
     env: &'a Env<'e>,
@@ -115,21 +314,53 @@ struct Applier<'a, 'e> {
 
 impl Applier<'_, '_> {
     fn apply(&mut self, step: Step) -> Result<(), Diagnostic> {
-        let mut o = run_step(self.env, &self.expr, &step, self.shape, self.derived)
-            .map_err(|d| d.with_note(format!("while expanding `{}`", self.origin)))?;
-        o.record.origin = Some(self.origin.clone());
+        let o = self.try_apply(&step).map_err(|d| {
+            d.with_note(format!(
+                "while expanding `{}`, at its step `{}`",
+                self.origin,
+                describe(&step)
+            ))
+        })?;
         self.expr = o.expr.clone();
         self.outcomes.push(o);
         Ok(())
     }
 
-    /// `split var by k into outer, inner` with guarded tails.
+    /// Runs a step without committing it.
+    fn try_apply(&self, step: &Step) -> Result<StepOutcome, Diagnostic> {
+        let mut o = run_step(self.env, &self.expr, step, self.shape, self.derived)?;
+        o.record.origin = Some(self.origin.clone());
+        Ok(o)
+    }
+
+    fn commit(&mut self, o: StepOutcome) {
+        self.expr = o.expr.clone();
+        self.outcomes.push(o);
+    }
+
+    fn node(&self, path: &[usize]) -> Option<&Expr> {
+        node_at(&self.expr, path)
+    }
+
+    /// Proves `goal` in the context of the node at `path`.
+    fn prove_at(&self, path: &[usize], goal: &Pred) -> Verdict {
+        let all = sites(self.env.shapes, &self.expr);
+        let ctx = all
+            .iter()
+            .find(|s| s.path == path)
+            .map(|s| s.ctx.clone())
+            .unwrap_or_default();
+        self.env.solver.prove(&self.env.facts(&ctx), goal)
+    }
+
+    /// `split var by k into outer, inner` with the given tail strategy.
     fn split(
         &mut self,
         var: &str,
         k: i64,
         outer: &str,
         inner: &str,
+        tail: &str,
         span: Span,
     ) -> Result<(), Diagnostic> {
         if k < 1 {
@@ -139,7 +370,7 @@ impl Applier<'_, '_> {
             )
             .at(span, "bad factor"));
         }
-        let (path, is_gen) = loop_path(self.env, &self.expr, var, span)?;
+        let (path, is_gen) = loop_path(&self.expr, var, span)?;
         if !is_gen {
             return Err(Diagnostic::error(
                 "E0822",
@@ -147,6 +378,11 @@ impl Applier<'_, '_> {
             )
             .at(span, "a sum")
             .with_help("split a sum's range with `rw split_sum with k := …`"));
+        }
+        // RoundUp and ShiftInwards coincide with the guarded split when the extent is a
+        // multiple of the factor (no tail), and only then have a sound counterpart.
+        if tail != "guard" {
+            self.check_no_tail(&path, var, k, tail, span)?;
         }
         self.apply(rw(
             "tile_id",
@@ -168,13 +404,567 @@ impl Applier<'_, '_> {
             span,
         ))?;
         // gen outer: gen inner: [guard] * (gen var: …)[outer * k + inner]
-        let mut access = split_path;
+        let mut guard = split_path;
+        guard.extend([0, 0]);
+        let mut access = guard.clone();
+        access.push(0);
+        self.apply(rw("get_gen", false, access, vec![], span))?;
+        if tail != "guard" {
+            // No tail: the guard holds everywhere and is dropped.
+            self.apply(rw("guard_elim", false, guard, vec![], span))?;
+        }
+        Ok(())
+    }
+
+    /// For `tail round`/`tail shift`: the extent of the loop at `path` must be provably a
+    /// multiple of `k`; otherwise the strategy is refused, saying why.
+    fn check_no_tail(
+        &self,
+        path: &[usize],
+        var: &str,
+        k: i64,
+        tail: &str,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let Some(ExprKind::Gen { lo, hi, .. }) = self.node(path).map(|n| &n.kind) else {
+            return Ok(());
+        };
+        let extent = poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
+        let multiple = Pred::cmp(
+            CmpOp::Eq,
+            IndexExpr::bin(IndexOp::Mod, extent.clone(), IndexExpr::Const(k)),
+            IndexExpr::Const(0),
+        );
+        let verdict = self.prove_at(path, &multiple);
+        if verdict == Verdict::Proved {
+            return Ok(());
+        }
+        let why = match &verdict {
+            Verdict::Refuted(cex) => format!("counterexample: {cex}"),
+            Verdict::Unknown(r) => format!("the solver could not decide it ({r})"),
+            Verdict::Proved => String::new(),
+        };
+        let (strategy, note) = if tail == "round" {
+            // A loop inside a let's value computes a stage; any other loop, the output.
+            let in_stage = (0..path.len()).any(|n| {
+                path[n] == 0
+                    && matches!(
+                        self.node(&path[..n]).map(|a| &a.kind),
+                        Some(ExprKind::Let { .. })
+                    )
+            });
+            let consequence = if in_stage {
+                "on this stage it would compute values past its end, which its consumers would then read instead of zeros"
+            } else {
+                "on the output that writes past its end"
+            };
+            (
+                "RoundUp",
+                format!(
+                    "RoundUp computes the last tile in full, up to cdiv({extent}, {k}) * {k}, past the end of `gen {var}`: {consequence}"
+                ),
+            )
+        } else {
+            let small = Pred::cmp(CmpOp::Le, IndexExpr::Const(k), extent.clone());
+            let note = if self.prove_at(path, &small) == Verdict::Proved {
+                format!(
+                    "ShiftInwards shifts the last tile to start at {extent} - {k} and recomputes the elements it overlaps; a value-semantics program has one value per element and cannot express the overlapping writes"
+                )
+            } else {
+                format!(
+                    "ShiftInwards would start the last tile at {extent} - {k}, which may be negative (the extent may be smaller than the factor): it would read and write out of bounds"
+                )
+            };
+            ("ShiftInwards", note)
+        };
+        Err(Diagnostic::error(
+            "E0823",
+            format!(
+                "tail strategy `{tail}` ({strategy}) is refused: the extent {extent} of `{var}` is not provably a multiple of {k}"
+            ),
+        )
+        .at(span, "has a partial last tile")
+        .with_note(why)
+        .with_note(note)
+        .with_help("use the default `tail guard`, or a factor that divides the extent (an `assume` can state it)"))
+    }
+
+    /// `fuse a, b into t`: two directly nested loops from 0 become one.
+    fn fuse(&mut self, a: &str, b: &str, t: &str, span: Span) -> Result<(), Diagnostic> {
+        let (pa, ga) = loop_path(&self.expr, a, span)?;
+        let (pb, gb) = loop_path(&self.expr, b, span)?;
+        let (outer, outer_gen, inner, inner_gen) =
+            if pb.len() == pa.len() + 1 && pb.starts_with(&pa) {
+                (pa, ga, pb, gb)
+            } else if pa.len() == pb.len() + 1 && pa.starts_with(&pb) {
+                (pb, gb, pa, ga)
+            } else {
+                return Err(Diagnostic::error(
+                    "E0825",
+                    format!("`{a}` and `{b}` are not directly nested loops"),
+                )
+                .at(span, "cannot fuse")
+                .with_note("fuse makes one loop of a loop and the loop that is its whole body")
+                .with_help("reorder the loops first so that one is directly inside the other"));
+            };
+        if outer_gen != inner_gen {
+            return Err(Diagnostic::error(
+                "E0825",
+                format!("`{a}` and `{b}` are a gen and a sum, which cannot be fused"),
+            )
+            .at(span, "cannot fuse")
+            .with_note("the fused loop would be part output dimension, part reduction"));
+        }
+        for p in [&outer, &inner] {
+            if let Some(ExprKind::Gen { var, lo, .. } | ExprKind::Sum { var, lo, .. }) =
+                self.node(p).map(|n| &n.kind)
+                && !poly::same(lo, &IndexExpr::Const(0))
+            {
+                return Err(Diagnostic::error(
+                    "E0825",
+                    format!("loop `{var}` starts at {lo}, not 0"),
+                )
+                .at(span, "cannot fuse")
+                .with_help(format!(
+                    "shift it to start at 0 first: `rw gen_lo_zero` (or `rw shift_sum`) at `{var}`"
+                )));
+            }
+        }
+        if outer_gen {
+            // gen i < n: gen j < m: e  =  split(m, flatten(…))  =  split(m, gen t < n * m: …)
+            self.apply(rw("split_flatten", true, outer.clone(), vec![], span))?;
+            let mut flatten = outer;
+            flatten.push(0);
+            self.apply(rw(
+                "flatten_gen",
+                false,
+                flatten,
+                vec![("k", name_index(t, span))],
+                span,
+            ))
+        } else {
+            self.apply(rw(
+                "sum_fuse",
+                false,
+                outer,
+                vec![("k", name_index(t, span))],
+                span,
+            ))
+        }
+    }
+
+    /// Lifts `let x` (at `path`) one level, out of its parent; returns the new path.
+    fn lift_once(&mut self, x: &str, path: &[usize], span: Span) -> Result<Vec<usize>, Diagnostic> {
+        let (k, parent) = path.split_last().expect("a let below the root");
+        let parent_node = self.node(parent).expect("the parent exists");
+        let rule = lift_rule(parent_node, *k).ok_or_else(|| no_lift_rule(x, parent_node, span))?;
+        self.apply(rw(rule, false, parent.to_vec(), vec![], span))?;
+        Ok(parent.to_vec())
+    }
+
+    /// Pushes `let x` (at `path`) one level into child `k` of its body; returns the new
+    /// path of the let.
+    fn sink_once(
+        &mut self,
+        x: &str,
+        path: &[usize],
+        k: usize,
+        span: Span,
+    ) -> Result<Vec<usize>, Diagnostic> {
+        let mut body = path.to_vec();
+        body.push(1);
+        let body_node = self.node(&body).expect("the let has a body");
+        let rule = lift_rule(body_node, k).ok_or_else(|| no_lift_rule(x, body_node, span))?;
+        self.apply(rw(rule, true, path.to_vec(), vec![], span))?;
+        let mut out = path.to_vec();
+        out.push(k);
+        Ok(out)
+    }
+
+    /// `compute_root x`: no loop encloses `let x` any more.
+    fn compute_root(&mut self, x: &str, span: Span) -> Result<(), Diagnostic> {
+        let mut path = let_path(&self.expr, x, span)?;
+        let in_loop = |e: &Expr, path: &[usize]| {
+            (0..path.len()).any(|n| {
+                matches!(
+                    node_at(e, &path[..n]).map(|a| &a.kind),
+                    Some(ExprKind::Gen { .. } | ExprKind::Sum { .. })
+                )
+            })
+        };
+        let before = self.outcomes.len();
+        while in_loop(&self.expr, &path) {
+            path = self.lift_once(x, &path, span)?;
+        }
+        // Out of every loop, the stage is computed once; it is lifted further, where a
+        // rule allows, to the chain of lets at the root, so that the program reads as
+        // stages followed by the output (no failure here: the schedule is already
+        // reached).
+        let at_root_chain = |e: &Expr, path: &[usize]| {
+            (0..path.len()).all(|n| {
+                path[n] == 1
+                    && matches!(
+                        node_at(e, &path[..n]).map(|a| &a.kind),
+                        Some(ExprKind::Let { .. })
+                    )
+            })
+        };
+        while !at_root_chain(&self.expr, &path) {
+            let (k, parent) = path.split_last().expect("not at the root");
+            let Some(rule) = self.node(parent).and_then(|p| lift_rule(p, *k)) else {
+                break;
+            };
+            let Ok(o) = self.try_apply(&rw(rule, false, parent.to_vec(), vec![], span)) else {
+                break;
+            };
+            self.commit(o);
+            path = parent.to_vec();
+        }
+        if self.outcomes.len() == before {
+            // Already computed once, in full, at the root: the directive is recorded
+            // as a `check` so that the trace and the certificate show it.
+            self.apply(Step {
+                kind: StepKind::Check,
+                span,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `compute_inline x`: the stage is substituted into its consumers and their reads of
+    /// it resolved.
+    fn compute_inline(&mut self, x: &str, span: Span) -> Result<(), Diagnostic> {
+        let path = let_path(&self.expr, x, span)?;
+        let Some(ExprKind::Let { body, .. }) = self.node(&path).map(|n| &n.kind) else {
+            unreachable!("let_path found a let")
+        };
+        let occurrences = uses(body, x);
+        self.apply(rw("unfold_let", false, path.clone(), vec![], span))?;
+        // The body now stands where the let was; each use became a copy of the value.
+        for occ in occurrences {
+            let mut cur = path.clone();
+            cur.extend(occ);
+            self.resolve_reads(cur, span)?;
+        }
+        Ok(())
+    }
+
+    /// Reads `(gen …)[k]` and `([p] * …)[k]` of the tensor at `cur`, outwards, are
+    /// resolved: `get_gen` where the index is provably in range, else `get_gen_guard`.
+    fn resolve_reads(&mut self, mut cur: Vec<usize>, span: Span) -> Result<(), Diagnostic> {
+        loop {
+            let Some((0, parent)) = cur.split_last().map(|(k, p)| (*k, p.to_vec())) else {
+                return Ok(());
+            };
+            if !matches!(
+                self.node(&parent).map(|n| &n.kind),
+                Some(ExprKind::Access { .. })
+            ) {
+                return Ok(());
+            }
+            match self.node(&cur).map(|n| &n.kind) {
+                Some(ExprKind::Gen { lo, .. }) if poly::same(lo, &IndexExpr::Const(0)) => {
+                    let step = rw("get_gen", false, parent.clone(), vec![], span);
+                    match self.try_apply(&step) {
+                        Ok(o) => {
+                            self.commit(o);
+                            cur = parent;
+                        }
+                        Err(d) if condition_failed(&d) => {
+                            // `[0 <= k && k < n] * e[i := k]`: the guard is resolved
+                            // by `get_guard` if an outer access reads it.
+                            self.apply(rw("get_gen_guard", false, parent.clone(), vec![], span))?;
+                            cur = parent;
+                        }
+                        Err(d) => {
+                            return Err(d.with_note(format!(
+                                "while expanding `{}`, at its step `{}`",
+                                self.origin,
+                                describe(&step)
+                            )));
+                        }
+                    }
+                }
+                Some(ExprKind::Guard { .. }) => {
+                    self.apply(rw("get_guard", false, parent.clone(), vec![], span))?;
+                    cur = parent;
+                    cur.extend([0, 0]);
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// `compute_at x at l`: `let x` moves to the body of loop `l`, and is shrunk to the
+    /// rows that body reads.
+    fn compute_at(&mut self, x: &str, l: &str, span: Span) -> Result<(), Diagnostic> {
+        let mut lp = let_path(&self.expr, x, span)?;
+        let (loop_p, _) = loop_path(&self.expr, l, span)?;
+        let mut loop_body = loop_p.clone();
+        loop_body.push(0);
+        // Every use must be inside the loop, and the loop inside the let's scope (or the
+        // let already inside the loop).
+        let all_uses = uses(&self.expr, x);
+        let mut let_body = lp.clone();
+        let_body.push(1);
+        let dominated = |u: &Vec<usize>| u.starts_with(&loop_body);
+        if let Some(u) = all_uses.iter().find(|u| !dominated(u)) {
+            let outside = node_at(&self.expr, &u[..u.len().saturating_sub(1)])
+                .map(|e| expr_to_string(e, Style::default()))
+                .unwrap_or_default();
+            return Err(Diagnostic::error(
+                "E0828",
+                format!("loop `{l}` does not enclose every use of `{x}`"),
+            )
+            .at(span, "cannot compute the stage there")
+            .with_note(format!("a use outside the loop: {outside}"))
+            .with_help("choose a loop that encloses all the stage's consumers (Halide: the compute level must dominate every use)"));
+        }
+        if all_uses.is_empty() {
+            return Err(Diagnostic::error("E0828", format!("`{x}` is never used"))
+                .at(span, "nothing to compute at")
+                .with_help(format!(
+                    "drop the stage with `rw unfold_let` or `compute_inline {x}`"
+                )));
+        }
+        if loop_p.starts_with(&let_body) {
+            // The loop is inside the let's body: push the let down to the loop's body.
+            loop {
+                let mut body = lp.clone();
+                body.push(1);
+                let rel = loop_p[body.len()..].to_vec();
+                let k = rel.first().copied().unwrap_or(0);
+                lp = self.sink_once(x, &lp, k, span)?;
+                if rel.is_empty() {
+                    break;
+                }
+            }
+        } else if lp.starts_with(&loop_body) {
+            // The let is deeper inside the loop: lift it up to the loop's body.
+            while lp != loop_body {
+                lp = self.lift_once(x, &lp, span)?;
+            }
+        } else {
+            return Err(Diagnostic::error(
+                "E0828",
+                format!("loop `{l}` is not in the scope of `let {x}`"),
+            )
+            .at(span, "cannot compute the stage there")
+            .with_help("the loop must be one of the stage's consumers"));
+        }
+        let (lo, hi) = self.window_bounds(x, &lp, span)?;
+        self.apply(Step {
+            kind: StepKind::Window {
+                var: ident(x, span),
+                lo: to_sindex(&lo, span),
+                hi: to_sindex(&hi, span),
+            },
+            span,
+        })?;
+        self.apply(Step {
+            kind: StepKind::Simpl,
+            span,
+        })?;
+        // let x = gen w < …: [in range] * v[w + lo] in …: read `v` directly when it is
+        // a generator.
+        let mut access = lp;
         access.extend([0, 0, 0]);
-        self.apply(rw("get_gen", false, access, vec![], span))
+        if let Some(ExprKind::Access { tensor, .. }) = self.node(&access).map(|n| &n.kind)
+            && matches!(tensor.kind, ExprKind::Gen { .. })
+        {
+            let mut tensor_path = access;
+            tensor_path.push(0);
+            self.resolve_reads(tensor_path, span)?;
+        }
+        Ok(())
+    }
+
+    /// The rows of `let x` (at `lp`) that its body reads, as `lo..hi` over the variables
+    /// around the let and the sizes: each read's index is bounded by the ranges of the
+    /// loops between the let and the read (interval arithmetic on linear indices), and the
+    /// reads must differ by constants so that the window's length is fixed. The `window`
+    /// step proves every read inside the result.
+    fn window_bounds(
+        &self,
+        x: &str,
+        lp: &[usize],
+        span: Span,
+    ) -> Result<(IndexExpr, IndexExpr), Diagnostic> {
+        let Some(ExprKind::Let { body, .. }) = self.node(lp).map(|n| &n.kind) else {
+            unreachable!("the let was moved to this path")
+        };
+        let refuse = |msg: String| {
+            Diagnostic::error("E0829", msg)
+                .at(span, "no window computed")
+                .with_help(format!(
+                    "give the window by hand: `window {x} in LO..HI` (after moving the stage with the let-lifting rules)"
+                ))
+        };
+        let mut reads: Vec<Read> = Vec::new();
+        fn collect(e: &Expr, x: &str, loops: &mut Vec<Loop>, out: &mut Vec<Read>) {
+            if let ExprKind::Access { tensor, index } = &e.kind
+                && matches!(&tensor.kind, ExprKind::Var(v) if v == x)
+            {
+                out.push((index.clone(), loops.clone()));
+                return;
+            }
+            let binder = match &e.kind {
+                ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+                    Some((var.clone(), lo.clone(), hi.clone()))
+                }
+                _ => None,
+            };
+            if let Some(b) = binder.clone() {
+                loops.push(b);
+            }
+            for c in e.children() {
+                collect(c, x, loops, out);
+            }
+            if binder.is_some() {
+                loops.pop();
+            }
+        }
+        collect(body, x, &mut Vec::new(), &mut reads);
+        if reads.is_empty() || reads.len() != uses(body, x).len() {
+            return Err(Diagnostic::error(
+                "E0829",
+                format!("`{x}` is used as a whole tensor, not only read by index: a window would change it"),
+            )
+            .at(span, "no window computed")
+            .with_help("read the stage element by element (`rw get_add`, `rw get_gen`, …) before computing it at a loop"));
+        }
+        let mut lows: Vec<IndexExpr> = Vec::new();
+        let mut highs: Vec<IndexExpr> = Vec::new();
+        for (index, loops) in &reads {
+            let (mut lo, mut hi) = (index.clone(), index.clone());
+            for (v, vlo, vhi) in loops.iter().rev() {
+                lo = extreme(&lo, v, vlo, vhi, false).ok_or_else(|| {
+                    refuse(format!(
+                        "the read `{x}[{index}]` is not linear in the loop variable `{v}`"
+                    ))
+                })?;
+                hi = extreme(&hi, v, vlo, vhi, true).ok_or_else(|| {
+                    refuse(format!(
+                        "the read `{x}[{index}]` is not linear in the loop variable `{v}`"
+                    ))
+                })?;
+            }
+            lows.push(poly::normalize(&lo));
+            highs.push(poly::normalize(&IndexExpr::add(hi, IndexExpr::Const(1))));
+        }
+        let pick = |v: &[IndexExpr], want_max: bool| -> Result<IndexExpr, Diagnostic> {
+            let mut best = v[0].clone();
+            for e in &v[1..] {
+                let d = Poly::from_index(&IndexExpr::sub(e.clone(), best.clone()));
+                let Some(d) = d.as_const() else {
+                    return Err(refuse(format!(
+                        "the reads of `{x}` start at `{}` and `{e}`, which differ by a non-constant amount: the window's length would not be fixed",
+                        best
+                    )));
+                };
+                if (want_max && d > 0) || (!want_max && d < 0) {
+                    best = e.clone();
+                }
+            }
+            Ok(best)
+        };
+        Ok((pick(&lows, false)?, pick(&highs, true)?))
+    }
+
+    /// `bound v to n`: the extent of loop `v` (or the size `v`) is provably `n`.
+    fn bound(&mut self, v: &str, n: i64, span: Span) -> Result<(), Diagnostic> {
+        let (what, goal, path) = if self.env.program.is_size(v) {
+            (
+                format!("size `{v}`"),
+                Pred::cmp(CmpOp::Eq, IndexExpr::var(v), IndexExpr::Const(n)),
+                Vec::new(),
+            )
+        } else {
+            let (path, _) = loop_path(&self.expr, v, span)?;
+            let Some(ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. }) =
+                self.node(&path).map(|e| &e.kind)
+            else {
+                unreachable!("loop_path found a loop")
+            };
+            (
+                format!("the extent of loop `{v}`"),
+                Pred::cmp(
+                    CmpOp::Eq,
+                    poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone())),
+                    IndexExpr::Const(n),
+                ),
+                path,
+            )
+        };
+        match self.prove_at(&path, &goal) {
+            Verdict::Proved => self.apply(Step {
+                kind: StepKind::Check,
+                span,
+            }),
+            verdict => {
+                let why = match verdict {
+                    Verdict::Refuted(cex) => format!("counterexample: {cex}"),
+                    Verdict::Unknown(r) => format!("the solver could not decide it ({r})"),
+                    Verdict::Proved => String::new(),
+                };
+                Err(Diagnostic::error("E0830", format!("{what} is not provably {n}"))
+                    .at(span, format!("cannot prove {goal}"))
+                    .with_note(why)
+                    .with_note("Halide's `bound` adds a run-time assertion and specializes the loop to it; an ATL program is a total function of its sizes, so a bound has to follow from the program's `assume`s")
+                    .with_help(format!("state it as a fact: `assume {goal}`")))
+            }
+        }
     }
 }
 
-/// Expands and applies a directive; returns one outcome per rule step.
+/// The least (`max = false`) or greatest value of `e` over `lo <= v < hi`, when `e` is
+/// linear in `v` (and `v` occurs nowhere else, e.g. inside a division).
+fn extreme(e: &IndexExpr, v: &str, lo: &IndexExpr, hi: &IndexExpr, max: bool) -> Option<IndexExpr> {
+    let p = Poly::from_index(e);
+    let var = IndexExpr::var(v);
+    let mut coeff = 0;
+    for (m, c) in p.terms() {
+        if m.len() == 1 && m[0] == var {
+            coeff = *c;
+        } else if m.iter().any(|a| a.mentions(v)) {
+            return None;
+        }
+    }
+    if coeff == 0 {
+        return Some(e.clone());
+    }
+    let at_top = (coeff > 0) == max;
+    let value = if at_top {
+        IndexExpr::sub(hi.clone(), IndexExpr::Const(1))
+    } else {
+        lo.clone()
+    };
+    Some(e.subst(v, &value))
+}
+
+/// Directives with no sound counterpart, and why.
+fn no_counterpart(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "specialize" => {
+            "`specialize` duplicates the code under a run-time condition; an ATL program is one total function of its sizes, specialized by stating facts with `assume`"
+        }
+        "store_at" | "store_root" => {
+            "storage placement apart from computation (Halide's sliding window) reuses a buffer across loop iterations, which has no value semantics here; `compute_at` places the stage's storage with its computation"
+        }
+        "fold_storage" => {
+            "storage folding overwrites rows of a buffer that later iterations no longer read; values cannot be overwritten in a language of pure expressions"
+        }
+        "compute_with" => {
+            "`compute_with` fuses the loops of independent stages that write different outputs; a definition has one output, and Halide's own version was unsound and deprecated"
+        }
+        "align_bounds" | "bound_extent" | "align_extent" => {
+            "these widen the computed region of a stage; ATL computes a stage exactly on its shape (use `window` or `compute_at` to shrink one)"
+        }
+        _ => return None,
+    })
+}
+
+/// Expands and applies a directive; returns one outcome per expanded step.
 pub fn apply_directive(
     env: &Env<'_>,
     expr: &Expr,
@@ -204,29 +994,18 @@ pub fn apply_directive(
     };
     match name.name.as_str() {
         "split" => {
-            const HELP: &str = "`split i by 8 into io, ii [tail guard]`";
+            const HELP: &str = "`split i by 8 into io, ii [tail guard|round|shift]`";
             let (var, k, outer, inner, rest) = match text.as_slice() {
                 [var, "by", k, "into", outer, inner, rest @ ..] => (*var, *k, *outer, *inner, rest),
                 _ => return Err(usage(name, HELP)),
             };
-            match rest {
-                [] | ["tail", "guard"] => {}
-                ["tail", "round"] => {
-                    return Err(Diagnostic::error("E0823", "tail strategy `round` (RoundUp) is refused")
-                        .at(span, "unsound here")
-                        .with_note("RoundUp computes the last tile in full; on an output (or any tensor whose extent is not a multiple of the factor) that writes past its end")
-                        .with_help("use the default `tail guard`"));
-                }
-                ["tail", "shift"] => {
-                    return Err(Diagnostic::error("E0823", "tail strategy `shift` (ShiftInwards) is not supported")
-                        .at(span, "not supported")
-                        .with_note("ShiftInwards recomputes overlapping elements and is invalid when the extent may be smaller than the factor")
-                        .with_help("use the default `tail guard`"));
-                }
+            let tail = match rest {
+                [] => "guard",
+                ["tail", t @ ("guard" | "round" | "shift")] => *t,
                 _ => return Err(usage(name, HELP)),
-            }
+            };
             let k: i64 = k.parse().map_err(|_| usage(name, HELP))?;
-            applier.split(var, k, outer, inner, span)?;
+            applier.split(var, k, outer, inner, tail, span)?;
         }
         "tile" => {
             const HELP: &str = "`tile i, j by 64, 64` (new loops `io, ii, jo, ji`)";
@@ -235,21 +1014,21 @@ pub fn apply_directive(
             };
             let ka: i64 = ka.parse().map_err(|_| usage(name, HELP))?;
             let kb: i64 = kb.parse().map_err(|_| usage(name, HELP))?;
-            applier.split(a, ka, &format!("{a}o"), &format!("{a}i"), span)?;
-            applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), span)?;
+            applier.split(a, ka, &format!("{a}o"), &format!("{a}i"), "guard", span)?;
+            applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), "guard", span)?;
         }
         "reorder" => {
             const HELP: &str = "`reorder a, b` exchanges two directly nested loops";
             let [a, b] = text.as_slice() else {
                 return Err(usage(name, HELP));
             };
-            let (pa, ga) = loop_path(env, expr, a, span)?;
-            let (pb, gb) = loop_path(env, expr, b, span)?;
-            let (outer_path, outer_gen, inner_path, inner_gen) =
+            let (pa, ga) = loop_path(expr, a, span)?;
+            let (pb, gb) = loop_path(expr, b, span)?;
+            let (outer_path, outer_gen, inner_gen) =
                 if pb.len() == pa.len() + 1 && pb.starts_with(&pa) {
-                    (pa, ga, pb, gb)
+                    (pa, ga, gb)
                 } else if pa.len() == pb.len() + 1 && pa.starts_with(&pb) {
-                    (pb, gb, pa, ga)
+                    (pb, gb, ga)
                 } else {
                     return Err(Diagnostic::error(
                         "E0824",
@@ -258,7 +1037,6 @@ pub fn apply_directive(
                     .at(span, "cannot exchange")
                     .with_help("exchange adjacent loops one pair at a time"));
                 };
-            let _ = inner_path;
             let rule = match (outer_gen, inner_gen) {
                 (true, true) => "gen_swap",
                 (false, false) => "sum_swap",
@@ -267,10 +1045,60 @@ pub fn apply_directive(
             };
             applier.apply(rw(rule, false, outer_path, vec![], span))?;
         }
+        "fuse" => {
+            const HELP: &str = "`fuse i, j into t` makes one loop `t` of two directly nested loops";
+            let [a, b, "into", t] = text.as_slice() else {
+                return Err(usage(name, HELP));
+            };
+            applier.fuse(a, b, t, span)?;
+        }
+        "compute_root" => {
+            let [x] = text.as_slice() else {
+                return Err(usage(name, "`compute_root x` for a stage `let x = …`"));
+            };
+            applier.compute_root(x, span)?;
+        }
+        "compute_inline" => {
+            let [x] = text.as_slice() else {
+                return Err(usage(name, "`compute_inline x` for a stage `let x = …`"));
+            };
+            applier.compute_inline(x, span)?;
+        }
+        "compute_at" => {
+            const HELP: &str = "`compute_at x at io` computes the stage `let x` inside loop `io`";
+            let [x, "at", l] = text.as_slice() else {
+                return Err(usage(name, HELP));
+            };
+            applier.compute_at(x, l, span)?;
+        }
+        "bound" => {
+            const HELP: &str =
+                "`bound i to 2000`: loop `i` (or a size) is 2000, as `assume`s imply";
+            let [v, "to", n] = text.as_slice() else {
+                return Err(usage(name, HELP));
+            };
+            let n: i64 = n.parse().map_err(|_| usage(name, HELP))?;
+            applier.bound(v, n, span)?;
+        }
+        "parallel" | "vectorize" | "unroll" => {
+            return Err(Diagnostic::error("E0815", format!("`{}` is not a step this version understands", name.name))
+                .at(name.span, "unknown step")
+                .with_note("loop annotations belong to lowering and are not derivation steps yet")
+                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`"));
+        }
         other => {
+            if let Some(why) = no_counterpart(other) {
+                return Err(Diagnostic::error(
+                    "E0831",
+                    format!("`{other}` has no sound counterpart here"),
+                )
+                .at(name.span, "refused")
+                .with_note(why)
+                .with_help("see docs/directives.md for what each Halide directive expands to"));
+            }
             return Err(Diagnostic::error("E0815", format!("`{other}` is not a step this version understands"))
                 .at(name.span, "unknown step")
-                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`"));
+                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`"));
         }
     }
     Ok(applier.outcomes)
