@@ -22,8 +22,16 @@ pub struct Loaded {
 pub fn load(source: &str, solver: &Solver) -> Option<Loaded> {
     let (checked, mut diags) = atl_lang::check_source(source);
     let checked = checked?;
-    let (library, lib_diags) = atl_rewrites::Library::standard();
+    let (standard, lib_diags) = atl_rewrites::Library::standard();
     assert!(lib_diags.is_empty(), "the rule library must load");
+    // The file's own rules, admitted as `atl check` admits them.
+    let (library, rule_diags) = atl_rewrites::user_rules::library_with_user_rules(
+        &standard,
+        &checked.program,
+        "example.atl",
+        solver,
+    );
+    diags.extend(rule_diags);
     let env = atl_rewrites::Env {
         program: &checked.program,
         shapes: &checked.shapes,
