@@ -5,6 +5,7 @@
 //! - [`engine`]: contexts, site selection, tactics (`rw`, `rw<-`, `unfold`, `inline`,
 //!   `simpl`, `simpl_guard`, `check`) and derivations.
 //! - [`cert`]: the certificate each derivation produces.
+//! - [`rocq`]: rule statements (and small programs) exported as Rocq terms.
 //!
 //! Library code never prints.
 
@@ -14,6 +15,7 @@ pub mod directives;
 pub mod engine;
 pub mod library;
 pub mod matcher;
+pub mod rocq;
 pub mod rule;
 
 pub use engine::{Derivation, Env, run_derivations, with_derived};

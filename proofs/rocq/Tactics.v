@@ -1,0 +1,194 @@
+(** Lemmas and tactics shared by the proofs of the rule files. *)
+
+From Coq Require Import ZArith List Bool Ring Lia.
+From ATL Require Import Semantics.
+Import ListNotations.
+Open Scope Z_scope.
+
+Section Lemmas.
+Context {K : Scalar}.
+Add Ring Kring : sring.
+
+Lemma inr_true : forall k n, inr k n = true -> 0 <= k < n.
+Proof. unfold inr; intros k n H; apply andb_true_iff in H; lia. Qed.
+
+Lemma inr_false : forall k n, inr k n = false -> ~ (0 <= k < n).
+Proof.
+  unfold inr; intros k n H; apply andb_false_iff in H.
+  destruct H as [H | H]; [apply Z.leb_gt in H | apply Z.ltb_ge in H]; lia.
+Qed.
+
+Lemma inr_of : forall k n, 0 <= k < n -> inr k n = true.
+Proof. unfold inr; intros; apply andb_true_iff; lia. Qed.
+
+Lemma inr_not : forall k n, ~ (0 <= k < n) -> inr k n = false.
+Proof.
+  unfold inr; intros k n H; apply andb_false_iff.
+  destruct (Z_le_dec 0 k); [right; apply Z.ltb_ge | left; apply Z.leb_gt]; lia.
+Qed.
+
+(** A well-shaped tensor reads zero outside its first extent. *)
+Lemma WS_out0 : forall d sh e s, WS (d :: sh) e -> ~ (0 <= s O < d) -> e s = szero.
+Proof. intros d sh e s [_ [Hz _]] H; apply Hz; simpl; tauto. Qed.
+
+Lemma WS_out1 : forall d0 d1 sh e s,
+  WS (d0 :: d1 :: sh) e -> ~ (0 <= s 1%nat < d1) -> e s = szero.
+Proof. intros d0 d1 sh e s [_ [Hz _]] H; apply Hz; simpl; unfold stl; tauto. Qed.
+
+Lemma WS_ext : forall sh e s s', WS sh e -> (forall j, s j = s' j) -> e s = e s'.
+Proof. intros sh e s s' [_ [_ He]] H; apply He; intros j _; apply H. Qed.
+
+Lemma WS_scalar : forall e s s', WS [] e -> e s = e s'.
+Proof. intros e s s' [_ [_ He]]; apply He; intros j Hj; simpl in Hj; lia. Qed.
+
+Lemma WS_dim0 : forall d sh e, WS (d :: sh) e -> 0 <= d.
+Proof. intros d sh e [Hf _]; inversion Hf; assumption. Qed.
+
+Lemma WS_dim1 : forall d0 d1 sh e, WS (d0 :: d1 :: sh) e -> 0 <= d1.
+Proof. intros d0 d1 sh e [Hf _]; inversion Hf as [|? ? ? Hf']; inversion Hf'; assumption. Qed.
+
+(** Sums. *)
+Lemma sumn_ext : forall n lo f g,
+  (forall i, lo <= i < lo + Z.of_nat n -> f i = g i) -> sumn n lo f = sumn n lo g.
+Proof.
+  induction n; intros lo f g H; simpl; [reflexivity |].
+  rewrite (H lo) by lia. rewrite (IHn (lo + 1) f g); [reflexivity |].
+  intros i Hi; apply H; lia.
+Qed.
+
+Lemma sumn_zero : forall n lo, sumn n lo (fun _ => szero) = szero.
+Proof. induction n; intros; simpl; [reflexivity | rewrite IHn; ring]. Qed.
+
+Lemma sumn_add : forall n lo f g,
+  sumn n lo (fun i => sadd (f i) (g i)) = sadd (sumn n lo f) (sumn n lo g).
+Proof. induction n; intros; simpl; [ring | rewrite IHn; ring]. Qed.
+
+Lemma sumn_sub : forall n lo f g,
+  sumn n lo (fun i => ssub (f i) (g i)) = ssub (sumn n lo f) (sumn n lo g).
+Proof. induction n; intros; simpl; [ring | rewrite IHn; ring]. Qed.
+
+Lemma sumn_opp : forall n lo f,
+  sumn n lo (fun i => sopp (f i)) = sopp (sumn n lo f).
+Proof. induction n; intros; simpl; [ring | rewrite IHn; ring]. Qed.
+
+Lemma sumn_mul_l : forall n lo a f,
+  sumn n lo (fun i => smul a (f i)) = smul a (sumn n lo f).
+Proof. induction n; intros; simpl; [ring | rewrite IHn; ring]. Qed.
+
+Lemma sumn_mul_r : forall n lo a f,
+  sumn n lo (fun i => smul (f i) a) = smul (sumn n lo f) a.
+Proof. induction n; intros; simpl; [ring | rewrite IHn; ring]. Qed.
+
+Lemma sumn_swap : forall n m lo lo' f,
+  sumn n lo (fun i => sumn m lo' (fun j => f i j))
+  = sumn m lo' (fun j => sumn n lo (fun i => f i j)).
+Proof.
+  induction n; intros; simpl.
+  - rewrite sumn_zero; reflexivity.
+  - rewrite IHn. rewrite <- sumn_add. reflexivity.
+Qed.
+
+Lemma sumn_app : forall n m lo f,
+  sumn (n + m) lo f = sadd (sumn n lo f) (sumn m (lo + Z.of_nat n) f).
+Proof.
+  induction n; intros; simpl.
+  - replace (lo + 0) with lo by lia; ring.
+  - rewrite IHn. replace (lo + 1 + Z.of_nat n) with (lo + Z.pos (Pos.of_succ_nat n)) by lia.
+    ring.
+Qed.
+
+Lemma sumn_shift : forall n lo d f,
+  sumn n (lo + d) f = sumn n lo (fun i => f (i + d)).
+Proof.
+  induction n; intros; simpl; [reflexivity |].
+  replace (lo + d + 1) with (lo + 1 + d) by lia. rewrite IHn. reflexivity.
+Qed.
+
+End Lemmas.
+
+(** Unfold the constructs to their pointwise meaning. *)
+Ltac tunfold :=
+  unfold teq, Lit, Add, Sub, Mul, Neg, Gen, Sum, Guard, Acc, Transpose, Flatten,
+    Concat, Split, PadR, PadL, TruncR, TruncL, dim0, dim1, sh_swap, sh_flat, sh_split,
+    sh_pad, sh_trunc, sh_concat, ext, scons, stl, shd in *.
+
+(** Boolean facts to arithmetic facts. *)
+Ltac b2p :=
+  repeat match goal with
+  | H : inr _ _ = true |- _ => apply inr_true in H
+  | H : inr _ _ = false |- _ => apply inr_false in H
+  | H : (_ && _)%bool = true |- _ => apply andb_true_iff in H; destruct H
+  | H : (_ && _)%bool = false |- _ => apply andb_false_iff in H; destruct H
+  | H : (_ || _)%bool = true |- _ => apply orb_true_iff in H; destruct H
+  | H : (_ || _)%bool = false |- _ => apply orb_false_iff in H; destruct H
+  | H : negb _ = true |- _ => apply negb_true_iff in H
+  | H : negb _ = false |- _ => apply negb_false_iff in H
+  | H : (_ <? _) = true |- _ => apply Z.ltb_lt in H
+  | H : (_ <? _) = false |- _ => apply Z.ltb_ge in H
+  | H : (_ <=? _) = true |- _ => apply Z.leb_le in H
+  | H : (_ <=? _) = false |- _ => apply Z.leb_gt in H
+  | H : (_ =? _) = true |- _ => apply Z.eqb_eq in H
+  | H : (_ =? _) = false |- _ => apply Z.eqb_neq in H
+  | H : (_ >? _) = _ |- _ => rewrite Z.gtb_ltb in H
+  | H : (_ >=? _) = _ |- _ => rewrite Z.geb_leb in H
+  end.
+
+(** Case analysis on every boolean test in the goal, turned into arithmetic. *)
+Ltac bcases :=
+  repeat match goal with
+  | |- context [if ?b then _ else _] => destruct b eqn:?
+  end; b2p.
+
+(** Close [e s = e s'] where [s] and [s'] agree everywhere (up to arithmetic), for a
+    well-shaped [e]. *)
+Ltac same_point :=
+  match goal with
+  | H : WS _ ?e |- ?e _ = ?e _ =>
+      apply (WS_ext _ _ _ _ H); let j := fresh "j" in
+      intros [|[|[|j]]]; simpl; try reflexivity; try lia
+  | H : forall i, WS _ (?e i) |- ?e _ _ = ?e _ _ =>
+      let Hi := fresh in
+      match goal with |- ?e ?a _ = ?e ?b _ =>
+        replace a with b by lia end;
+      apply (WS_ext _ _ _ _ (H _)); let j := fresh "j" in
+      intros [|[|[|j]]]; simpl; try reflexivity; try lia
+  end.
+
+(** Zero reads of a well-shaped tensor outside its first or second extent. *)
+Ltac zero_read :=
+  match goal with
+  | H : WS (?d :: _) ?e |- ?e _ = szero => apply (WS_out0 _ _ _ _ H); simpl; lia
+  | H : WS (_ :: ?d :: _) ?e |- ?e _ = szero => apply (WS_out1 _ _ _ _ _ H); simpl; lia
+  | H : WS (?d :: _) ?e |- szero = ?e _ => symmetry; apply (WS_out0 _ _ _ _ H); simpl; lia
+  | H : WS (_ :: ?d :: _) ?e |- szero = ?e _ =>
+      symmetry; apply (WS_out1 _ _ _ _ _ H); simpl; lia
+  end.
+
+(** Give a shape list of known minimal length its first dimensions. *)
+Ltac open_shape sh :=
+  let d0 := fresh "d" in let d1 := fresh "d" in let t := fresh "t" in
+  destruct sh as [|d0 [|d1 t]]; simpl in *; try lia.
+
+(** The extents of well-shaped tensors in the context are naturals. *)
+Ltac ws_facts :=
+  repeat match goal with
+  | H : WS (?d :: _) _ |- _ =>
+      lazymatch goal with
+      | _ : 0 <= d |- _ => fail
+      | _ => pose proof (WS_dim0 _ _ _ H)
+      end
+  | H : WS (_ :: ?d :: _) _ |- _ =>
+      lazymatch goal with
+      | _ : 0 <= d |- _ => fail
+      | _ => pose proof (WS_dim1 _ _ _ _ H)
+      end
+  end.
+
+(** The usual end of a pointwise proof. *)
+Ltac finish := ws_facts; try lia; try reflexivity; try zero_read; try same_point.
+
+Lemma cdiv_gt : forall r c i j, 1 <= c -> 0 <= j -> i * c + j < r -> i < cdiv r c.
+Proof.
+  intros r c i j Hc Hj H; unfold cdiv.
+  pose proof (Z.mul_div_le (- r) c ltac:(lia)). nia.
+Qed.
