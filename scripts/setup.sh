@@ -10,9 +10,11 @@
 #   installed z3.h (so the enum values match the linked library exactly); bindgen
 #   loads libclang at run time and needs clang's builtin headers.
 # - pkg-config: lets build scripts locate system libraries.
+# - coq: Rocq 8.16 (Debian's package name), which checks the rule library's proofs in
+#   proofs/rocq and runs the semantic agreement test (rewrites/tests/rocq.rs).
 set -euo pipefail
 
-packages=(libz3-dev libclang-dev pkg-config)
+packages=(libz3-dev libclang-dev pkg-config coq)
 
 missing=()
 for pkg in "${packages[@]}"; do
