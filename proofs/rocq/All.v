@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape.
 
-(* 37 rules. *)
+(* 64 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -44,7 +44,34 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_guard.guard_mul_l_stmt K) /\
   (@Rules_guard.guard_mul_r_stmt K) /\
   (@Rules_guard.guard_add_stmt K) /\
-  (@Rules_guard.guard_and_comm_stmt K).
+  (@Rules_guard.guard_and_comm_stmt K) /\
+  (@Rules_loops.sum_swap_stmt K) /\
+  (@Rules_loops.gen_swap_stmt K) /\
+  (@Rules_loops.transpose_gen_stmt K) /\
+  (@Rules_loops.sum_gen_stmt K) /\
+  (@Rules_loops.gen_sum_stmt K) /\
+  (@Rules_loops.split_gen_stmt K) /\
+  (@Rules_loops.split_sum_stmt K) /\
+  (@Rules_loops.shift_gen_stmt K) /\
+  (@Rules_loops.shift_sum_stmt K) /\
+  (@Rules_loops.gen_lo_zero_stmt K) /\
+  (@Rules_loops.sum_guard_range_stmt K) /\
+  (@Rules_loops.sum_guard_hi_stmt K) /\
+  (@Rules_loops.sum_guard_lo_stmt K) /\
+  (@Rules_algebra.add_comm_stmt K) /\
+  (@Rules_algebra.mul_comm_stmt K) /\
+  (@Rules_algebra.add_assoc_stmt K) /\
+  (@Rules_algebra.mul_assoc_stmt K) /\
+  (@Rules_algebra.mul_add_l_stmt K) /\
+  (@Rules_algebra.mul_add_r_stmt K) /\
+  (@Rules_algebra.mul_sum_l_stmt K) /\
+  (@Rules_algebra.mul_sum_r_stmt K) /\
+  (@Rules_algebra.sum_mul_l_stmt K) /\
+  (@Rules_algebra.sum_add_stmt K) /\
+  (@Rules_algebra.gen_add_stmt K) /\
+  (@Rules_algebra.add_gen_stmt K) /\
+  (@Rules_algebra.mul_one_stmt K) /\
+  (@Rules_algebra.neg_neg_stmt K).
 
 Theorem proved_rules_hold : forall K : Scalar, proved_rules K.
 Proof.
@@ -85,7 +112,34 @@ Proof.
   split; [exact (@Proofs_guard.guard_mul_l K) |].
   split; [exact (@Proofs_guard.guard_mul_r K) |].
   split; [exact (@Proofs_guard.guard_add K) |].
-  exact (@Proofs_guard.guard_and_comm K).
+  split; [exact (@Proofs_guard.guard_and_comm K) |].
+  split; [exact (@Proofs_loops.sum_swap K) |].
+  split; [exact (@Proofs_loops.gen_swap K) |].
+  split; [exact (@Proofs_loops.transpose_gen K) |].
+  split; [exact (@Proofs_loops.sum_gen K) |].
+  split; [exact (@Proofs_loops.gen_sum K) |].
+  split; [exact (@Proofs_loops.split_gen K) |].
+  split; [exact (@Proofs_loops.split_sum K) |].
+  split; [exact (@Proofs_loops.shift_gen K) |].
+  split; [exact (@Proofs_loops.shift_sum K) |].
+  split; [exact (@Proofs_loops.gen_lo_zero K) |].
+  split; [exact (@Proofs_loops.sum_guard_range K) |].
+  split; [exact (@Proofs_loops.sum_guard_hi K) |].
+  split; [exact (@Proofs_loops.sum_guard_lo K) |].
+  split; [exact (@Proofs_algebra.add_comm K) |].
+  split; [exact (@Proofs_algebra.mul_comm K) |].
+  split; [exact (@Proofs_algebra.add_assoc K) |].
+  split; [exact (@Proofs_algebra.mul_assoc K) |].
+  split; [exact (@Proofs_algebra.mul_add_l K) |].
+  split; [exact (@Proofs_algebra.mul_add_r K) |].
+  split; [exact (@Proofs_algebra.mul_sum_l K) |].
+  split; [exact (@Proofs_algebra.mul_sum_r K) |].
+  split; [exact (@Proofs_algebra.sum_mul_l K) |].
+  split; [exact (@Proofs_algebra.sum_add K) |].
+  split; [exact (@Proofs_algebra.gen_add K) |].
+  split; [exact (@Proofs_algebra.add_gen K) |].
+  split; [exact (@Proofs_algebra.mul_one K) |].
+  exact (@Proofs_algebra.neg_neg K).
 Qed.
 
 Theorem proved_rules_real : proved_rules RScalar.

@@ -104,6 +104,50 @@ Proof.
   replace (lo + d + 1) with (lo + 1 + d) by lia. rewrite IHn. reflexivity.
 Qed.
 
+(** Sums over integer ranges. *)
+Definition sumZ (lo hi : Z) (f : Z -> scalar) : scalar := sumn (Z.to_nat (hi - lo)) lo f.
+
+Lemma sumZ_split : forall lo k hi f, lo <= k <= hi ->
+  sumZ lo hi f = sadd (sumZ lo k f) (sumZ k hi f).
+Proof.
+  intros lo k hi f H; unfold sumZ.
+  replace (Z.to_nat (hi - lo)) with (Z.to_nat (k - lo) + Z.to_nat (hi - k))%nat by lia.
+  rewrite sumn_app. replace (lo + Z.of_nat (Z.to_nat (k - lo))) with k by lia.
+  reflexivity.
+Qed.
+
+Lemma sumZ_empty : forall lo hi f, hi <= lo -> sumZ lo hi f = szero.
+Proof. intros lo hi f H; unfold sumZ; replace (Z.to_nat (hi - lo)) with O by lia; reflexivity. Qed.
+
+Lemma sumZ_ext : forall lo hi f g, (forall i, lo <= i < hi -> f i = g i) ->
+  sumZ lo hi f = sumZ lo hi g.
+Proof. intros lo hi f g H; unfold sumZ; apply sumn_ext; intros i Hi; apply H; lia. Qed.
+
+Lemma sumZ_zeros : forall lo hi f, (forall i, lo <= i < hi -> f i = szero) ->
+  sumZ lo hi f = szero.
+Proof.
+  intros lo hi f H; rewrite (sumZ_ext lo hi f (fun _ => szero)) by assumption.
+  apply sumn_zero.
+Qed.
+
+(** A sum whose terms are zero outside [l..h] is the sum over [l..h] within range. *)
+Lemma sumZ_window : forall lo hi l h f g,
+  (forall i, lo <= i < hi -> l <= i < h -> f i = g i) ->
+  (forall i, lo <= i < hi -> ~ (l <= i < h) -> f i = szero) ->
+  sumZ lo hi f = sumZ (Z.max lo l) (Z.min hi h) g.
+Proof.
+  intros lo hi l h f g Hin Hout.
+  destruct (Z_lt_le_dec (Z.max lo l) (Z.min hi h)) as [Hlt | Hge].
+  - rewrite (sumZ_split lo (Z.max lo l) hi) by lia.
+    rewrite (sumZ_split (Z.max lo l) (Z.min hi h) hi) by lia.
+    rewrite (sumZ_zeros lo (Z.max lo l)) by (intros; apply Hout; lia).
+    rewrite (sumZ_zeros (Z.min hi h) hi) by (intros; apply Hout; lia).
+    rewrite (sumZ_ext (Z.max lo l) (Z.min hi h) f g) by (intros; apply Hin; lia).
+    ring.
+  - rewrite (sumZ_empty (Z.max lo l) (Z.min hi h) g) by lia.
+    apply sumZ_zeros; intros; apply Hout; lia.
+Qed.
+
 End Lemmas.
 
 (** Unfold the constructs to their pointwise meaning. *)
@@ -111,6 +155,8 @@ Ltac tunfold :=
   unfold teq, Lit, Add, Sub, Mul, Neg, Gen, Sum, Guard, Acc, Transpose, Flatten,
     Concat, Split, PadR, PadL, TruncR, TruncL, dim0, dim1, sh_swap, sh_flat, sh_split,
     sh_pad, sh_trunc, sh_concat, ext, scons, stl, shd in *.
+
+Ltac to_sumZ := fold sumZ in *.
 
 (** Boolean facts to arithmetic facts. *)
 Ltac b2p :=
@@ -154,6 +200,15 @@ Ltac same_point :=
       intros [|[|[|j]]]; simpl; try reflexivity; try lia
   end.
 
+(** The same for bodies of nested binders. *)
+Ltac same_point2 :=
+  match goal with
+  | H : forall i j, WS _ (?e i j) |- ?e ?a ?b _ = ?e ?c ?d _ =>
+      replace c with a by lia; replace d with b by lia;
+      apply (WS_ext _ _ _ _ (H _ _)); let j := fresh "j" in
+      intros [|[|[|j]]]; simpl; try reflexivity; try lia
+  end.
+
 (** Zero reads of a well-shaped tensor outside its first or second extent. *)
 Ltac zero_read :=
   match goal with
@@ -185,7 +240,8 @@ Ltac ws_facts :=
   end.
 
 (** The usual end of a pointwise proof. *)
-Ltac finish := ws_facts; try lia; try reflexivity; try zero_read; try same_point.
+Ltac finish := ws_facts; try lia; try reflexivity; try zero_read; try same_point;
+  try same_point2.
 
 Lemma cdiv_gt : forall r c i j, 1 <= c -> 0 <= j -> i * c + j < r -> i < cdiv r c.
 Proof.
