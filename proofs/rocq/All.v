@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape.
 
-(* 64 rules. *)
+(* 88 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -71,7 +71,31 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_algebra.gen_add_stmt K) /\
   (@Rules_algebra.add_gen_stmt K) /\
   (@Rules_algebra.mul_one_stmt K) /\
-  (@Rules_algebra.neg_neg_stmt K).
+  (@Rules_algebra.neg_neg_stmt K) /\
+  (@Rules_reshape.trunc_pad_r_stmt K) /\
+  (@Rules_reshape.trunc_pad_l_stmt K) /\
+  (@Rules_reshape.tile_id_stmt K) /\
+  (@Rules_reshape.split_flatten_stmt K) /\
+  (@Rules_reshape.flatten_split_stmt K) /\
+  (@Rules_reshape.transpose_transpose_stmt K) /\
+  (@Rules_reshape.transpose_guard_stmt K) /\
+  (@Rules_reshape.flatten_guard_stmt K) /\
+  (@Rules_reshape.transpose_add_stmt K) /\
+  (@Rules_reshape.flatten_add_stmt K) /\
+  (@Rules_reshape.transpose_sum_stmt K) /\
+  (@Rules_reshape.transpose_let_stmt K) /\
+  (@Rules_reshape.flatten_let_stmt K) /\
+  (@Rules_reshape.flatten_gen_stmt K) /\
+  (@Rules_reshape.split_def_stmt K) /\
+  (@Rules_reshape.pad_r_def_stmt K) /\
+  (@Rules_reshape.pad_l_def_stmt K) /\
+  (@Rules_reshape.trunc_r_def_stmt K) /\
+  (@Rules_reshape.trunc_l_def_stmt K) /\
+  (@Rules_reshape.transpose_def_stmt K) /\
+  (@Rules_reshape.flatten_def_stmt K) /\
+  (@Rules_reshape.concat_def_stmt K) /\
+  (@Rules_reshape.trunc_r_let_stmt K) /\
+  (@Rules_reshape.split_let_stmt K).
 
 Theorem proved_rules_hold : forall K : Scalar, proved_rules K.
 Proof.
@@ -139,7 +163,31 @@ Proof.
   split; [exact (@Proofs_algebra.gen_add K) |].
   split; [exact (@Proofs_algebra.add_gen K) |].
   split; [exact (@Proofs_algebra.mul_one K) |].
-  exact (@Proofs_algebra.neg_neg K).
+  split; [exact (@Proofs_algebra.neg_neg K) |].
+  split; [exact (@Proofs_reshape.trunc_pad_r K) |].
+  split; [exact (@Proofs_reshape.trunc_pad_l K) |].
+  split; [exact (@Proofs_reshape.tile_id K) |].
+  split; [exact (@Proofs_reshape.split_flatten K) |].
+  split; [exact (@Proofs_reshape.flatten_split K) |].
+  split; [exact (@Proofs_reshape.transpose_transpose K) |].
+  split; [exact (@Proofs_reshape.transpose_guard K) |].
+  split; [exact (@Proofs_reshape.flatten_guard K) |].
+  split; [exact (@Proofs_reshape.transpose_add K) |].
+  split; [exact (@Proofs_reshape.flatten_add K) |].
+  split; [exact (@Proofs_reshape.transpose_sum K) |].
+  split; [exact (@Proofs_reshape.transpose_let K) |].
+  split; [exact (@Proofs_reshape.flatten_let K) |].
+  split; [exact (@Proofs_reshape.flatten_gen K) |].
+  split; [exact (@Proofs_reshape.split_def K) |].
+  split; [exact (@Proofs_reshape.pad_r_def K) |].
+  split; [exact (@Proofs_reshape.pad_l_def K) |].
+  split; [exact (@Proofs_reshape.trunc_r_def K) |].
+  split; [exact (@Proofs_reshape.trunc_l_def K) |].
+  split; [exact (@Proofs_reshape.transpose_def K) |].
+  split; [exact (@Proofs_reshape.flatten_def K) |].
+  split; [exact (@Proofs_reshape.concat_def K) |].
+  split; [exact (@Proofs_reshape.trunc_r_let K) |].
+  exact (@Proofs_reshape.split_let K).
 Qed.
 
 Theorem proved_rules_real : proved_rules RScalar.

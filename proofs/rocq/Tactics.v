@@ -104,6 +104,21 @@ Proof.
   replace (lo + d + 1) with (lo + 1 + d) by lia. rewrite IHn. reflexivity.
 Qed.
 
+Lemma mod_mul_add : forall a b m, 0 <= b < m -> (a * m + b) mod m = b.
+Proof.
+  intros a b m H. rewrite Z.add_comm, Z.mod_add by lia. apply Z.mod_small; lia.
+Qed.
+
+Lemma div_mul_add : forall a b m, 0 <= b < m -> (a * m + b) / m = a.
+Proof.
+  intros a b m H. rewrite Z.add_comm, Z.div_add by lia. rewrite Z.div_small by lia. lia.
+Qed.
+
+Lemma sadd_0_r : forall x, sadd x szero = x.
+Proof. intros; ring. Qed.
+Lemma sadd_0_l : forall x, sadd szero x = x.
+Proof. intros; ring. Qed.
+
 (** Sums over integer ranges. *)
 Definition sumZ (lo hi : Z) (f : Z -> scalar) : scalar := sumn (Z.to_nat (hi - lo)) lo f.
 
@@ -209,15 +224,17 @@ Ltac same_point2 :=
       intros [|[|[|j]]]; simpl; try reflexivity; try lia
   end.
 
-(** Zero reads of a well-shaped tensor outside its first or second extent. *)
-Ltac zero_read :=
+(** Zero reads of a well-shaped tensor outside its first or second extent, the
+    arithmetic side proved by [tac]. *)
+Ltac zero_read_by tac :=
   match goal with
-  | H : WS (?d :: _) ?e |- ?e _ = szero => apply (WS_out0 _ _ _ _ H); simpl; lia
-  | H : WS (_ :: ?d :: _) ?e |- ?e _ = szero => apply (WS_out1 _ _ _ _ _ H); simpl; lia
-  | H : WS (?d :: _) ?e |- szero = ?e _ => symmetry; apply (WS_out0 _ _ _ _ H); simpl; lia
+  | H : WS (?d :: _) ?e |- ?e _ = szero => apply (WS_out0 _ _ _ _ H); simpl; tac
+  | H : WS (_ :: ?d :: _) ?e |- ?e _ = szero => apply (WS_out1 _ _ _ _ _ H); simpl; tac
+  | H : WS (?d :: _) ?e |- szero = ?e _ => symmetry; apply (WS_out0 _ _ _ _ H); simpl; tac
   | H : WS (_ :: ?d :: _) ?e |- szero = ?e _ =>
-      symmetry; apply (WS_out1 _ _ _ _ _ H); simpl; lia
+      symmetry; apply (WS_out1 _ _ _ _ _ H); simpl; tac
   end.
+Ltac zero_read := zero_read_by lia.
 
 (** Give a shape list of known minimal length its first dimensions. *)
 Ltac open_shape sh :=
@@ -240,11 +257,46 @@ Ltac ws_facts :=
   end.
 
 (** The usual end of a pointwise proof. *)
-Ltac finish := ws_facts; try lia; try reflexivity; try zero_read; try same_point;
-  try same_point2.
+Ltac finish := ws_facts; rewrite ?sadd_0_r, ?sadd_0_l; try lia; try reflexivity;
+  try zero_read; try same_point; try same_point2.
 
 Lemma cdiv_gt : forall r c i j, 1 <= c -> 0 <= j -> i * c + j < r -> i < cdiv r c.
 Proof.
   intros r c i j Hc Hj H; unfold cdiv.
   pose proof (Z.mul_div_le (- r) c ltac:(lia)). nia.
 Qed.
+
+(** Division and modulo facts for every [x / d] and [x mod d] in the goal and
+    context, with [d] positive by some hypothesis, for [nia]. *)
+Ltac divmod_facts :=
+  repeat match goal with
+  | |- context [?x mod ?d] =>
+      lazymatch goal with
+      | _ : x = d * (x / d) + x mod d |- _ => fail
+      | _ => assert (0 < d) by lia; pose proof (Z.div_mod x d ltac:(lia));
+             pose proof (Z.mod_pos_bound x d ltac:(lia))
+      end
+  | _ : context [?x mod ?d] |- _ =>
+      lazymatch goal with
+      | _ : x = d * (x / d) + x mod d |- _ => fail
+      | _ => assert (0 < d) by lia; pose proof (Z.div_mod x d ltac:(lia));
+             pose proof (Z.mod_pos_bound x d ltac:(lia))
+      end
+  | |- context [?x / ?d] =>
+      lazymatch goal with
+      | _ : x = d * (x / d) + x mod d |- _ => fail
+      | _ => assert (0 < d) by lia; pose proof (Z.div_mod x d ltac:(lia));
+             pose proof (Z.mod_pos_bound x d ltac:(lia))
+      end
+  | _ : context [?x / ?d] |- _ =>
+      lazymatch goal with
+      | _ : x = d * (x / d) + x mod d |- _ => fail
+      | _ => assert (0 < d) by lia; pose proof (Z.div_mod x d ltac:(lia));
+             pose proof (Z.mod_pos_bound x d ltac:(lia))
+      end
+  end.
+
+(** [finish] for goals with division and modulo by a positive variable. *)
+Ltac finish_dm :=
+  ws_facts; unfold cdiv in *; divmod_facts; try nia; finish; try nia;
+  try zero_read_by nia.
