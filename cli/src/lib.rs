@@ -152,7 +152,7 @@ enum Command {
         file: Option<PathBuf>,
         /// Write the library's Rocq statements (one file per rule file, and `All.v`)
         /// into this directory.
-        #[arg(long = "export-rocq", value_name = "DIR", conflicts_with = "check")]
+        #[arg(long = "export-rocq", value_name = "DIR", conflicts_with_all = ["check", "filter"])]
         export_rocq: Option<PathBuf>,
     },
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
@@ -483,7 +483,11 @@ fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>) -> i32 {
             atl_rewrites::rule::Status::Proved => "proved",
             atl_rewrites::rule::Status::Checked(_) => "checked",
         };
-        let _ = writeln!(out.stdout, "{}  [{grade}, {status}]  {}", r.name, r.equation);
+        let _ = writeln!(
+            out.stdout,
+            "{}  [{grade}, {status}]  {}",
+            r.name, r.equation
+        );
         let _ = writeln!(out.stdout, "    {}", r.doc);
         if let atl_rewrites::rule::Status::Checked(Some(reason)) = &r.status {
             let _ = writeln!(out.stdout, "    not proved in Rocq: {reason}");

@@ -43,14 +43,91 @@ fn fail<T>(msg: impl Into<String>) -> R<T> {
 /// Names of `Semantics.v`, the Rocq standard library and Rocq keywords that a
 /// metavariable or binder must not shadow; such a name gets a trailing `_`.
 const RESERVED: &[&str] = &[
-    "T", "ix", "ext", "inr", "cdiv", "dim0", "dim1", "shd", "stl", "scons", "sumn", "teq",
-    "inb", "agree", "WS", "tl", "hd", "nth", "length", "firstn", "s_", "Z", "nat", "bool",
-    "true", "false", "Prop", "Type", "Set", "as", "at", "cofix", "else", "end", "exists",
-    "fix", "for", "forall", "fun", "if", "in", "is", "let", "match", "mod", "return", "then",
-    "with", "of", "by", "using", "where", "struct", "Lit", "Add", "Sub", "Mul", "Neg", "Gen",
-    "Sum", "Guard", "Acc", "Transpose", "Flatten", "Concat", "Split", "PadR", "PadL",
-    "TruncR", "TruncL", "szero", "sone", "sadd", "smul", "ssub", "sopp", "sofz", "max",
-    "min", "id", "S", "O", "nil", "cons", "list",
+    "T",
+    "ix",
+    "ext",
+    "inr",
+    "cdiv",
+    "dim0",
+    "dim1",
+    "shd",
+    "stl",
+    "scons",
+    "sumn",
+    "teq",
+    "inb",
+    "agree",
+    "WS",
+    "tl",
+    "hd",
+    "nth",
+    "length",
+    "firstn",
+    "s_",
+    "Z",
+    "nat",
+    "bool",
+    "true",
+    "false",
+    "Prop",
+    "Type",
+    "Set",
+    "as",
+    "at",
+    "cofix",
+    "else",
+    "end",
+    "exists",
+    "fix",
+    "for",
+    "forall",
+    "fun",
+    "if",
+    "in",
+    "is",
+    "let",
+    "match",
+    "mod",
+    "return",
+    "then",
+    "with",
+    "of",
+    "by",
+    "using",
+    "where",
+    "struct",
+    "Lit",
+    "Add",
+    "Sub",
+    "Mul",
+    "Neg",
+    "Gen",
+    "Sum",
+    "Guard",
+    "Acc",
+    "Transpose",
+    "Flatten",
+    "Concat",
+    "Split",
+    "PadR",
+    "PadL",
+    "TruncR",
+    "TruncL",
+    "szero",
+    "sone",
+    "sadd",
+    "smul",
+    "ssub",
+    "sopp",
+    "sofz",
+    "max",
+    "min",
+    "id",
+    "S",
+    "O",
+    "nil",
+    "cons",
+    "list",
 ];
 
 fn ident(name: &str) -> String {
@@ -103,7 +180,11 @@ struct Tr<'a> {
 }
 
 fn int(c: i64) -> String {
-    if c < 0 { format!("({c})") } else { c.to_string() }
+    if c < 0 {
+        format!("({c})")
+    } else {
+        c.to_string()
+    }
 }
 
 impl Tr<'_> {
@@ -285,11 +366,7 @@ impl Tr<'_> {
         Ok(())
     }
 
-    fn under<T>(
-        &mut self,
-        var: &str,
-        f: impl FnOnce(&mut Self) -> R<T>,
-    ) -> R<T> {
+    fn under<T>(&mut self, var: &str, f: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
         let saved = self.env.remove(var);
         self.bound.push(var.to_string());
         let out = f(self);
@@ -416,12 +493,7 @@ fn tokens(s: &str) -> BTreeSet<String> {
 }
 
 /// Kinds of binders and metavariables of a rule.
-fn classify(
-    rule: &Rule,
-) -> (
-    BTreeMap<String, BinderKind>,
-    BTreeMap<String, MetaKind>,
-) {
+fn classify(rule: &Rule) -> (BTreeMap<String, BinderKind>, BTreeMap<String, MetaKind>) {
     let mut binders = BTreeMap::new();
     let mut metas = BTreeMap::new();
     fn idx(i: &IndexExpr, metas: &mut BTreeMap<String, MetaKind>) {

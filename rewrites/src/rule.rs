@@ -879,8 +879,13 @@ fn load_one(
             let Some(parsed) = parsed else {
                 return Err(
                     Diagnostic::error("E0715", format!("malformed status `{rest}`"))
-                        .at(lspan, "expected `status: proved` or `status: checked -- REASON`")
-                        .with_help("a rule without a proof says why: `status: checked -- the reason`"),
+                        .at(
+                            lspan,
+                            "expected `status: proved` or `status: checked -- REASON`",
+                        )
+                        .with_help(
+                            "a rule without a proof says why: `status: checked -- the reason`",
+                        ),
                 );
             };
             if status.is_some() {
@@ -920,11 +925,10 @@ fn load_one(
                 line: *lno,
             });
         } else {
-            return Err(Diagnostic::error("E0712", "unknown line in a rule")
-                .at(
-                    lspan,
-                    "expected `if NAME: …`, `grade: …`, `status: …` or `example: …`",
-                ));
+            return Err(Diagnostic::error("E0712", "unknown line in a rule").at(
+                lspan,
+                "expected `if NAME: …`, `grade: …`, `status: …` or `example: …`",
+            ));
         }
     }
     let grade = grade.ok_or_else(|| {

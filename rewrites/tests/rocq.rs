@@ -103,7 +103,10 @@ fn statuses_match_the_proofs() {
         }
         for t in &proved {
             if !rules.iter().any(|r| &r.name == t) {
-                problems.push(format!("{}: theorem `{t}` is about no rule", path.display()));
+                problems.push(format!(
+                    "{}: theorem `{t}` is about no rule",
+                    path.display()
+                ));
             }
         }
     }
@@ -168,10 +171,7 @@ const PROGRAMS: &[(&str, &[(&str, i64)])] = &[
         "size n, m\ninput g : [n, m]\ndef main = flatten(g)",
         &[("n", 3), ("m", 2)],
     ),
-    (
-        "size n\ninput f : [n]\ndef main = split(3, f)",
-        &[("n", 7)],
-    ),
+    ("size n\ninput f : [n]\ndef main = split(3, f)", &[("n", 7)]),
     (
         "size n\ninput f : [n]\ninput v : [n]\ndef main = pad_l(2, f) ++ pad_r(1, v)",
         &[("n", 3)],
@@ -215,7 +215,17 @@ fn z_list(values: impl IntoIterator<Item = String>) -> String {
 
 fn z(v: f64) -> String {
     let v = v as i64;
-    if v < 0 { format!("({v})") } else { v.to_string() }
+    if v < 0 {
+        format!("({v})")
+    } else {
+        v.to_string()
+    }
+}
+
+/// A skipped check says so in the test output rather than passing silently.
+#[allow(clippy::print_stdout)]
+fn say_skipped(reason: &str) {
+    println!("skipped: {reason}");
 }
 
 #[test]
@@ -231,8 +241,7 @@ fn rocq_semantics_agrees_with_the_interpreter() {
             panic!("program {k} does not check: {diags:?}");
         };
         let program = checked.program;
-        let sizes: BTreeMap<String, i64> =
-            sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let sizes: BTreeMap<String, i64> = sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect();
         let mut inputs = BTreeMap::new();
         let mut input_shapes = BTreeMap::new();
         for (seed, input) in program.inputs.iter().enumerate() {
@@ -282,7 +291,7 @@ fn rocq_semantics_agrees_with_the_interpreter() {
             std::env::var_os("ATL_REQUIRE_COQ").is_none(),
             "ATL_REQUIRE_COQ is set but coqc is not installed"
         );
-        println!("skipped: coqc is not installed (scripts/setup.sh installs Debian's coq)");
+        say_skipped("coqc is not installed (scripts/setup.sh installs Debian's coq)");
         return;
     }
 
@@ -341,4 +350,48 @@ fn rocq_semantics_agrees_with_the_interpreter() {
     for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
         assert_eq!(g, e, "program {k} (`{}`) disagrees", PROGRAMS[k].0);
     }
+}
+
+const STATUS_RULE: &str = "# r: doc\nr: ?a + ?b => ?b + ?a\n  grade: exact\n";
+
+fn load_with(status: &str) -> (Vec<atl_rewrites::rule::Rule>, Vec<String>) {
+    let text = format!("{STATUS_RULE}{status}  example: f + v => v + f\n");
+    let (rules, diags) = atl_rewrites::rule::load_rules(&text, "t.rules");
+    (rules, diags.iter().map(|d| d.code.to_string()).collect())
+}
+
+#[test]
+fn status_lines_load_and_malformed_ones_are_reported() {
+    let (rules, diags) = load_with("  status: proved\n");
+    assert!(diags.is_empty());
+    assert_eq!(rules[0].status, Status::Proved);
+    let (rules, _) = load_with("  status: checked -- float rounding\n");
+    assert_eq!(
+        rules[0].status,
+        Status::Checked(Some("float rounding".to_string()))
+    );
+    let (rules, _) = load_with("");
+    assert_eq!(rules[0].status, Status::Checked(None));
+    for bad in [
+        "  status: checked\n",
+        "  status: checked --\n",
+        "  status: maybe\n",
+        "  status: proved\n  status: proved\n",
+    ] {
+        let (rules, diags) = load_with(bad);
+        assert!(rules.is_empty(), "{bad:?} loaded");
+        assert_eq!(diags, vec!["E0715".to_string()], "{bad:?}");
+    }
+}
+
+#[test]
+fn export_explains_what_it_cannot_render() {
+    let text = "# q: doc\nq: ?a / ?b => ?a / ?b\n  grade: exact\n  example: s / s => s / s\n";
+    let (rules, diags) = atl_rewrites::rule::load_rules(text, "t.rules");
+    assert!(diags.is_empty());
+    let err = atl_rewrites::rocq::rule_statement(&rules[0]).err();
+    assert!(
+        err.is_some_and(|e| e.0.contains("division")),
+        "scalar division must be refused"
+    );
 }
