@@ -46,3 +46,9 @@ Proofs_reshape.vos Proofs_reshape.vok Proofs_reshape.required_vos: Proofs_reshap
 All.vo All.glob All.v.beautified All.required_vo: All.v Semantics.vo Instances.vo Proofs_let.vo Proofs_access.vo Proofs_guard.vo Proofs_loops.vo Proofs_algebra.vo Proofs_reshape.vo Rules_let.vo Rules_access.vo Rules_guard.vo Rules_loops.vo Rules_algebra.vo Rules_reshape.vo
 All.vio: All.v Semantics.vio Instances.vio Proofs_let.vio Proofs_access.vio Proofs_guard.vio Proofs_loops.vio Proofs_algebra.vio Proofs_reshape.vio Rules_let.vio Rules_access.vio Rules_guard.vio Rules_loops.vio Rules_algebra.vio Rules_reshape.vio
 All.vos All.vok All.required_vos: All.v Semantics.vos Instances.vos Proofs_let.vos Proofs_access.vos Proofs_guard.vos Proofs_loops.vos Proofs_algebra.vos Proofs_reshape.vos Rules_let.vos Rules_access.vos Rules_guard.vos Rules_loops.vos Rules_algebra.vos Rules_reshape.vos
+Rules_wrong.vo Rules_wrong.glob Rules_wrong.v.beautified Rules_wrong.required_vo: Rules_wrong.v Semantics.vo
+Rules_wrong.vio: Rules_wrong.v Semantics.vio
+Rules_wrong.vos Rules_wrong.vok Rules_wrong.required_vos: Rules_wrong.v Semantics.vos
+Refutations.vo Refutations.glob Refutations.v.beautified Refutations.required_vo: Refutations.v Semantics.vo Instances.vo Tactics.vo Rules_wrong.vo
+Refutations.vio: Refutations.v Semantics.vio Instances.vio Tactics.vio Rules_wrong.vio
+Refutations.vos Refutations.vok Refutations.required_vos: Refutations.v Semantics.vos Instances.vos Tactics.vos Rules_wrong.vos

@@ -50,6 +50,36 @@ fn committed_statements_are_current() {
     );
 }
 
+/// The statements of the deliberately wrong rules, which `Refutations.v` disproves: a
+/// generated statement can be false, so its hypotheses are not contradictory.
+#[test]
+fn committed_wrong_rule_statements_are_current() {
+    let text = include_str!("../test_data/wrong.rules");
+    let (wrong, diags) = Library::from_sources([("wrong.rules".to_string(), text.to_string())]);
+    assert!(diags.is_empty(), "{diags:?}");
+    let rules: Vec<_> = wrong.rules().iter().collect();
+    let file = match atl_rewrites::rocq::statements_file(
+        atl_rewrites::rocq::WRONG_HEADER,
+        "rewrites/test_data/wrong.rules",
+        &rules,
+    ) {
+        Ok(f) => f,
+        Err(e) => panic!("export failed: {e}"),
+    };
+    let path = rocq_dir().join(&file.name);
+    if std::env::var_os("ATL_UPDATE_ROCQ").is_some() {
+        if let Err(e) = std::fs::write(&path, &file.contents) {
+            panic!("cannot write {}: {e}", path.display());
+        }
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == file.contents,
+        "stale {}: run `ATL_UPDATE_ROCQ=1 cargo test -p atl-rewrites --test rocq`",
+        path.display()
+    );
+}
+
 /// `Theorem NAME : NAME_stmt.` declarations of a proof file.
 fn theorems(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
