@@ -67,10 +67,10 @@ fn committed_wrong_rule_statements_are_current() {
         Err(e) => panic!("export failed: {e}"),
     };
     let path = rocq_dir().join(&file.name);
-    if std::env::var_os("ATL_UPDATE_ROCQ").is_some() {
-        if let Err(e) = std::fs::write(&path, &file.contents) {
-            panic!("cannot write {}: {e}", path.display());
-        }
+    if std::env::var_os("ATL_UPDATE_ROCQ").is_some()
+        && let Err(e) = std::fs::write(&path, &file.contents)
+    {
+        panic!("cannot write {}: {e}", path.display());
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
