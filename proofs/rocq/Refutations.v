@@ -26,12 +26,12 @@ Qed.
 Lemma WS_gen : forall n sh e, 0 <= n -> (forall i, WS sh (e i)) -> WS (n :: sh) (Gen 0 n e).
 Proof.
   intros n sh e Hn He; split; [constructor; [lia | apply (He 0)] | split].
-  - intros s Hs; unfold Gen; destruct (inr (s O) (n - 0)) eqn:E; [| reflexivity].
-    apply inr_true in E. destruct (He (0 + s O)) as [_ [Hz _]]. apply Hz.
+  - intros s Hs; unfold Gen; destruct (in_range (s O) (n - 0)) eqn:E; [| reflexivity].
+    apply in_range_true in E. destruct (He (0 + s O)) as [_ [Hz _]]. apply Hz.
     intros Hin; apply Hs; simpl; split; [lia | exact Hin].
   - intros s s' Ha; unfold Gen.
     assert (H0 : s O = s' O) by (apply Ha; simpl; lia). rewrite H0.
-    destruct (inr (s' O) (n - 0)); [| reflexivity].
+    destruct (in_range (s' O) (n - 0)); [| reflexivity].
     destruct (He (0 + s' O)) as [_ [_ Hx]]. apply Hx.
     intros j Hj; unfold stl; apply Ha; simpl; lia.
 Qed.

@@ -39,7 +39,7 @@ Definition scons (k : Z) (s : ix) : ix :=
 Definition cdiv (a b : Z) : Z := - ((- a) / b).
 
 (** [0 <= k < n] as a boolean. *)
-Definition inr (k n : Z) : bool := (0 <=? k) && (k <? n).
+Definition in_range (k n : Z) : bool := (0 <=? k) && (k <? n).
 
 (** The extent of [lo..hi]: empty when [hi <= lo]. *)
 Definition ext (lo hi : Z) : Z := Z.max 0 (hi - lo).
@@ -98,7 +98,7 @@ Definition Neg (a : T) : T := fun s => sopp (a s).
 
 (** [gen i in lo..hi: e]: element [k] is [e (lo + k)] for [0 <= k < hi - lo]. *)
 Definition Gen (lo hi : Z) (e : Z -> T) : T :=
-  fun s => if inr (s O) (hi - lo) then e (lo + s O) (stl s) else szero.
+  fun s => if in_range (s O) (hi - lo) then e (lo + s O) (stl s) else szero.
 
 (** [sum i in lo..hi: e], left to right from [lo]; zero when empty. *)
 Fixpoint sumn (n : nat) (lo : Z) (f : Z -> scalar) : scalar :=
@@ -117,30 +117,30 @@ Definition Acc (e : T) (k : Z) : T := fun s => e (scons k s).
 
 (** Reshape operators; [sh] is the shape of the argument. *)
 Definition Transpose (sh : list Z) (e : T) : T :=
-  fun s => if inr (s O) (dim1 sh) && inr (s 1%nat) (dim0 sh)
+  fun s => if in_range (s O) (dim1 sh) && in_range (s 1%nat) (dim0 sh)
            then e (scons (s 1%nat) (scons (s O) (stl (stl s)))) else szero.
 Definition Flatten (sh : list Z) (e : T) : T :=
-  fun s => if inr (s O) (dim0 sh * dim1 sh)
+  fun s => if in_range (s O) (dim0 sh * dim1 sh)
            then e (scons (s O / dim1 sh) (scons (s O mod dim1 sh) (stl s))) else szero.
 Definition Concat (sa sb : list Z) (a b : T) : T :=
-  fun s => if inr (s O) (dim0 sa + dim0 sb)
+  fun s => if in_range (s O) (dim0 sa + dim0 sb)
            then (if s O <? dim0 sa then a s else b (scons (s O - dim0 sa) (stl s)))
            else szero.
 Definition Split (sh : list Z) (k : Z) (e : T) : T :=
-  fun s => if inr (s O) (cdiv (dim0 sh) k) && inr (s 1%nat) k
+  fun s => if in_range (s O) (cdiv (dim0 sh) k) && in_range (s 1%nat) k
            then (if s O * k + s 1%nat <? dim0 sh
                  then e (scons (s O * k + s 1%nat) (stl (stl s))) else szero)
            else szero.
 Definition PadR (sh : list Z) (k : Z) (e : T) : T :=
-  fun s => if inr (s O) (dim0 sh + k)
+  fun s => if in_range (s O) (dim0 sh + k)
            then (if s O <? dim0 sh then e s else szero) else szero.
 Definition PadL (sh : list Z) (k : Z) (e : T) : T :=
-  fun s => if inr (s O) (dim0 sh + k)
+  fun s => if in_range (s O) (dim0 sh + k)
            then (if k <=? s O then e (scons (s O - k) (stl s)) else szero) else szero.
 Definition TruncR (sh : list Z) (k : Z) (e : T) : T :=
-  fun s => if inr (s O) (dim0 sh - k) then e s else szero.
+  fun s => if in_range (s O) (dim0 sh - k) then e s else szero.
 Definition TruncL (sh : list Z) (k : Z) (e : T) : T :=
-  fun s => if inr (s O) (dim0 sh - k) then e (scons (s O + k) (stl s)) else szero.
+  fun s => if in_range (s O) (dim0 sh - k) then e (scons (s O + k) (stl s)) else szero.
 
 (** Reading a tensor back as a row-major list of its elements (for examples). *)
 Fixpoint indices (sh : list Z) : list (list Z) :=
@@ -160,7 +160,7 @@ Fixpoint offset (sh : list Z) (s : ix) : option nat :=
   match sh with
   | [] => Some O
   | d :: sh' =>
-      if inr (s O) d then
+      if in_range (s O) d then
         match offset sh' (stl s) with
         | Some o => Some (Z.to_nat (s O) * Z.to_nat (fold_right Z.mul 1%Z sh') + o)%nat
         | None => None

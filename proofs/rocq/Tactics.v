@@ -9,21 +9,21 @@ Section Lemmas.
 Context {K : Scalar}.
 Add Ring Kring : sring.
 
-Lemma inr_true : forall k n, inr k n = true -> 0 <= k < n.
-Proof. unfold inr; intros k n H; apply andb_true_iff in H; lia. Qed.
+Lemma in_range_true : forall k n, in_range k n = true -> 0 <= k < n.
+Proof. unfold in_range; intros k n H; apply andb_true_iff in H; lia. Qed.
 
-Lemma inr_false : forall k n, inr k n = false -> ~ (0 <= k < n).
+Lemma in_range_false : forall k n, in_range k n = false -> ~ (0 <= k < n).
 Proof.
-  unfold inr; intros k n H; apply andb_false_iff in H.
+  unfold in_range; intros k n H; apply andb_false_iff in H.
   destruct H as [H | H]; [apply Z.leb_gt in H | apply Z.ltb_ge in H]; lia.
 Qed.
 
-Lemma inr_of : forall k n, 0 <= k < n -> inr k n = true.
-Proof. unfold inr; intros; apply andb_true_iff; lia. Qed.
+Lemma in_range_of : forall k n, 0 <= k < n -> in_range k n = true.
+Proof. unfold in_range; intros; apply andb_true_iff; lia. Qed.
 
-Lemma inr_not : forall k n, ~ (0 <= k < n) -> inr k n = false.
+Lemma in_range_not : forall k n, ~ (0 <= k < n) -> in_range k n = false.
 Proof.
-  unfold inr; intros k n H; apply andb_false_iff.
+  unfold in_range; intros k n H; apply andb_false_iff.
   destruct (Z_le_dec 0 k); [right; apply Z.ltb_ge | left; apply Z.leb_gt]; lia.
 Qed.
 
@@ -176,8 +176,8 @@ Ltac to_sumZ := fold sumZ in *.
 (** Boolean facts to arithmetic facts. *)
 Ltac b2p :=
   repeat match goal with
-  | H : inr _ _ = true |- _ => apply inr_true in H
-  | H : inr _ _ = false |- _ => apply inr_false in H
+  | H : in_range _ _ = true |- _ => apply in_range_true in H
+  | H : in_range _ _ = false |- _ => apply in_range_false in H
   | H : (_ && _)%bool = true |- _ => apply andb_true_iff in H; destruct H
   | H : (_ && _)%bool = false |- _ => apply andb_false_iff in H; destruct H
   | H : (_ || _)%bool = true |- _ => apply orb_true_iff in H; destruct H

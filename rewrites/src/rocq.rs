@@ -46,6 +46,8 @@ const RESERVED: &[&str] = &[
     "T",
     "ix",
     "ext",
+    "in_range",
+    "inl",
     "inr",
     "cdiv",
     "dim0",
