@@ -15,8 +15,11 @@ Context {K : Scalar}.
     [get_gen: (gen ?i < ?n: ?e)[?k] => ?e[?i := ?k] if lower: 0 <= ?k if upper: ?k < ?n grade: exact] *)
 Definition get_gen_stmt : Prop :=
   forall (e : Z -> T) (k : Z) (n : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   (1 <= length (ext 0 n :: sh_e))%nat ->
+  (* side conditions *)
   0 <= k ->
   k < n ->
   (Acc (Gen 0 n (fun i : Z => (e i))) k) ==
@@ -26,8 +29,11 @@ Definition get_gen_stmt : Prop :=
     [get_gen_offset: (gen ?i in ?lo..?hi: ?e)[?k] => ?e[?i := ?k + ?lo] if lower: 0 <= ?k if upper: ?k < ?hi - ?lo grade: exact] *)
 Definition get_gen_offset_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   (1 <= length (ext lo hi :: sh_e))%nat ->
+  (* side conditions *)
   0 <= k ->
   k < (hi - lo) ->
   (Acc (Gen lo hi (fun i : Z => (e i))) k) ==
@@ -37,7 +43,9 @@ Definition get_gen_offset_stmt : Prop :=
     [get_gen_guard: (gen ?i < ?n: ?e)[?k] => [0 <= ?k && ?k < ?n] * ?e[?i := ?k] grade: exact] *)
 Definition get_gen_guard_stmt : Prop :=
   forall (e : Z -> T) (k : Z) (n : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   (1 <= length (ext 0 n :: sh_e))%nat ->
   (Acc (Gen 0 n (fun i : Z => (e i))) k) ==
   (Guard ((0 <=? k) && (k <? n)) (e k)).
@@ -46,7 +54,9 @@ Definition get_gen_guard_stmt : Prop :=
     [get_guard: ([?p] * ?e)[?k] => [?p] * ?e[?k] grade: exact] *)
 Definition get_guard_stmt : Prop :=
   forall (e : T) (k : Z) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* the left side is well-formed *)
   (1 <= length sh_e)%nat ->
   (Acc (Guard p e) k) ==
   (Guard p (Acc e k)).
@@ -55,8 +65,10 @@ Definition get_guard_stmt : Prop :=
     [get_add: (?a + ?b)[?k] => ?a[?k] + ?b[?k] grade: exact] *)
 Definition get_add_stmt : Prop :=
   forall (a : T) (b : T) (k : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   (1 <= length sh_a)%nat ->
   sh_a = sh_b ->
   (Acc (Add a b) k) ==
@@ -66,8 +78,10 @@ Definition get_add_stmt : Prop :=
     [get_sub: (?a - ?b)[?k] => ?a[?k] - ?b[?k] grade: exact] *)
 Definition get_sub_stmt : Prop :=
   forall (a : T) (b : T) (k : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   (1 <= length sh_a)%nat ->
   sh_a = sh_b ->
   (Acc (Sub a b) k) ==
@@ -77,7 +91,9 @@ Definition get_sub_stmt : Prop :=
     [get_sum: (sum ?i in ?lo..?hi: ?e)[?k] => sum ?i in ?lo..?hi: ?e[?k] grade: exact] *)
 Definition get_sum_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   (1 <= length sh_e)%nat ->
   (Acc (Sum lo hi (fun i : Z => (e i))) k) ==
   (Sum lo hi (fun i : Z => (Acc (e i) k))).
@@ -86,7 +102,9 @@ Definition get_sum_stmt : Prop :=
     [get_transpose: transpose(?e)[?i][?j] => ?e[?j][?i] grade: exact] *)
 Definition get_transpose_stmt : Prop :=
   forall (e : T) (i : Z) (j : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* the left side is well-formed *)
   (1 <= length (tl (sh_swap sh_e)))%nat ->
   (1 <= length (sh_swap sh_e))%nat ->
   (2 <= length sh_e)%nat ->
@@ -97,9 +115,12 @@ Definition get_transpose_stmt : Prop :=
     [get_flatten: flatten(?e)[?k] => ?e[?k / ?c][?k % ?c] if c1: shape(?e) = [?r, ?c, ..] if lower: 0 <= ?k if upper: ?k < ?r * ?c grade: exact] *)
 Definition get_flatten_stmt : Prop :=
   forall (c : Z) (e : T) (k : Z) (r : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS (r :: c :: sh_e) e ->
+  (* the left side is well-formed *)
   (1 <= length (sh_flat (r :: c :: sh_e)))%nat ->
   (2 <= length (r :: c :: sh_e))%nat ->
+  (* side conditions *)
   0 <= k ->
   k < (r * c) ->
   (Acc (Flatten (r :: c :: sh_e) e) k) ==
@@ -109,12 +130,15 @@ Definition get_flatten_stmt : Prop :=
     [get_split: split(?c, ?e)[?i][?j] => [?i * ?c + ?j < ?r] * ?e[?i * ?c + ?j] if positive: 1 <= ?c if c2: shape(?e) = [?r, ..] if i_lower: 0 <= ?i if j_lower: 0 <= ?j if j_upper: ?j < ?c grade: exact] *)
 Definition get_split_stmt : Prop :=
   forall (c : Z) (e : T) (i : Z) (j : Z) (r : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS (r :: sh_e) e ->
+  (* the left side is well-formed *)
   (1 <= length (tl (sh_split c (r :: sh_e))))%nat ->
   (1 <= length (sh_split c (r :: sh_e)))%nat ->
   (1 <= length (r :: sh_e))%nat ->
   0 <= c ->
   1 <= c ->
+  (* side conditions *)
   1 <= c ->
   0 <= i ->
   0 <= j ->
@@ -126,10 +150,13 @@ Definition get_split_stmt : Prop :=
     [get_pad_r: pad_r(?c, ?e)[?k] => ?e[?k] if amount: 0 <= ?c grade: exact] *)
 Definition get_pad_r_stmt : Prop :=
   forall (c : Z) (e : T) (k : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* the left side is well-formed *)
   (1 <= length (sh_pad c sh_e))%nat ->
   (1 <= length sh_e)%nat ->
   0 <= c ->
+  (* side conditions *)
   0 <= c ->
   (Acc (PadR sh_e c e) k) ==
   (Acc e k).
@@ -138,10 +165,13 @@ Definition get_pad_r_stmt : Prop :=
     [get_pad_l: pad_l(?c, ?e)[?k] => ?e[?k - ?c] if amount: 0 <= ?c grade: exact] *)
 Definition get_pad_l_stmt : Prop :=
   forall (c : Z) (e : T) (k : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* the left side is well-formed *)
   (1 <= length (sh_pad c sh_e))%nat ->
   (1 <= length sh_e)%nat ->
   0 <= c ->
+  (* side conditions *)
   0 <= c ->
   (Acc (PadL sh_e c e) k) ==
   (Acc e (k - c)).
@@ -150,11 +180,14 @@ Definition get_pad_l_stmt : Prop :=
     [get_trunc_r: trunc_r(?c, ?e)[?k] => ?e[?k] if amount: 0 <= ?c if fits: ?c <= ?r if c3: shape(?e) = [?r, ..] if upper: ?k < ?r - ?c grade: exact] *)
 Definition get_trunc_r_stmt : Prop :=
   forall (c : Z) (e : T) (k : Z) (r : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS (r :: sh_e) e ->
+  (* the left side is well-formed *)
   (1 <= length (sh_trunc c (r :: sh_e)))%nat ->
   (1 <= length (r :: sh_e))%nat ->
   0 <= c ->
   c <= dim0 (r :: sh_e) ->
+  (* side conditions *)
   0 <= c ->
   c <= r ->
   k < (r - c) ->
@@ -165,11 +198,14 @@ Definition get_trunc_r_stmt : Prop :=
     [get_trunc_l: trunc_l(?c, ?e)[?k] => ?e[?k + ?c] if c1: shape(?e) = [?r, ..] if amount: 0 <= ?c if fits: ?c <= ?r if lower: 0 <= ?k grade: exact] *)
 Definition get_trunc_l_stmt : Prop :=
   forall (c : Z) (e : T) (k : Z) (r : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS (r :: sh_e) e ->
+  (* the left side is well-formed *)
   (1 <= length (sh_trunc c (r :: sh_e)))%nat ->
   (1 <= length (r :: sh_e))%nat ->
   0 <= c ->
   c <= dim0 (r :: sh_e) ->
+  (* side conditions *)
   0 <= c ->
   c <= r ->
   0 <= k ->
@@ -180,12 +216,15 @@ Definition get_trunc_l_stmt : Prop :=
     [get_concat_l: (?a ++ ?b)[?k] => ?a[?k] if c1: shape(?a) = [?r, ..] if upper: ?k < ?r grade: exact] *)
 Definition get_concat_l_stmt : Prop :=
   forall (a : T) (b : T) (k : Z) (r : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS (r :: sh_a) a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   (1 <= length (sh_concat (r :: sh_a) sh_b))%nat ->
   (1 <= length (r :: sh_a))%nat ->
   (1 <= length sh_b)%nat ->
   tl (r :: sh_a) = tl sh_b ->
+  (* side conditions *)
   k < r ->
   (Acc (Concat (r :: sh_a) sh_b a b) k) ==
   (Acc a k).
@@ -194,12 +233,15 @@ Definition get_concat_l_stmt : Prop :=
     [get_concat_r: (?a ++ ?b)[?k] => ?b[?k - ?r] if c1: shape(?a) = [?r, ..] if lower: ?r <= ?k grade: exact] *)
 Definition get_concat_r_stmt : Prop :=
   forall (a : T) (b : T) (k : Z) (r : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS (r :: sh_a) a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   (1 <= length (sh_concat (r :: sh_a) sh_b))%nat ->
   (1 <= length (r :: sh_a))%nat ->
   (1 <= length sh_b)%nat ->
   tl (r :: sh_a) = tl sh_b ->
+  (* side conditions *)
   r <= k ->
   (Acc (Concat (r :: sh_a) sh_b a b) k) ==
   (Acc b (k - r)).

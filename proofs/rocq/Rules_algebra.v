@@ -15,8 +15,10 @@ Context {K : Scalar}.
     [add_comm: ?a + ?b => ?b + ?a grade: exact] *)
 Definition add_comm_stmt : Prop :=
   forall (a : T) (b : T) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   sh_a = sh_b ->
   (Add a b) ==
   (Add b a).
@@ -25,8 +27,10 @@ Definition add_comm_stmt : Prop :=
     [mul_comm: ?a * ?b => ?b * ?a grade: exact] *)
 Definition mul_comm_stmt : Prop :=
   forall (a : T) (b : T) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_b = [] ->
   (Mul a b) ==
@@ -36,9 +40,11 @@ Definition mul_comm_stmt : Prop :=
     [add_assoc: (?a + ?b) + ?c => ?a + (?b + ?c) grade: real] *)
 Definition add_assoc_stmt : Prop :=
   forall (a : T) (b : T) (c : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
   WS sh_c c ->
+  (* the left side is well-formed *)
   sh_a = sh_c ->
   sh_a = sh_b ->
   (Add (Add a b) c) ==
@@ -48,9 +54,11 @@ Definition add_assoc_stmt : Prop :=
     [mul_assoc: (?a * ?b) * ?c => ?a * (?b * ?c) grade: real] *)
 Definition mul_assoc_stmt : Prop :=
   forall (a : T) (b : T) (c : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
   WS sh_c c ->
+  (* the left side is well-formed *)
   sh_c = [] ->
   sh_a = [] ->
   sh_b = [] ->
@@ -61,9 +69,11 @@ Definition mul_assoc_stmt : Prop :=
     [mul_add_l: ?a * (?b + ?c) => ?a * ?b + ?a * ?c grade: real] *)
 Definition mul_add_l_stmt : Prop :=
   forall (a : T) (b : T) (c : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
   WS sh_c c ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_b = [] ->
   sh_b = sh_c ->
@@ -74,9 +84,11 @@ Definition mul_add_l_stmt : Prop :=
     [mul_add_r: (?a + ?b) * ?c => ?a * ?c + ?b * ?c grade: real] *)
 Definition mul_add_r_stmt : Prop :=
   forall (a : T) (b : T) (c : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
   WS sh_c c ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_c = [] ->
   sh_a = sh_b ->
@@ -87,8 +99,10 @@ Definition mul_add_r_stmt : Prop :=
     [mul_sum_l: ?a * (sum ?i in ?lo..?hi: ?e) => sum ?i in ?lo..?hi: ?a * ?e grade: real] *)
 Definition mul_sum_l_stmt : Prop :=
   forall (a : T) (e : Z -> T) (hi : Z) (lo : Z) (sh_a : list Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_e = [] ->
   (Mul a (Sum lo hi (fun i : Z => (e i)))) ==
@@ -98,8 +112,10 @@ Definition mul_sum_l_stmt : Prop :=
     [mul_sum_r: (sum ?i in ?lo..?hi: ?e) * ?b => sum ?i in ?lo..?hi: ?e * ?b grade: real] *)
 Definition mul_sum_r_stmt : Prop :=
   forall (b : T) (e : Z -> T) (hi : Z) (lo : Z) (sh_b : list Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_b b ->
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   sh_e = [] ->
   sh_b = [] ->
   (Mul (Sum lo hi (fun i : Z => (e i))) b) ==
@@ -109,8 +125,10 @@ Definition mul_sum_r_stmt : Prop :=
     [sum_mul_l: sum ?i in ?lo..?hi: ?a * ?e => ?a * (sum ?i in ?lo..?hi: ?e) grade: real] *)
 Definition sum_mul_l_stmt : Prop :=
   forall (a : T) (e : Z -> T) (hi : Z) (lo : Z) (sh_a : list Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_e = [] ->
   (Sum lo hi (fun i : Z => (Mul a (e i)))) ==
@@ -120,8 +138,10 @@ Definition sum_mul_l_stmt : Prop :=
     [sum_add: sum ?i in ?lo..?hi: ?a + ?b => (sum ?i in ?lo..?hi: ?a) + (sum ?i in ?lo..?hi: ?b) grade: real] *)
 Definition sum_add_stmt : Prop :=
   forall (a : Z -> T) (b : Z -> T) (hi : Z) (lo : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_a (a i)) ->
   (forall (i : Z), WS sh_b (b i)) ->
+  (* the left side is well-formed *)
   sh_a = sh_b ->
   (Sum lo hi (fun i : Z => (Add (a i) (b i)))) ==
   (Add (Sum lo hi (fun i : Z => (a i))) (Sum lo hi (fun i : Z => (b i)))).
@@ -130,8 +150,10 @@ Definition sum_add_stmt : Prop :=
     [gen_add: gen ?i in ?lo..?hi: ?a + ?b => (gen ?i in ?lo..?hi: ?a) + (gen ?i in ?lo..?hi: ?b) grade: exact] *)
 Definition gen_add_stmt : Prop :=
   forall (a : Z -> T) (b : Z -> T) (hi : Z) (lo : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_a (a i)) ->
   (forall (i : Z), WS sh_b (b i)) ->
+  (* the left side is well-formed *)
   sh_a = sh_b ->
   (Gen lo hi (fun i : Z => (Add (a i) (b i)))) ==
   (Add (Gen lo hi (fun i : Z => (a i))) (Gen lo hi (fun i : Z => (b i)))).
@@ -140,8 +162,10 @@ Definition gen_add_stmt : Prop :=
     [add_gen: (gen ?i in ?lo..?hi: ?a) + (gen ?i in ?lo..?hi: ?b) => gen ?i in ?lo..?hi: ?a + ?b grade: exact] *)
 Definition add_gen_stmt : Prop :=
   forall (a : Z -> T) (b : Z -> T) (hi : Z) (lo : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_a (a i)) ->
   (forall (i : Z), WS sh_b (b i)) ->
+  (* the left side is well-formed *)
   (ext lo hi :: sh_a) = (ext lo hi :: sh_b) ->
   (Add (Gen lo hi (fun i : Z => (a i))) (Gen lo hi (fun i : Z => (b i)))) ==
   (Gen lo hi (fun i : Z => (Add (a i) (b i)))).
@@ -150,7 +174,9 @@ Definition add_gen_stmt : Prop :=
     [mul_one: ?a * 1 => ?a grade: exact] *)
 Definition mul_one_stmt : Prop :=
   forall (a : T) (sh_a : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   (Mul a (Lit sone)) ==
   a.
@@ -159,6 +185,7 @@ Definition mul_one_stmt : Prop :=
     [neg_neg: -(-?a) => ?a grade: exact] *)
 Definition neg_neg_stmt : Prop :=
   forall (a : T) (sh_a : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   (Neg (Neg a)) ==
   a.

@@ -15,6 +15,7 @@ Context {K : Scalar}.
     [guard_true: [true] * ?e => ?e grade: exact] *)
 Definition guard_true_stmt : Prop :=
   forall (e : T) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
   (Guard true e) ==
   e.
@@ -23,6 +24,7 @@ Definition guard_true_stmt : Prop :=
     [guard_false_scalar: [false] * ?e => 0 if scalar: shape(?e) = [] grade: exact] *)
 Definition guard_false_scalar_stmt : Prop :=
   forall (e : T),
+  (* well-shaped metavariables *)
   WS [] e ->
   (Guard false e) ==
   (Lit szero).
@@ -31,7 +33,9 @@ Definition guard_false_scalar_stmt : Prop :=
     [guard_elim: [?p] * ?e => ?e if holds: ?p grade: exact] *)
 Definition guard_elim_stmt : Prop :=
   forall (e : T) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* side conditions *)
   p = true ->
   (Guard p e) ==
   e.
@@ -40,6 +44,7 @@ Definition guard_elim_stmt : Prop :=
     [guard_and: [?p] * ([?q] * ?e) => [?p && ?q] * ?e grade: exact] *)
 Definition guard_and_stmt : Prop :=
   forall (e : T) (p : bool) (q : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
   (Guard p (Guard q e)) ==
   (Guard (p && q) e).
@@ -48,6 +53,7 @@ Definition guard_and_stmt : Prop :=
     [guard_split: [?p && ?q] * ?e => [?p] * ([?q] * ?e) grade: exact] *)
 Definition guard_split_stmt : Prop :=
   forall (e : T) (p : bool) (q : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
   (Guard (p && q) e) ==
   (Guard p (Guard q e)).
@@ -56,6 +62,7 @@ Definition guard_split_stmt : Prop :=
     [guard_comm: [?p] * ([?q] * ?e) => [?q] * ([?p] * ?e) grade: exact] *)
 Definition guard_comm_stmt : Prop :=
   forall (e : T) (p : bool) (q : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
   (Guard p (Guard q e)) ==
   (Guard q (Guard p e)).
@@ -64,6 +71,7 @@ Definition guard_comm_stmt : Prop :=
     [guard_lift_sum: sum ?i in ?lo..?hi: [?p] * ?e => [?p] * (sum ?i in ?lo..?hi: ?e) grade: exact] *)
 Definition guard_lift_sum_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (lo : Z) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Sum lo hi (fun i : Z => (Guard p (e i)))) ==
   (Guard p (Sum lo hi (fun i : Z => (e i)))).
@@ -72,6 +80,7 @@ Definition guard_lift_sum_stmt : Prop :=
     [guard_lift_gen: gen ?i in ?lo..?hi: [?p] * ?e => [?p] * (gen ?i in ?lo..?hi: ?e) grade: exact] *)
 Definition guard_lift_gen_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (lo : Z) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Gen lo hi (fun i : Z => (Guard p (e i)))) ==
   (Guard p (Gen lo hi (fun i : Z => (e i)))).
@@ -80,8 +89,10 @@ Definition guard_lift_gen_stmt : Prop :=
     [guard_mul_l: ([?p] * ?a) * ?b => [?p] * (?a * ?b) grade: real] *)
 Definition guard_mul_l_stmt : Prop :=
   forall (a : T) (b : T) (p : bool) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_b = [] ->
   (Mul (Guard p a) b) ==
@@ -91,8 +102,10 @@ Definition guard_mul_l_stmt : Prop :=
     [guard_mul_r: ?a * ([?p] * ?b) => [?p] * (?a * ?b) grade: real] *)
 Definition guard_mul_r_stmt : Prop :=
   forall (a : T) (b : T) (p : bool) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_b = [] ->
   (Mul a (Guard p b)) ==
@@ -102,8 +115,10 @@ Definition guard_mul_r_stmt : Prop :=
     [guard_add: [?p] * (?a + ?b) => [?p] * ?a + [?p] * ?b grade: exact] *)
 Definition guard_add_stmt : Prop :=
   forall (a : T) (b : T) (p : bool) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   sh_a = sh_b ->
   (Guard p (Add a b)) ==
   (Add (Guard p a) (Guard p b)).
@@ -112,6 +127,7 @@ Definition guard_add_stmt : Prop :=
     [guard_and_comm: [?p && ?q] * ?e => [?q && ?p] * ?e grade: exact] *)
 Definition guard_and_comm_stmt : Prop :=
   forall (e : T) (p : bool) (q : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
   (Guard (p && q) e) ==
   (Guard (q && p) e).

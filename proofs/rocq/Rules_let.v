@@ -15,6 +15,7 @@ Context {K : Scalar}.
     [unfold_let: let ?x = ?v in ?b => ?b[?x := ?v] grade: exact] *)
 Definition unfold_let_stmt : Prop :=
   forall (b : T -> T) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
   (let x := v in (b x)) ==
@@ -24,6 +25,7 @@ Definition unfold_let_stmt : Prop :=
     [let_lift_gen: gen ?i in ?lo..?hi: let ?x = ?v in ?b => let ?x = ?v in gen ?i in ?lo..?hi: ?b grade: exact] *)
 Definition let_lift_gen_stmt : Prop :=
   forall (b : Z -> T -> T) (hi : Z) (lo : Z) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (x : T), WS sh_v x -> WS sh_b (b i x)) ->
   WS sh_v v ->
   (Gen lo hi (fun i : Z => (let x := v in (b i x)))) ==
@@ -33,6 +35,7 @@ Definition let_lift_gen_stmt : Prop :=
     [let_lift_sum: sum ?i in ?lo..?hi: let ?x = ?v in ?b => let ?x = ?v in sum ?i in ?lo..?hi: ?b grade: exact] *)
 Definition let_lift_sum_stmt : Prop :=
   forall (b : Z -> T -> T) (hi : Z) (lo : Z) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (x : T), WS sh_v x -> WS sh_b (b i x)) ->
   WS sh_v v ->
   (Sum lo hi (fun i : Z => (let x := v in (b i x)))) ==
@@ -42,6 +45,7 @@ Definition let_lift_sum_stmt : Prop :=
     [let_lift_guard: [?p] * (let ?x = ?v in ?b) => let ?x = ?v in [?p] * ?b grade: exact] *)
 Definition let_lift_guard_stmt : Prop :=
   forall (b : T -> T) (p : bool) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
   (Guard p (let x := v in (b x))) ==
@@ -51,9 +55,11 @@ Definition let_lift_guard_stmt : Prop :=
     [let_lift_add_l: (let ?x = ?v in ?a) + ?b => let ?x = ?v in ?a + ?b grade: exact] *)
 Definition let_lift_add_l_stmt : Prop :=
   forall (a : T -> T) (b : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
   WS sh_b b ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   sh_a = sh_b ->
   (Add (let x := v in (a x)) b) ==
   (let x := v in (Add (a x) b)).
@@ -62,9 +68,11 @@ Definition let_lift_add_l_stmt : Prop :=
     [let_lift_add_r: ?a + (let ?x = ?v in ?b) => let ?x = ?v in ?a + ?b grade: exact] *)
 Definition let_lift_add_r_stmt : Prop :=
   forall (a : T) (b : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   sh_a = sh_b ->
   (Add a (let x := v in (b x))) ==
   (let x := v in (Add a (b x))).
@@ -73,9 +81,11 @@ Definition let_lift_add_r_stmt : Prop :=
     [let_lift_mul_l: (let ?x = ?v in ?a) * ?b => let ?x = ?v in ?a * ?b grade: exact] *)
 Definition let_lift_mul_l_stmt : Prop :=
   forall (a : T -> T) (b : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
   WS sh_b b ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_b = [] ->
   (Mul (let x := v in (a x)) b) ==
@@ -85,9 +95,11 @@ Definition let_lift_mul_l_stmt : Prop :=
     [let_lift_mul_r: ?a * (let ?x = ?v in ?b) => let ?x = ?v in ?a * ?b grade: exact] *)
 Definition let_lift_mul_r_stmt : Prop :=
   forall (a : T) (b : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   sh_a = [] ->
   sh_b = [] ->
   (Mul a (let x := v in (b x))) ==
@@ -97,8 +109,10 @@ Definition let_lift_mul_r_stmt : Prop :=
     [let_lift_access: (let ?x = ?v in ?b)[?k] => let ?x = ?v in ?b[?k] grade: exact] *)
 Definition let_lift_access_stmt : Prop :=
   forall (b : T -> T) (k : Z) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   (1 <= length sh_b)%nat ->
   (Acc (let x := v in (b x)) k) ==
   (let x := v in (Acc (b x) k)).

@@ -15,6 +15,7 @@ Context {K : Scalar}.
     [sum_swap: sum ?i in ?a..?b: sum ?j in ?c..?d: ?e => sum ?j in ?c..?d: sum ?i in ?a..?b: ?e grade: real] *)
 Definition sum_swap_stmt : Prop :=
   forall (a : Z) (b : Z) (c : Z) (d : Z) (e : Z -> Z -> T) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
   (Sum a b (fun i : Z => (Sum c d (fun j : Z => (e i j))))) ==
   (Sum c d (fun j : Z => (Sum a b (fun i : Z => (e i j))))).
@@ -23,6 +24,7 @@ Definition sum_swap_stmt : Prop :=
     [gen_swap: gen ?i in ?a..?b: gen ?j in ?c..?d: ?e => transpose(gen ?j in ?c..?d: gen ?i in ?a..?b: ?e) grade: exact] *)
 Definition gen_swap_stmt : Prop :=
   forall (a : Z) (b : Z) (c : Z) (d : Z) (e : Z -> Z -> T) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
   (Gen a b (fun i : Z => (Gen c d (fun j : Z => (e i j))))) ==
   (Transpose (ext c d :: (ext a b :: sh_e)) (Gen c d (fun j : Z => (Gen a b (fun i : Z => (e i j)))))).
@@ -31,7 +33,9 @@ Definition gen_swap_stmt : Prop :=
     [transpose_gen: transpose(gen ?i in ?a..?b: gen ?j in ?c..?d: ?e) => gen ?j in ?c..?d: gen ?i in ?a..?b: ?e grade: exact] *)
 Definition transpose_gen_stmt : Prop :=
   forall (a : Z) (b : Z) (c : Z) (d : Z) (e : Z -> Z -> T) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
+  (* the left side is well-formed *)
   (2 <= length (ext a b :: (ext c d :: sh_e)))%nat ->
   (Transpose (ext a b :: (ext c d :: sh_e)) (Gen a b (fun i : Z => (Gen c d (fun j : Z => (e i j)))))) ==
   (Gen c d (fun j : Z => (Gen a b (fun i : Z => (e i j))))).
@@ -40,6 +44,7 @@ Definition transpose_gen_stmt : Prop :=
     [sum_gen: sum ?i in ?a..?b: gen ?j in ?c..?d: ?e => gen ?j in ?c..?d: sum ?i in ?a..?b: ?e grade: exact] *)
 Definition sum_gen_stmt : Prop :=
   forall (a : Z) (b : Z) (c : Z) (d : Z) (e : Z -> Z -> T) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
   (Sum a b (fun i : Z => (Gen c d (fun j : Z => (e i j))))) ==
   (Gen c d (fun j : Z => (Sum a b (fun i : Z => (e i j))))).
@@ -48,6 +53,7 @@ Definition sum_gen_stmt : Prop :=
     [gen_sum: gen ?j in ?c..?d: sum ?i in ?a..?b: ?e => sum ?i in ?a..?b: gen ?j in ?c..?d: ?e grade: exact] *)
 Definition gen_sum_stmt : Prop :=
   forall (a : Z) (b : Z) (c : Z) (d : Z) (e : Z -> Z -> T) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
   (Gen c d (fun j : Z => (Sum a b (fun i : Z => (e i j))))) ==
   (Sum a b (fun i : Z => (Gen c d (fun j : Z => (e i j))))).
@@ -56,7 +62,9 @@ Definition gen_sum_stmt : Prop :=
     [split_gen(?k): gen ?i in ?lo..?hi: ?e => (gen ?i in ?lo..?k: ?e) ++ (gen ?i in ?k..?hi: ?e) if lower: ?lo <= ?k if upper: ?k <= ?hi grade: exact] *)
 Definition split_gen_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* side conditions *)
   lo <= k ->
   k <= hi ->
   (Gen lo hi (fun i : Z => (e i))) ==
@@ -66,7 +74,9 @@ Definition split_gen_stmt : Prop :=
     [split_sum(?k): sum ?i in ?lo..?hi: ?e => (sum ?i in ?lo..?k: ?e) + (sum ?i in ?k..?hi: ?e) if lower: ?lo <= ?k if upper: ?k <= ?hi grade: real] *)
 Definition split_sum_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* side conditions *)
   lo <= k ->
   k <= hi ->
   (Sum lo hi (fun i : Z => (e i))) ==
@@ -76,6 +86,7 @@ Definition split_sum_stmt : Prop :=
     [shift_gen(?d): gen ?i in ?lo..?hi: ?e => gen ?i in ?lo + ?d..?hi + ?d: ?e[?i := ?i - ?d] grade: exact] *)
 Definition shift_gen_stmt : Prop :=
   forall (d : Z) (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Gen lo hi (fun i : Z => (e i))) ==
   (Gen (lo + d) (hi + d) (fun i : Z => (e (i - d)))).
@@ -84,6 +95,7 @@ Definition shift_gen_stmt : Prop :=
     [shift_sum(?d): sum ?i in ?lo..?hi: ?e => sum ?i in ?lo + ?d..?hi + ?d: ?e[?i := ?i - ?d] grade: exact] *)
 Definition shift_sum_stmt : Prop :=
   forall (d : Z) (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Sum lo hi (fun i : Z => (e i))) ==
   (Sum (lo + d) (hi + d) (fun i : Z => (e (i - d)))).
@@ -92,6 +104,7 @@ Definition shift_sum_stmt : Prop :=
     [gen_lo_zero: gen ?i in ?lo..?hi: ?e => gen ?i < ?hi - ?lo: ?e[?i := ?i + ?lo] grade: exact] *)
 Definition gen_lo_zero_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Gen lo hi (fun i : Z => (e i))) ==
   (Gen 0 (hi - lo) (fun i : Z => (e (i + lo)))).
@@ -100,6 +113,7 @@ Definition gen_lo_zero_stmt : Prop :=
     [sum_guard_range: sum ?i in ?lo..?hi: [?a <= ?i && ?i < ?b] * ?e => sum ?i in max(?lo, ?a)..min(?hi, ?b): ?e grade: real] *)
 Definition sum_guard_range_stmt : Prop :=
   forall (a : Z) (b : Z) (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Sum lo hi (fun i : Z => (Guard ((a <=? i) && (i <? b)) (e i)))) ==
   (Sum (Z.max lo a) (Z.min hi b) (fun i : Z => (e i))).
@@ -108,6 +122,7 @@ Definition sum_guard_range_stmt : Prop :=
     [sum_guard_hi: sum ?i in ?lo..?hi: [?i < ?b] * ?e => sum ?i in ?lo..min(?hi, ?b): ?e grade: real] *)
 Definition sum_guard_hi_stmt : Prop :=
   forall (b : Z) (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Sum lo hi (fun i : Z => (Guard (i <? b) (e i)))) ==
   (Sum lo (Z.min hi b) (fun i : Z => (e i))).
@@ -116,6 +131,7 @@ Definition sum_guard_hi_stmt : Prop :=
     [sum_guard_lo: sum ?i in ?lo..?hi: [?a <= ?i] * ?e => sum ?i in max(?lo, ?a)..?hi: ?e grade: real] *)
 Definition sum_guard_lo_stmt : Prop :=
   forall (a : Z) (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
   (Sum lo hi (fun i : Z => (Guard (a <=? i) (e i)))) ==
   (Sum (Z.max lo a) hi (fun i : Z => (e i))).

@@ -15,11 +15,14 @@ Context {K : Scalar}.
     [trunc_pad_r: trunc_r(?k, pad_r(?k, ?v)) => ?v if amount: 0 <= ?k grade: exact] *)
 Definition trunc_pad_r_stmt : Prop :=
   forall (k : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS sh_v v ->
+  (* the left side is well-formed *)
   (1 <= length (sh_pad k sh_v))%nat ->
   0 <= k ->
   k <= dim0 (sh_pad k sh_v) ->
   (1 <= length sh_v)%nat ->
+  (* side conditions *)
   0 <= k ->
   (TruncR (sh_pad k sh_v) k (PadR sh_v k v)) ==
   v.
@@ -28,11 +31,14 @@ Definition trunc_pad_r_stmt : Prop :=
     [trunc_pad_l: trunc_l(?k, pad_l(?k, ?v)) => ?v if amount: 0 <= ?k grade: exact] *)
 Definition trunc_pad_l_stmt : Prop :=
   forall (k : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS sh_v v ->
+  (* the left side is well-formed *)
   (1 <= length (sh_pad k sh_v))%nat ->
   0 <= k ->
   k <= dim0 (sh_pad k sh_v) ->
   (1 <= length sh_v)%nat ->
+  (* side conditions *)
   0 <= k ->
   (TruncL (sh_pad k sh_v) k (PadL sh_v k v)) ==
   v.
@@ -41,7 +47,9 @@ Definition trunc_pad_l_stmt : Prop :=
     [tile_id(?k): trunc_r(cdiv(?n, ?k) * ?k - ?n, flatten(split(?k, ?v))) => ?v if c1: shape(?v) = [?n, ..] if positive: 1 <= ?k grade: exact] *)
 Definition tile_id_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (sh_flat (sh_split k (n :: sh_v))))%nat ->
   0 <= (((cdiv n k) * k) - n) ->
   (((cdiv n k) * k) - n) <= dim0 (sh_flat (sh_split k (n :: sh_v))) ->
@@ -49,6 +57,7 @@ Definition tile_id_stmt : Prop :=
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
   1 <= k ->
+  (* side conditions *)
   1 <= k ->
   (TruncR (sh_flat (sh_split k (n :: sh_v))) (((cdiv n k) * k) - n) (Flatten (sh_split k (n :: sh_v)) (Split (n :: sh_v) k v))) ==
   v.
@@ -57,11 +66,14 @@ Definition tile_id_stmt : Prop :=
     [split_flatten: split(?m, flatten(?v)) => ?v if c1: shape(?v) = [?n, ?m, ..] if positive: 1 <= ?m grade: exact] *)
 Definition split_flatten_stmt : Prop :=
   forall (m : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: m :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (sh_flat (n :: m :: sh_v)))%nat ->
   0 <= m ->
   1 <= m ->
   (2 <= length (n :: m :: sh_v))%nat ->
+  (* side conditions *)
   1 <= m ->
   (Split (sh_flat (n :: m :: sh_v)) m (Flatten (n :: m :: sh_v) v)) ==
   v.
@@ -70,11 +82,14 @@ Definition split_flatten_stmt : Prop :=
     [flatten_split: flatten(split(?k, ?v)) => pad_r(cdiv(?n, ?k) * ?k - ?n, ?v) if c1: shape(?v) = [?n, ..] if positive: 1 <= ?k grade: exact] *)
 Definition flatten_split_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (2 <= length (sh_split k (n :: sh_v)))%nat ->
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
   1 <= k ->
+  (* side conditions *)
   1 <= k ->
   (Flatten (sh_split k (n :: sh_v)) (Split (n :: sh_v) k v)) ==
   (PadR (n :: sh_v) (((cdiv n k) * k) - n) v).
@@ -83,7 +98,9 @@ Definition flatten_split_stmt : Prop :=
     [transpose_transpose: transpose(transpose(?v)) => ?v grade: exact] *)
 Definition transpose_transpose_stmt : Prop :=
   forall (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS sh_v v ->
+  (* the left side is well-formed *)
   (2 <= length (sh_swap sh_v))%nat ->
   (2 <= length sh_v)%nat ->
   (Transpose (sh_swap sh_v) (Transpose sh_v v)) ==
@@ -93,7 +110,9 @@ Definition transpose_transpose_stmt : Prop :=
     [transpose_guard: transpose([?p] * ?e) => [?p] * transpose(?e) grade: exact] *)
 Definition transpose_guard_stmt : Prop :=
   forall (e : T) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* the left side is well-formed *)
   (2 <= length sh_e)%nat ->
   (Transpose sh_e (Guard p e)) ==
   (Guard p (Transpose sh_e e)).
@@ -102,7 +121,9 @@ Definition transpose_guard_stmt : Prop :=
     [flatten_guard: flatten([?p] * ?e) => [?p] * flatten(?e) grade: exact] *)
 Definition flatten_guard_stmt : Prop :=
   forall (e : T) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
   WS sh_e e ->
+  (* the left side is well-formed *)
   (2 <= length sh_e)%nat ->
   (Flatten sh_e (Guard p e)) ==
   (Guard p (Flatten sh_e e)).
@@ -111,8 +132,10 @@ Definition flatten_guard_stmt : Prop :=
     [transpose_add: transpose(?a + ?b) => transpose(?a) + transpose(?b) grade: exact] *)
 Definition transpose_add_stmt : Prop :=
   forall (a : T) (b : T) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   (2 <= length sh_a)%nat ->
   sh_a = sh_b ->
   (Transpose sh_a (Add a b)) ==
@@ -122,8 +145,10 @@ Definition transpose_add_stmt : Prop :=
     [flatten_add: flatten(?a + ?b) => flatten(?a) + flatten(?b) grade: exact] *)
 Definition flatten_add_stmt : Prop :=
   forall (a : T) (b : T) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS sh_a a ->
   WS sh_b b ->
+  (* the left side is well-formed *)
   (2 <= length sh_a)%nat ->
   sh_a = sh_b ->
   (Flatten sh_a (Add a b)) ==
@@ -133,7 +158,9 @@ Definition flatten_add_stmt : Prop :=
     [transpose_sum: transpose(sum ?i in ?lo..?hi: ?e) => sum ?i in ?lo..?hi: transpose(?e) grade: exact] *)
 Definition transpose_sum_stmt : Prop :=
   forall (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
   (2 <= length sh_e)%nat ->
   (Transpose sh_e (Sum lo hi (fun i : Z => (e i)))) ==
   (Sum lo hi (fun i : Z => (Transpose sh_e (e i)))).
@@ -142,8 +169,10 @@ Definition transpose_sum_stmt : Prop :=
     [transpose_let: transpose(let ?x = ?v in ?b) => let ?x = ?v in transpose(?b) grade: exact] *)
 Definition transpose_let_stmt : Prop :=
   forall (b : T -> T) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   (2 <= length sh_b)%nat ->
   (Transpose sh_b (let x := v in (b x))) ==
   (let x := v in (Transpose sh_b (b x))).
@@ -152,8 +181,10 @@ Definition transpose_let_stmt : Prop :=
     [flatten_let: flatten(let ?x = ?v in ?b) => let ?x = ?v in flatten(?b) grade: exact] *)
 Definition flatten_let_stmt : Prop :=
   forall (b : T -> T) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   (2 <= length sh_b)%nat ->
   (Flatten sh_b (let x := v in (b x))) ==
   (let x := v in (Flatten sh_b (b x))).
@@ -162,8 +193,11 @@ Definition flatten_let_stmt : Prop :=
     [flatten_gen: flatten(gen ?i < ?r: gen ?j < ?c: ?e) => gen ?k < ?r * ?c: ?e[?i := ?k / ?c][?j := ?k % ?c] if positive: 1 <= ?c grade: exact] *)
 Definition flatten_gen_stmt : Prop :=
   forall (c : Z) (e : Z -> Z -> T) (r : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
   (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
+  (* the left side is well-formed *)
   (2 <= length (ext 0 r :: (ext 0 c :: sh_e)))%nat ->
+  (* side conditions *)
   1 <= c ->
   (Flatten (ext 0 r :: (ext 0 c :: sh_e)) (Gen 0 r (fun i : Z => (Gen 0 c (fun j : Z => (e i j)))))) ==
   (Gen 0 (r * c) (fun k : Z => (e (k / c) (k mod c)))).
@@ -172,10 +206,13 @@ Definition flatten_gen_stmt : Prop :=
     [split_def: split(?k, ?v) => gen ?io < cdiv(?n, ?k): gen ?ii < ?k: [?io * ?k + ?ii < ?n] * ?v[?io * ?k + ?ii] if positive: 1 <= ?k if c2: shape(?v) = [?n, ..] grade: exact] *)
 Definition split_def_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
   1 <= k ->
+  (* side conditions *)
   1 <= k ->
   (Split (n :: sh_v) k v) ==
   (Gen 0 (cdiv n k) (fun io : Z => (Gen 0 k (fun ii : Z => (Guard (((io * k) + ii) <? n) (Acc v ((io * k) + ii))))))).
@@ -184,9 +221,12 @@ Definition split_def_stmt : Prop :=
     [pad_r_def: pad_r(?k, ?v) => gen ?i < ?n + ?k: [?i < ?n] * ?v[?i] if amount: 0 <= ?k if c2: shape(?v) = [?n, ..] grade: exact] *)
 Definition pad_r_def_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
+  (* side conditions *)
   0 <= k ->
   (PadR (n :: sh_v) k v) ==
   (Gen 0 (n + k) (fun i : Z => (Guard (i <? n) (Acc v i)))).
@@ -195,9 +235,12 @@ Definition pad_r_def_stmt : Prop :=
     [pad_l_def: pad_l(?k, ?v) => gen ?i < ?n + ?k: [?k <= ?i] * ?v[?i - ?k] if amount: 0 <= ?k if c2: shape(?v) = [?n, ..] grade: exact] *)
 Definition pad_l_def_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
+  (* side conditions *)
   0 <= k ->
   (PadL (n :: sh_v) k v) ==
   (Gen 0 (n + k) (fun i : Z => (Guard (k <=? i) (Acc v (i - k))))).
@@ -206,10 +249,13 @@ Definition pad_l_def_stmt : Prop :=
     [trunc_r_def: trunc_r(?k, ?v) => gen ?i < ?n - ?k: ?v[?i] if amount: 0 <= ?k if fits: ?k <= ?n if c3: shape(?v) = [?n, ..] grade: exact] *)
 Definition trunc_r_def_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
   k <= dim0 (n :: sh_v) ->
+  (* side conditions *)
   0 <= k ->
   k <= n ->
   (TruncR (n :: sh_v) k v) ==
@@ -219,10 +265,13 @@ Definition trunc_r_def_stmt : Prop :=
     [trunc_l_def: trunc_l(?k, ?v) => gen ?i < ?n - ?k: ?v[?i + ?k] if amount: 0 <= ?k if fits: ?k <= ?n if c3: shape(?v) = [?n, ..] grade: exact] *)
 Definition trunc_l_def_stmt : Prop :=
   forall (k : Z) (n : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (n :: sh_v) v ->
+  (* the left side is well-formed *)
   (1 <= length (n :: sh_v))%nat ->
   0 <= k ->
   k <= dim0 (n :: sh_v) ->
+  (* side conditions *)
   0 <= k ->
   k <= n ->
   (TruncL (n :: sh_v) k v) ==
@@ -232,7 +281,9 @@ Definition trunc_l_def_stmt : Prop :=
     [transpose_def: transpose(?v) => gen ?i < ?c: gen ?j < ?r: ?v[?j][?i] if c1: shape(?v) = [?r, ?c, ..] grade: exact] *)
 Definition transpose_def_stmt : Prop :=
   forall (c : Z) (r : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (r :: c :: sh_v) v ->
+  (* the left side is well-formed *)
   (2 <= length (r :: c :: sh_v))%nat ->
   (Transpose (r :: c :: sh_v) v) ==
   (Gen 0 c (fun i : Z => (Gen 0 r (fun j : Z => (Acc (Acc v j) i))))).
@@ -241,7 +292,9 @@ Definition transpose_def_stmt : Prop :=
     [flatten_def: flatten(?v) => gen ?i < ?r * ?c: ?v[?i / ?c][?i % ?c] if c1: shape(?v) = [?r, ?c, ..] grade: exact] *)
 Definition flatten_def_stmt : Prop :=
   forall (c : Z) (r : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
   WS (r :: c :: sh_v) v ->
+  (* the left side is well-formed *)
   (2 <= length (r :: c :: sh_v))%nat ->
   (Flatten (r :: c :: sh_v) v) ==
   (Gen 0 (r * c) (fun i : Z => (Acc (Acc v (i / c)) (i mod c)))).
@@ -250,8 +303,10 @@ Definition flatten_def_stmt : Prop :=
     [concat_def: ?a ++ ?b => gen ?i < ?r + ?s: [?i < ?r] * ?a[?i] + [?r <= ?i] * ?b[?i - ?r] if c1: shape(?a) = [?r, ..] if c2: shape(?b) = [?s, ..] grade: real] *)
 Definition concat_def_stmt : Prop :=
   forall (a : T) (b : T) (r : Z) (s : Z) (sh_a : list Z) (sh_b : list Z),
+  (* well-shaped metavariables *)
   WS (r :: sh_a) a ->
   WS (s :: sh_b) b ->
+  (* the left side is well-formed *)
   (1 <= length (r :: sh_a))%nat ->
   (1 <= length (s :: sh_b))%nat ->
   tl (r :: sh_a) = tl (s :: sh_b) ->
@@ -262,8 +317,10 @@ Definition concat_def_stmt : Prop :=
     [trunc_r_let: trunc_r(?k, let ?x = ?v in ?b) => let ?x = ?v in trunc_r(?k, ?b) grade: exact] *)
 Definition trunc_r_let_stmt : Prop :=
   forall (b : T -> T) (k : Z) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   (1 <= length sh_b)%nat ->
   0 <= k ->
   k <= dim0 sh_b ->
@@ -274,8 +331,10 @@ Definition trunc_r_let_stmt : Prop :=
     [split_let: split(?k, let ?x = ?v in ?b) => let ?x = ?v in split(?k, ?b) grade: exact] *)
 Definition split_let_stmt : Prop :=
   forall (b : T -> T) (k : Z) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
   (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
   WS sh_v v ->
+  (* the left side is well-formed *)
   (1 <= length sh_b)%nat ->
   0 <= k ->
   1 <= k ->

@@ -785,8 +785,23 @@ pub fn rule_statement(rule: &Rule) -> R<String> {
     if !quants.is_empty() {
         out.push_str(&format!("  forall {},\n", quants.join(" ")));
     }
-    for h in ws.iter().chain(&shape_hyps).chain(&wf).chain(&conds) {
-        out.push_str(&format!("  {h} ->\n"));
+    // Grouped and labelled, so that a reader sees where each hypothesis comes from.
+    let groups: [(&str, Vec<&String>); 3] = [
+        (
+            "well-shaped metavariables",
+            ws.iter().chain(&shape_hyps).collect(),
+        ),
+        ("the left side is well-formed", wf.iter().collect()),
+        ("side conditions", conds.iter().collect()),
+    ];
+    for (label, hyps) in groups {
+        if hyps.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("  (* {label} *)\n"));
+        for h in hyps {
+            out.push_str(&format!("  {h} ->\n"));
+        }
     }
     out.push_str(&format!("  {lhs} ==\n  {rhs}.\n"));
     Ok(out)
