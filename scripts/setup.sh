@@ -10,9 +10,15 @@
 #   installed z3.h (so the enum values match the linked library exactly); bindgen
 #   loads libclang at run time and needs clang's builtin headers.
 # - pkg-config: lets build scripts locate system libraries.
+# - coq and make (only with `--with-rocq`, as scripts/test.sh and CI ask): Rocq 8.16 (Debian's
+#   package name), which checks the rule library's proofs in proofs/rocq and runs the
+#   semantic agreement test (rewrites/tests/rocq.rs). Building does not need it.
 set -euo pipefail
 
 packages=(libz3-dev libclang-dev pkg-config)
+if [ "${1:-}" = "--with-rocq" ]; then
+    packages+=(coq make)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -176,6 +176,10 @@ enum Command {
         /// rules (`rule` items) of this `.atl` program, instead of the library.
         #[arg(long = "file", value_name = "FILE")]
         file: Option<PathBuf>,
+        /// Write the library's Rocq statements (one file per rule file, and `All.v`)
+        /// into this directory.
+        #[arg(long = "export-rocq", value_name = "DIR", conflicts_with_all = ["check", "filter"])]
+        export_rocq: Option<PathBuf>,
     },
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
     Prove {
@@ -280,8 +284,11 @@ pub fn run(
             check,
             attempts,
             file,
+            export_rocq,
         } => {
-            if let Some(path) = file
+            if let Some(dir) = export_rocq {
+                cmd_rules_export_rocq(&mut out, &dir)
+            } else if let Some(path) = file
                 .as_deref()
                 .filter(|p| user_rules_cmd::is_program_file(p))
             {
@@ -528,8 +535,19 @@ fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>, file: Option<&Path>) ->
             atl_rewrites::rule::Grade::Exact => "exact",
             atl_rewrites::rule::Grade::Real => "real",
         };
-        let _ = writeln!(out.stdout, "{}  [{grade}, checked]  {}", r.name, r.equation);
+        let status = match &r.status {
+            atl_rewrites::rule::Status::Proved => "proved",
+            atl_rewrites::rule::Status::Checked(_) => "checked",
+        };
+        let _ = writeln!(
+            out.stdout,
+            "{}  [{grade}, {status}]  {}",
+            r.name, r.equation
+        );
         let _ = writeln!(out.stdout, "    {}", r.doc);
+        if let atl_rewrites::rule::Status::Checked(Some(reason)) = &r.status {
+            let _ = writeln!(out.stdout, "    not proved in Rocq: {reason}");
+        }
         for c in &r.conditions {
             let _ = writeln!(out.stdout, "    if {}: {}", c.name(), c.text());
         }
@@ -539,6 +557,34 @@ fn cmd_rules(out: &mut Output<'_>, filter: Option<&str>, file: Option<&Path>) ->
         let _ = writeln!(out.stderr, "no rule matches `{}`", filter.unwrap_or(""));
         return EXIT_USER;
     }
+    EXIT_OK
+}
+
+/// `atl rules --export-rocq DIR`: the statements of `proofs/rocq` (DESIGN §9).
+fn cmd_rules_export_rocq(out: &mut Output<'_>, dir: &Path) -> i32 {
+    let lib = match library(out) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let exported = match atl_rewrites::rocq::export_library(&lib) {
+        Ok(e) => e,
+        Err(e) => return out.arg_error(&format!("cannot export to Rocq: {e}")),
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return out.arg_error(&format!("cannot create `{}`: {e}", dir.display()));
+    }
+    for f in &exported {
+        let path = dir.join(&f.name);
+        if let Err(e) = std::fs::write(&path, &f.contents) {
+            return out.arg_error(&format!("cannot write `{}`: {e}", path.display()));
+        }
+    }
+    let _ = writeln!(
+        out.stdout,
+        "wrote {} files to {}",
+        exported.len(),
+        dir.display()
+    );
     EXIT_OK
 }
 

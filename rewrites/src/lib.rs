@@ -6,6 +6,7 @@
 //!   `simpl`, `simpl_guard`, `check`) and derivations.
 //! - [`cert`]: the certificate each derivation produces.
 //! - [`user_rules`]: `rule` items of a program file, checked before they are used.
+//! - [`rocq`]: rule statements (and small programs) exported as Rocq terms.
 //!
 //! Library code never prints.
 
@@ -15,6 +16,7 @@ pub mod directives;
 pub mod engine;
 pub mod library;
 pub mod matcher;
+pub mod rocq;
 pub mod rule;
 pub mod user_rules;
 

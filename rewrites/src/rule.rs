@@ -48,6 +48,17 @@ pub enum Grade {
     Real,
 }
 
+/// How a rule's soundness is established (shown by `atl rules`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// `status: proved`: a Rocq theorem about its exported statement exists in
+    /// `proofs/rocq` (a test holds the library to it).
+    Proved,
+    /// `status: checked -- REASON`, or no status line: only the examples and bounded
+    /// semantic testing vouch for the rule; the reason says why there is no proof.
+    Checked(Option<String>),
+}
+
 /// A side condition of a rule.
 #[derive(Clone, Debug)]
 pub enum Condition {
@@ -152,6 +163,7 @@ pub struct Rule {
     pub conditions: Vec<Condition>,
     pub substs: HashMap<String, SubstSpec>,
     pub grade: Grade,
+    pub status: Status,
     pub examples: Vec<Example>,
     /// For each expression or index metavariable, the binder metavariables it may
     /// mention (those in scope at every occurrence).
@@ -770,6 +782,7 @@ pub(crate) fn load_one(
     // Conditions and the other lines.
     let mut conditions = Vec::new();
     let mut grade = None;
+    let mut status = None;
     let mut examples = Vec::new();
     let mut shape_bound = BTreeSet::new();
     for (n, (lno, loff, ltext)) in body.iter().enumerate() {
@@ -875,6 +888,35 @@ pub(crate) fn load_one(
                     );
                 }
             });
+        } else if let Some(rest) = trimmed.strip_prefix("status:") {
+            let rest = rest.trim();
+            let parsed = if rest == "proved" {
+                Some(Status::Proved)
+            } else {
+                rest.strip_prefix("checked")
+                    .map(str::trim)
+                    .and_then(|r| r.strip_prefix("--"))
+                    .map(str::trim)
+                    .filter(|reason| !reason.is_empty())
+                    .map(|reason| Status::Checked(Some(reason.to_string())))
+            };
+            let Some(parsed) = parsed else {
+                return Err(
+                    Diagnostic::error("E0719", format!("malformed status `{rest}`"))
+                        .at(
+                            lspan,
+                            "expected `status: proved` or `status: checked -- REASON`",
+                        )
+                        .with_help(
+                            "a rule without a proof says why: `status: checked -- the reason`",
+                        ),
+                );
+            };
+            if status.is_some() {
+                return Err(Diagnostic::error("E0719", "a second status line")
+                    .at(lspan, "a rule has at most one status"));
+            }
+            status = Some(parsed);
         } else if let Some(rest) = trimmed.strip_prefix("example:") {
             let (a, b) = split_arrow(rest).ok_or_else(|| {
                 Diagnostic::error("E0711", "an example is `START => RESULT`").at(lspan, "no `=>`")
@@ -907,8 +949,10 @@ pub(crate) fn load_one(
                 line: *lno,
             });
         } else {
-            return Err(Diagnostic::error("E0712", "unknown line in a rule")
-                .at(lspan, "expected `if NAME: …`, `grade: …` or `example: …`"));
+            return Err(Diagnostic::error("E0712", "unknown line in a rule").at(
+                lspan,
+                "expected `if NAME: …`, `grade: …`, `status: …` or `example: …`",
+            ));
         }
     }
     let grade = grade.ok_or_else(|| {
@@ -995,6 +1039,7 @@ pub(crate) fn load_one(
         conditions,
         substs,
         grade,
+        status: status.unwrap_or(Status::Checked(None)),
         examples,
         scopes,
         origin: format!("{file_name}:{line_no}"),

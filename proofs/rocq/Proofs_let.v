@@ -1,0 +1,33 @@
+(** Proofs of rewrites/rules/let.rules: a [let] is definitional ([let x := v in b]). *)
+
+From Coq Require Import ZArith List Bool Ring Lia.
+From ATL Require Import Semantics Tactics Rules_let.
+Import ListNotations.
+Open Scope Z_scope.
+
+Section Proofs.
+Context {K : Scalar}.
+Add Ring Kring : sring.
+
+Ltac let_proof := intros; tunfold; intros; reflexivity.
+
+Theorem unfold_let : unfold_let_stmt.
+Proof. unfold unfold_let_stmt; let_proof. Qed.
+Theorem let_lift_gen : let_lift_gen_stmt.
+Proof. unfold let_lift_gen_stmt; let_proof. Qed.
+Theorem let_lift_sum : let_lift_sum_stmt.
+Proof. unfold let_lift_sum_stmt; let_proof. Qed.
+Theorem let_lift_guard : let_lift_guard_stmt.
+Proof. unfold let_lift_guard_stmt; let_proof. Qed.
+Theorem let_lift_add_l : let_lift_add_l_stmt.
+Proof. unfold let_lift_add_l_stmt; let_proof. Qed.
+Theorem let_lift_add_r : let_lift_add_r_stmt.
+Proof. unfold let_lift_add_r_stmt; let_proof. Qed.
+Theorem let_lift_mul_l : let_lift_mul_l_stmt.
+Proof. unfold let_lift_mul_l_stmt; let_proof. Qed.
+Theorem let_lift_mul_r : let_lift_mul_r_stmt.
+Proof. unfold let_lift_mul_r_stmt; let_proof. Qed.
+Theorem let_lift_access : let_lift_access_stmt.
+Proof. unfold let_lift_access_stmt; let_proof. Qed.
+
+End Proofs.

@@ -1,0 +1,84 @@
+(** Proofs of rewrites/rules/loops.rules. *)
+
+From Coq Require Import ZArith List Bool Ring Lia.
+From ATL Require Import Semantics Tactics Rules_loops.
+Import ListNotations.
+Open Scope Z_scope.
+
+Section Proofs.
+Context {K : Scalar}.
+Add Ring Kring : sring.
+
+Theorem sum_swap : sum_swap_stmt.
+Proof. unfold sum_swap_stmt; intros; tunfold; intros s; apply sumn_swap. Qed.
+
+Theorem gen_swap : gen_swap_stmt.
+Proof. unfold gen_swap_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
+
+Theorem transpose_gen : transpose_gen_stmt.
+Proof. unfold transpose_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
+
+Theorem sum_gen : sum_gen_stmt.
+Proof.
+  unfold sum_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish.
+  apply sumn_zero.
+Qed.
+
+Theorem gen_sum : gen_sum_stmt.
+Proof.
+  unfold gen_sum_stmt; intros; tunfold; intros s; simpl; bcases; finish.
+  symmetry; apply sumn_zero.
+Qed.
+
+Theorem split_gen : split_gen_stmt.
+Proof. unfold split_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
+
+Theorem split_sum : split_sum_stmt.
+Proof.
+  unfold split_sum_stmt; intros; tunfold; intros s; simpl.
+  apply (sumZ_split lo k hi (fun i => e i s)); lia.
+Qed.
+
+Theorem shift_gen : shift_gen_stmt.
+Proof. unfold shift_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
+
+Theorem shift_sum : shift_sum_stmt.
+Proof.
+  unfold shift_sum_stmt; intros; tunfold; intros s.
+  replace (hi + d - (lo + d)) with (hi - lo) by lia.
+  rewrite sumn_shift. apply sumn_ext; intros i _.
+  replace (i + d - d) with i by lia; reflexivity.
+Qed.
+
+Theorem gen_lo_zero : gen_lo_zero_stmt.
+Proof. unfold gen_lo_zero_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
+
+Theorem sum_guard_range : sum_guard_range_stmt.
+Proof.
+  unfold sum_guard_range_stmt; intros; tunfold; intros s.
+  apply (sumZ_window lo hi a b); intros i Hr Hi.
+  - destruct ((a <=? i) && (i <? b)) eqn:?; b2p; try reflexivity; lia.
+  - destruct ((a <=? i) && (i <? b)) eqn:?; b2p; try reflexivity; lia.
+Qed.
+
+Theorem sum_guard_hi : sum_guard_hi_stmt.
+Proof.
+  unfold sum_guard_hi_stmt; intros; tunfold; intros s.
+  transitivity (sumZ (Z.max lo lo) (Z.min hi b) (fun i => e i s));
+    [| rewrite Z.max_id; reflexivity].
+  apply (sumZ_window lo hi lo b); intros i Hr Hi.
+  - destruct (i <? b) eqn:?; b2p; try reflexivity; lia.
+  - destruct (i <? b) eqn:?; b2p; try reflexivity; lia.
+Qed.
+
+Theorem sum_guard_lo : sum_guard_lo_stmt.
+Proof.
+  unfold sum_guard_lo_stmt; intros; tunfold; intros s.
+  transitivity (sumZ (Z.max lo a) (Z.min hi hi) (fun i => e i s));
+    [| rewrite Z.min_id; reflexivity].
+  apply (sumZ_window lo hi a hi); intros i Hr Hi.
+  - destruct (a <=? i) eqn:?; b2p; try reflexivity; lia.
+  - destruct (a <=? i) eqn:?; b2p; try reflexivity; lia.
+Qed.
+
+End Proofs.
