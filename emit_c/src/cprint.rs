@@ -447,6 +447,21 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
                 "static inline int64_t atl_max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
             );
         }
+        if uses_blend(k) {
+            // Masking the bits rather than `c ? v : 0`: GCC does not if-convert the
+            // latter inside a loop (it sees control flow), while the mask becomes a
+            // vector `and`. Exact: the result is `v` bit for bit, or +0.0.
+            let bits = match self.dtype {
+                Dtype::F32 => "uint32_t",
+                Dtype::F64 => "uint64_t",
+            };
+            let helper = "/* `c ? v : 0`, with `v` computed whatever `c` (all its loads are in\n   \
+                          bounds regardless), branch-free so that loops using it vectorize. */\n\
+                          static inline ELEM atl_blend(int c, ELEM v)\n{\n  \
+                          union { ELEM f; BITS u; } x;\n  x.f = v;\n  x.u &= -(BITS)(c != 0);\n  \
+                          return x.f;\n}\n\n";
+            s.push_str(&helper.replace("ELEM", self.t()).replace("BITS", bits));
+        }
         if annotated(k) {
             s.push_str(
                 "/* Loop annotations: OpenMP pragmas when compiled with OpenMP (the kernel is\n   \
@@ -786,6 +801,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
     fn val(&self, v: &Val, min: u8) -> String {
         let prec = match v {
             Val::Select(..) => 0,
+            Val::Blend(..) => 4,
             Val::Bin(BinOp::Add | BinOp::Sub, ..) => 1,
             Val::Bin(..) => 2,
             Val::Neg(_) => 3,
@@ -803,6 +819,12 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     op.symbol(),
                     self.val(b, prec + 1)
                 )
+            }
+            Val::Blend(c, a) => {
+                // A function call evaluates its arguments first: the value is computed
+                // whatever the condition (its loads are in bounds regardless), and the
+                // inlined `?:` of two computed values becomes a vector blend.
+                format!("atl_blend({}, {})", self.cond(c), self.val(a, 0))
             }
             Val::Select(c, a) => {
                 // Only the chosen operand of `?:` is evaluated: the guarded load never
@@ -877,6 +899,18 @@ fn used_names(k: &Kernel) -> HashSet<String> {
         }
     });
     used
+}
+
+/// Whether any value is a blend (printed with the `atl_blend` helper).
+fn uses_blend(k: &Kernel) -> bool {
+    let mut found = false;
+    let mut in_val = |v: &Val| v.visit(&mut |n| found |= matches!(n, Val::Blend(..)));
+    k.walk(&mut |s| match s {
+        Stmt::Decl { init: Some(v), .. } => in_val(v),
+        Stmt::SetScalar { value, .. } | Stmt::Store { value, .. } => in_val(value),
+        _ => {}
+    });
+    found
 }
 
 /// Whether any loop carries an annotation the printer turns into a pragma.

@@ -343,6 +343,12 @@ impl Machine {
                     BinOp::Div => x / y,
                 }
             }
+            Val::Blend(c, a) => {
+                // The value first, unconditionally: its loads must be in bounds
+                // whatever the condition says (the claim a blend makes).
+                let x = self.val(a)?;
+                if self.cond(c)? { x } else { 0.0 }
+            }
             Val::Select(c, a) => {
                 if self.cond(c)? {
                     self.val(a)?

@@ -183,6 +183,10 @@ pub enum Val {
     /// `cond ? value : 0`; the value is evaluated only when the condition holds (this is
     /// how out-of-range reads and scalar guards stay defined).
     Select(Cond, Box<Val>),
+    /// `cond ? value : 0` where the value is evaluated whatever the condition: every
+    /// load in it is in bounds without the condition (lowering built it so), which lets
+    /// C compilers turn it into a vector blend instead of a branch.
+    Blend(Cond, Box<Val>),
 }
 
 impl Val {
@@ -195,7 +199,7 @@ impl Val {
                 a.visit(f);
                 b.visit(f);
             }
-            Val::Select(_, a) => a.visit(f),
+            Val::Select(_, a) | Val::Blend(_, a) => a.visit(f),
         }
     }
 }
@@ -297,7 +301,7 @@ impl Stmt {
         let val = |v: &Val, f: &mut dyn FnMut(&Ix)| {
             v.visit(&mut |n| match n {
                 Val::Load(l) => f(&l.index),
-                Val::Select(c, _) => c.visit_ix(f),
+                Val::Select(c, _) | Val::Blend(c, _) => c.visit_ix(f),
                 _ => {}
             })
         };

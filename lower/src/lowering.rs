@@ -175,6 +175,13 @@ fn accumulating_root(e: &Expr, l: &mut Lowerer<'_, '_>) -> Result<bool, Diagnost
     }
 }
 
+/// Whether a value has a conditional part (a select or a blend).
+fn has_select(v: &Val) -> bool {
+    let mut found = false;
+    v.visit(&mut |n| found |= matches!(n, Val::Select(..) | Val::Blend(..)));
+    found
+}
+
 /// Whether a scalar expression can be evaluated without statements (no `sum`/`let`).
 fn is_pure(e: &Expr) -> bool {
     let mut pure = true;
@@ -572,8 +579,16 @@ impl Lowerer<'_, '_> {
                 })?);
                 Ok(out)
             }
+            // A scalar guard with a pure body that the prover cannot decide, in
+            // accumulate mode, is not a branch but `dest += cond ? body : 0`: adding
+            // the zero is what the semantics does (a false guard is a zero term of the
+            // sum), and a select inside a reduction vectorizes where a branch around
+            // the store would not (a register tile's guarded tail).
             ExprKind::Guard { pred, body }
-                if !shape.is_empty() || mode == StoreOp::Accumulate || !is_pure(body) =>
+                if !shape.is_empty()
+                    || !is_pure(body)
+                    || (mode == StoreOp::Accumulate
+                        && !matches!(self.prover.residual(pred), Residual::Check(_))) =>
             {
                 let (d1, t1) = (dest.clone(), theta.clone());
                 let (d2, t2) = (dest.clone(), theta.clone());
@@ -854,11 +869,21 @@ impl Lowerer<'_, '_> {
                 Residual::True => self.scalar(body),
                 Residual::False => Ok((Vec::new(), Val::Lit(0.0))),
                 Residual::Check(p) => {
+                    let cond = self.cond(&p);
+                    // Lowered without the guard's fact, a pure body whose loads all
+                    // stay in bounds anyway (no check left in it) may be evaluated
+                    // whatever the guard: a blend, which vectorizes where a branch
+                    // does not.
+                    if is_pure(body) {
+                        let (pre, v) = self.scalar(body)?;
+                        if pre.is_empty() && !has_select(&v) {
+                            return Ok((Vec::new(), Val::Blend(cond, Box::new(v))));
+                        }
+                    }
                     self.prover.push(p.clone());
                     let inner = self.scalar(body);
                     self.prover.pop();
                     let (pre, v) = inner?;
-                    let cond = self.cond(&p);
                     if pre.is_empty() {
                         return Ok((Vec::new(), Val::Select(cond, Box::new(v))));
                     }

@@ -310,6 +310,7 @@ pub fn cond_to_string(c: &Cond) -> String {
 fn val_prec(v: &Val) -> u8 {
     match v {
         Val::Select(..) => 0,
+        Val::Blend(..) => 4,
         Val::Bin(op, ..) => match op {
             atl_lang::ir::BinOp::Add | atl_lang::ir::BinOp::Sub => 1,
             _ => 2,
@@ -342,6 +343,13 @@ fn write_val(out: &mut String, v: &Val, min: u8) {
             write_val(out, a, p);
             let _ = write!(out, " {} ", op.symbol());
             write_val(out, b, p + 1);
+        }
+        Val::Blend(c, a) => {
+            out.push_str("blend(");
+            write_cond(out, c, 0);
+            out.push_str(", ");
+            write_val(out, a, 0);
+            out.push(')');
         }
         Val::Select(c, a) => {
             write_cond(out, c, 1);
