@@ -3,10 +3,10 @@
 (* Every rule marked `status: proved`, for every commutative ring and at the reals. *)
 
 From ATL Require Import Semantics Instances.
-From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape.
-From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape.
+From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout.
+From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout.
 
-(* 88 rules. *)
+(* 92 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -17,6 +17,8 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.let_lift_mul_l_stmt K) /\
   (@Rules_let.let_lift_mul_r_stmt K) /\
   (@Rules_let.let_lift_access_stmt K) /\
+  (@Rules_let.let_swap_stmt K) /\
+  (@Rules_let.let_lift_let_stmt K) /\
   (@Rules_access.get_gen_stmt K) /\
   (@Rules_access.get_gen_offset_stmt K) /\
   (@Rules_access.get_gen_guard_stmt K) /\
@@ -50,6 +52,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_loops.transpose_gen_stmt K) /\
   (@Rules_loops.sum_gen_stmt K) /\
   (@Rules_loops.gen_sum_stmt K) /\
+  (@Rules_loops.sum_fuse_stmt K) /\
   (@Rules_loops.split_gen_stmt K) /\
   (@Rules_loops.split_sum_stmt K) /\
   (@Rules_loops.shift_gen_stmt K) /\
@@ -95,7 +98,8 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_reshape.flatten_def_stmt K) /\
   (@Rules_reshape.concat_def_stmt K) /\
   (@Rules_reshape.trunc_r_let_stmt K) /\
-  (@Rules_reshape.split_let_stmt K).
+  (@Rules_reshape.split_let_stmt K) /\
+  (@Rules_layout.pack_cols_stmt K).
 
 Theorem proved_rules_hold : forall K : Scalar, proved_rules K.
 Proof.
@@ -109,6 +113,8 @@ Proof.
   split; [exact (@Proofs_let.let_lift_mul_l K) |].
   split; [exact (@Proofs_let.let_lift_mul_r K) |].
   split; [exact (@Proofs_let.let_lift_access K) |].
+  split; [exact (@Proofs_let.let_swap K) |].
+  split; [exact (@Proofs_let.let_lift_let K) |].
   split; [exact (@Proofs_access.get_gen K) |].
   split; [exact (@Proofs_access.get_gen_offset K) |].
   split; [exact (@Proofs_access.get_gen_guard K) |].
@@ -142,6 +148,7 @@ Proof.
   split; [exact (@Proofs_loops.transpose_gen K) |].
   split; [exact (@Proofs_loops.sum_gen K) |].
   split; [exact (@Proofs_loops.gen_sum K) |].
+  split; [exact (@Proofs_loops.sum_fuse K) |].
   split; [exact (@Proofs_loops.split_gen K) |].
   split; [exact (@Proofs_loops.split_sum K) |].
   split; [exact (@Proofs_loops.shift_gen K) |].
@@ -187,7 +194,8 @@ Proof.
   split; [exact (@Proofs_reshape.flatten_def K) |].
   split; [exact (@Proofs_reshape.concat_def K) |].
   split; [exact (@Proofs_reshape.trunc_r_let K) |].
-  exact (@Proofs_reshape.split_let K).
+  split; [exact (@Proofs_reshape.split_let K) |].
+  exact (@Proofs_layout.pack_cols K).
 Qed.
 
 Theorem proved_rules_real : proved_rules RScalar.

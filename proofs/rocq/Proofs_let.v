@@ -29,5 +29,9 @@ Theorem let_lift_mul_r : let_lift_mul_r_stmt.
 Proof. unfold let_lift_mul_r_stmt; let_proof. Qed.
 Theorem let_lift_access : let_lift_access_stmt.
 Proof. unfold let_lift_access_stmt; let_proof. Qed.
+Theorem let_swap : let_swap_stmt.
+Proof. unfold let_swap_stmt; let_proof. Qed.
+Theorem let_lift_let : let_lift_let_stmt.
+Proof. unfold let_lift_let_stmt; let_proof. Qed.
 
 End Proofs.

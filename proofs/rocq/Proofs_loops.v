@@ -30,6 +30,33 @@ Proof.
   symmetry; apply sumn_zero.
 Qed.
 
+(** Fusing nested sums: row [i] of the double sum is the block [i * c .. i * c + c - 1]
+    of the fused one. *)
+Lemma sumn_fuse : forall n lo c f, 1 <= c ->
+  sumn n lo (fun i => sumn (Z.to_nat c) 0 (fun j => f i j))
+  = sumn (n * Z.to_nat c) (lo * c) (fun k => f (k / c) (k mod c)).
+Proof.
+  induction n; intros lo c f Hc; simpl; [reflexivity |].
+  rewrite IHn by lia. rewrite sumn_app.
+  replace (lo * c + Z.of_nat (Z.to_nat c)) with ((lo + 1) * c) by lia.
+  f_equal.
+  replace (lo * c) with (0 + lo * c) by lia. rewrite sumn_shift.
+  apply sumn_ext; intros j Hj.
+  replace (j + lo * c) with (lo * c + j) by lia.
+  rewrite div_mul_add, mod_mul_add by lia. reflexivity.
+Qed.
+
+Theorem sum_fuse : sum_fuse_stmt.
+Proof.
+  unfold sum_fuse_stmt; intros; tunfold; intros s.
+  replace (c - 0) with c by lia. replace (r * c - 0) with (r * c) by lia.
+  destruct (Z_lt_le_dec r 0).
+  - replace (Z.to_nat (r - 0)) with O by lia.
+    replace (Z.to_nat (r * c)) with O by nia. reflexivity.
+  - replace (Z.to_nat (r * c)) with (Z.to_nat (r - 0) * Z.to_nat c)%nat by nia.
+    rewrite (sumn_fuse _ 0 c (fun i j => e i j s)) by lia. reflexivity.
+Qed.
+
 Theorem split_gen : split_gen_stmt.
 Proof. unfold split_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
 

@@ -117,4 +117,26 @@ Definition let_lift_access_stmt : Prop :=
   (Acc (let x := v in (b x)) k) ==
   (let x := v in (Acc (b x) k)).
 
+(** let_swap: two independent lets can be bound in either order.
+    [let_swap: let ?y = ?w in let ?x = ?v in ?b => let ?x = ?v in let ?y = ?w in ?b grade: exact] *)
+Definition let_swap_stmt : Prop :=
+  forall (b : T -> T -> T) (v : T) (w : T) (sh_b : list Z) (sh_v : list Z) (sh_w : list Z),
+  (* well-shaped metavariables *)
+  (forall (x : T) (y : T), WS sh_v x -> WS sh_w y -> WS sh_b (b x y)) ->
+  WS sh_v v ->
+  WS sh_w w ->
+  (let y := w in (let x := v in (b x y))) ==
+  (let x := v in (let y := w in (b x y))).
+
+(** let_lift_let: a let inside another let's value can be bound before it.
+    [let_lift_let: let ?y = (let ?x = ?v in ?b) in ?c => let ?x = ?v in let ?y = ?b in ?c grade: exact] *)
+Definition let_lift_let_stmt : Prop :=
+  forall (b : T -> T) (c : T -> T) (v : T) (sh_b : list Z) (sh_c : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  (forall (y : T), WS sh_b y -> WS sh_c (c y)) ->
+  WS sh_v v ->
+  (let y := (let x := v in (b x)) in (c y)) ==
+  (let x := v in (let y := (b x) in (c y))).
+
 End Statements.

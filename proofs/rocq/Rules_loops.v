@@ -58,6 +58,17 @@ Definition gen_sum_stmt : Prop :=
   (Gen c d (fun j : Z => (Sum a b (fun i : Z => (e i j))))) ==
   (Sum a b (fun i : Z => (Gen c d (fun j : Z => (e i j))))).
 
+(** differently: equal over the reals).
+    [sum_fuse: sum ?i < ?r: sum ?j < ?c: ?e => sum ?k < ?r * ?c: ?e[?i := ?k / ?c][?j := ?k % ?c] if positive: 1 <= ?c grade: real] *)
+Definition sum_fuse_stmt : Prop :=
+  forall (c : Z) (e : Z -> Z -> T) (r : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
+  (* side conditions *)
+  1 <= c ->
+  (Sum 0 r (fun i : Z => (Sum 0 c (fun j : Z => (e i j))))) ==
+  (Sum 0 (r * c) (fun k : Z => (e (k / c) (k mod c)))).
+
 (** split_gen(?k): a generator is the concatenation of its parts below and from k.
     [split_gen(?k): gen ?i in ?lo..?hi: ?e => (gen ?i in ?lo..?k: ?e) ++ (gen ?i in ?k..?hi: ?e) if lower: ?lo <= ?k if upper: ?k <= ?hi grade: exact] *)
 Definition split_gen_stmt : Prop :=

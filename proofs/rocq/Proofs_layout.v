@@ -1,0 +1,18 @@
+(** Proofs of rewrites/rules/layout.rules. *)
+
+From Coq Require Import ZArith List Bool Ring Lia.
+From ATL Require Import Semantics Tactics Rules_layout.
+Import ListNotations.
+Open Scope Z_scope.
+
+Section Proofs.
+Context {K : Scalar}.
+Add Ring Kring : sring.
+
+Theorem pack_cols : pack_cols_stmt.
+Proof.
+  unfold pack_cols_stmt; intros; tunfold; intros s; simpl.
+  bcases; finish_dm.
+Qed.
+
+End Proofs.
