@@ -11,7 +11,7 @@ Open Scope tensor_scope.
 Section Statements.
 Context {K : Scalar}.
 
-(** columns jo*q .. jo*q+q-1 of every row, zero past the last column).
+(** pack_cols(?q): a matrix is the unpacking of its q-wide, zero-padded column panels.
     [pack_cols(?q): ?v => let ?x = gen ?jo < cdiv(?c, ?q): gen ?k < ?r: gen ?ji < ?q: [?jo * ?q + ?ji < ?c] * ?v[?k][?jo * ?q + ?ji] in gen ?k2 < ?r: gen ?j < ?c: ?x[?j / ?q][?k2][?j % ?q] if c1: shape(?v) = [?r, ?c] if positive: 1 <= ?q grade: exact] *)
 Definition pack_cols_stmt : Prop :=
   forall (c : Z) (q : Z) (r : Z) (v : T),

@@ -58,7 +58,7 @@ Definition gen_sum_stmt : Prop :=
   (Gen c d (fun j : Z => (Sum a b (fun i : Z => (e i j))))) ==
   (Sum a b (fun i : Z => (Gen c d (fun j : Z => (e i j))))).
 
-(** differently: equal over the reals).
+(** sum_fuse: two nested sums from 0 are one sum over k < r * c, at row k / c, column k % c.
     [sum_fuse: sum ?i < ?r: sum ?j < ?c: ?e => sum ?k < ?r * ?c: ?e[?i := ?k / ?c][?j := ?k % ?c] if positive: 1 <= ?c grade: real] *)
 Definition sum_fuse_stmt : Prop :=
   forall (c : Z) (e : Z -> Z -> T) (r : Z) (sh_e : list Z),
