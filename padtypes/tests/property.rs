@@ -395,8 +395,19 @@ fn random_program(seed: u64, depth: usize) -> String {
         lets: Vec::new(),
     };
     let use_a = Expr::synth(ExprKind::DefRef("a".to_string()));
+    // `trunc_r(1, a)` needs a first extent of at least 1: a constant extent of 0 (for
+    // example `trunc_l(2, gen i < 2: …)`) is rejected by the front end, so it takes
+    // another branch.
+    let empty = matches!(
+        atl_lang::poly::normalize(&a_shape[0]),
+        IndexExpr::Const(c) if c < 1
+    );
     let b = match g2.rng.below(3) {
-        0 => amount(use_a, AmountOp::TruncR, k(1)),
+        0 if !empty => amount(use_a, AmountOp::TruncR, k(1)),
+        0 => g2.with_let(use_a, |gg, x, s| {
+            let other = gg.variant(x, s);
+            Expr::binary(BinOp::Add, other, Expr::var(x))
+        }),
         1 => g2.with_let(use_a, |gg, x, s| {
             let other = gg.variant(x, s);
             Expr::binary(BinOp::Add, other, Expr::var(x))
