@@ -1192,37 +1192,40 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
                     "it is a reduction (`sum`); in SIMD lanes its additions would be reassociated, which changes the floating-point result".to_string(),
                 ));
             }
-            let mut inner = None;
-            body.walk(&mut |n| {
-                if inner.is_none()
-                    && matches!(
-                        n.kind,
-                        ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::Let { .. }
-                    )
-                {
-                    inner = Some(match &n.kind {
-                        ExprKind::Let { var, .. } => format!(
-                            "its body computes `let {var}`, a buffer per iteration that SIMD lanes cannot share"
-                        ),
-                        ExprKind::Sum { var, .. } => format!(
-                            "its body contains the reduction `sum {var}`, a loop of its own (it is not innermost)"
-                        ),
-                        _ => format!(
-                            "its body contains {}, a loop of its own (it is not innermost)",
-                            construct(n)
-                        ),
-                    });
-                }
-            });
-            if let Some(why) = inner {
-                return Err(refuse(why));
-            }
+            // Every node of the body, with the lets around it (pre-order).
             let mut body_path = path.clone();
             body_path.push(0);
-            let mut lets = sites(shapes, expr)
+            let inside: Vec<_> = sites(shapes, expr)
                 .into_iter()
-                .find(|s| s.path == body_path)
-                .map(|s| s.ctx.lets)
+                .filter(|s| s.path.starts_with(&body_path))
+                .collect();
+            for s in &inside {
+                let why = match &s.expr.kind {
+                    // A scalar `let` is a temporary of the iteration (a lane's register);
+                    // a tensor one is a buffer written by a loop of its own.
+                    ExprKind::Let { var, value, .. } => {
+                        let mut lets = s.ctx.lets.clone();
+                        match atl_lang::shapes::infer_with_lets(shapes, &mut lets, value) {
+                            Ok(shape) if shape.is_empty() => continue,
+                            _ => format!(
+                                "its body computes the tensor `let {var}`, a buffer per iteration written by a loop of its own"
+                            ),
+                        }
+                    }
+                    ExprKind::Sum { var, .. } => format!(
+                        "its body contains the reduction `sum {var}`, a loop of its own (it is not innermost)"
+                    ),
+                    ExprKind::Gen { .. } => format!(
+                        "its body contains {}, a loop of its own (it is not innermost)",
+                        construct(s.expr)
+                    ),
+                    _ => continue,
+                };
+                return Err(refuse(why));
+            }
+            let mut lets = inside
+                .first()
+                .map(|s| s.ctx.lets.clone())
                 .unwrap_or_default();
             match atl_lang::shapes::infer_with_lets(shapes, &mut lets, body) {
                 Ok(s) if s.is_empty() => Ok(()),
