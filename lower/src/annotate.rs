@@ -183,17 +183,17 @@ fn hint_loop(
         }
         return Ok(inner_parallel);
     }
-    if let Some(h) = hinted(HintKind::Vector) {
-        if l.origin != LoopOrigin::Gen || !innermost(&l.body) || !iteration_private(&l.body) {
-            return Err(refused(
-                h,
-                format!(
-                    "loop `{}` of the kernel is not an innermost, iteration-private `gen` loop",
-                    h.var
-                ),
-                "SIMD lanes run consecutive iterations at once: each must be straight-line code writing its own element",
-            ));
-        }
+    if let Some(h) = hinted(HintKind::Vector)
+        && (l.origin != LoopOrigin::Gen || !innermost(&l.body) || !iteration_private(&l.body))
+    {
+        return Err(refused(
+            h,
+            format!(
+                "loop `{}` of the kernel is not an innermost, iteration-private `gen` loop",
+                h.var
+            ),
+            "SIMD lanes run consecutive iterations at once: each must be straight-line code writing its own element",
+        ));
     }
     if let Some(h) = hinted(HintKind::Unroll)
         && constant_trip_count(l).is_none_or(|n| n < 2)
