@@ -359,3 +359,20 @@ fn a_hint_on_a_binder_shared_with_a_used_definition_is_ambiguous() {
         err.message
     );
 }
+
+#[test]
+fn parallel_and_vectorize_combine_on_one_loop() {
+    // A one-dimensional map: `parallel i` and `vectorize i` give `omp parallel for
+    // simd`; automatically the loop would be parallel and vector as well, but a hint
+    // of only `parallel i` takes the lanes away.
+    let src = "size n\ninput f : [n]\ndef a = gen i < n: 2 * f[i]\n\
+        derive both from a {\n  parallel i\n  vectorize i\n}\n\
+        derive threads from a {\n  parallel i\n}\n";
+    assert_eq!(annotations(&kernel(src, "a")), ["i:pv"]);
+    let k = derived_kernel(src, "both").expect("lowers");
+    assert_eq!(annotations(&k), ["i:pv"]);
+    let k = derived_kernel(src, "threads").expect("lowers");
+    assert_eq!(annotations(&k), ["i:p"]);
+    let (program, _) = derived(src);
+    runs_like_reference(&program, &k, "threads", &[("n", 9)]);
+}
