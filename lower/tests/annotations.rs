@@ -376,3 +376,15 @@ fn parallel_and_vectorize_combine_on_one_loop() {
     let (program, _) = derived(src);
     runs_like_reference(&program, &k, "threads", &[("n", 9)]);
 }
+
+#[test]
+fn a_scalar_let_is_a_per_lane_temporary() {
+    // `vectorize` refuses a tensor `let` in the body (a buffer per iteration), but a
+    // scalar one is a temporary declared in the iteration.
+    let src = "size n\ninput f : [n]\ndef a = gen i < n: let t = f[i] * f[i] in t + t\n\
+        derive a_vec from a {\n  vectorize i\n}\n";
+    let k = derived_kernel(src, "a_vec").expect("lowers");
+    assert_eq!(annotations(&k), ["i:v"]);
+    let (program, _) = derived(src);
+    runs_like_reference(&program, &k, "a_vec", &[("n", 6)]);
+}
