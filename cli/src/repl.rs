@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use atl_lang::Checked;
 use atl_lang::diag::{self, Diagnostic};
 use atl_lang::interp::{EvalOptions, Tensor, eval_def, input_shapes};
-use atl_lang::ir::{Def, Expr, Program};
+use atl_lang::ir::{Def, Expr, LoopHint, Program};
 use atl_lang::pretty::{Style, body_to_string};
 use atl_lang::shapes::show_shape;
 use atl_lang::span::Span;
 use atl_rewrites::cert::StepRecord;
+use atl_rewrites::directives::check_hints;
 use atl_rewrites::engine::{list_sites, run_step_expanded};
 use atl_rewrites::{Env, Library};
 use atl_solver::Solver;
@@ -325,7 +326,25 @@ impl Session {
                 .unwrap_or(text)
                 .trim()
                 .to_string();
-            match run_step_expanded(&env, &expr, step, &shape, &self.derived) {
+            let hints_before: Vec<LoopHint> = self
+                .steps
+                .iter()
+                .chain(&applied)
+                .filter_map(|(_, _, r)| r.hint.clone())
+                .collect();
+            let result =
+                run_step_expanded(&env, &expr, step, &shape, &self.derived).and_then(|outcomes| {
+                    // An annotation must agree with the ones before it (as in a file).
+                    let mut hints = hints_before;
+                    for o in &outcomes {
+                        if let Some(h) = &o.record.hint {
+                            hints.push(h.clone());
+                            check_hints(&checked.shapes, &o.expr, &hints)?;
+                        }
+                    }
+                    Ok(outcomes)
+                });
+            match result {
                 Ok(outcomes) => {
                     // A directive is one step for undo and `:save`; its rule steps'
                     // conditions are all shown.
@@ -639,6 +658,7 @@ impl Session {
                 name_span: Span::DUMMY,
                 body: body.clone(),
                 span: Span::DUMMY,
+                hints: Vec::new(),
             });
         }
         let options = EvalOptions::default();
@@ -783,6 +803,7 @@ impl Session {
             name_span: Span::DUMMY,
             body: current.clone(),
             span: Span::DUMMY,
+            hints: Vec::new(),
         });
         let diags =
             atl_padtypes::check_definition(&program, &checked.shapes, &self.solver, "__current");
@@ -813,6 +834,13 @@ impl Session {
             name_span: Span::DUMMY,
             body: current.clone(),
             span: Span::DUMMY,
+            // The annotations taken so far (`parallel y`, …) apply to `:ir` and `:c`;
+            // lowering checks them against the kernel.
+            hints: self
+                .steps
+                .iter()
+                .filter_map(|(_, _, r)| r.hint.clone())
+                .collect(),
         });
         match atl_lang::shapes::infer(&shapes, current) {
             Ok(s) => {

@@ -464,3 +464,51 @@ fn prove_answers_proved_refuted_and_exits_accordingly() {
     let (code, out, _) = atl(&["prove", "--size", "n", "n - 1 >= 1"]);
     assert_eq!((code, out.trim()), (EXIT_USER, "refuted: n=1"));
 }
+
+#[test]
+fn loop_annotations_are_traced_certified_verified_and_emitted() {
+    let blur = path("examples/blur/blur.atl");
+    let (code, out, err) = atl(&["derive", "--trace", &blur, "--def", "fast_annotated"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.contains("step 1: parallel y  (at [])  [from `parallel y`]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("step 2: vectorize x3  (at [])  [from `vectorize x3`]"),
+        "{out}"
+    );
+    let dir = std::env::temp_dir().join(format!("atl-annot-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let cert = dir.join("c.json").display().to_string();
+    let (code, _, err) = atl(&["derive", &blur, "--def", "fast_annotated", "--cert", &cert]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let (code, out, err) = atl(&["verify", &cert]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("certificate accepted"), "{out}");
+    // The C has the requested pragmas on the requested loops.
+    let (code, c, err) = atl(&["emit", &blur, "--def", "fast_annotated"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    // (pragma, variable of the loop it annotates), in order.
+    let lines: Vec<&str> = c.lines().map(str::trim).collect();
+    let pragmas: Vec<(&str, &str)> = lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("ATL_OMP(") || w[0].starts_with("ATL_UNROLL("))
+        .map(|w| {
+            let var = w[1]
+                .strip_prefix("for (int64_t ")
+                .and_then(|r| r.split(' ').next())
+                .unwrap_or("?");
+            (w[0], var)
+        })
+        .collect();
+    assert!(
+        pragmas.contains(&("ATL_OMP(omp parallel for schedule(static))", "y")),
+        "{pragmas:?}"
+    );
+    assert!(
+        pragmas.contains(&("ATL_OMP(omp simd)", "x3")),
+        "{pragmas:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -279,3 +279,49 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     assert!(text.contains("void tiled(int64_t n"), "{text}");
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
+
+#[test]
+fn loop_annotations_are_steps_that_lowering_applies() {
+    let file = temp_copy("annotate");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    // Automatically `ii` (8 iterations) is vectorized; `unroll ii` asks otherwise.
+    let text = session_output(&mut session, ":focus tiled\n:ir\nunroll ii\n:ir\n");
+    assert!(text.contains("for ii in 0..8 {  # gen, vector"), "{text}");
+    assert!(text.contains("for ii in 0..8 {  # gen, unroll"), "{text}");
+    assert!(
+        text.contains("for io in 0..(n + 7) / 8 {  # gen, parallel"),
+        "{text}"
+    );
+    // The program is unchanged by the annotation.
+    let shown: Vec<&str> = text.split("tiled =\n").skip(1).collect();
+    assert_eq!(shown.len(), 2, "{text}");
+    assert_eq!(
+        shown[0].split("tiled>").next(),
+        shown[1].split("tiled>").next()
+    );
+    // Refused: a second, conflicting annotation of `ii`; `vectorize` of a loop that is
+    // not innermost; an annotation of a loop the program does not have.
+    let text = session_output(&mut session, "parallel ii\nvectorize io\nparallel q\n");
+    assert!(text.contains("[E0843]"), "{text}");
+    assert!(text.contains("[E0841]"), "{text}");
+    assert!(text.contains("[E0821]"), "{text}");
+    assert_eq!(session.step_texts(), ["unroll ii"]);
+    // The C has the unroll pragma, and the saved derivation replays from the file.
+    let text = session_output(&mut session, ":c\n:save tiled_unrolled\n");
+    assert!(text.contains("ATL_UNROLL(GCC unroll 8)"), "{text}");
+    assert!(
+        text.contains("saved `derive tiled_unrolled from tiled` (1 steps)"),
+        "{text}"
+    );
+    let saved = std::fs::read_to_string(&file).expect("saved file");
+    assert!(
+        saved.contains("derive tiled_unrolled from tiled {\n  unroll ii\n}"),
+        "{saved}"
+    );
+    // Undone, the automatic choice is back.
+    let text = session_output(&mut session, ":undo\n:ir\n");
+    assert!(text.contains("for ii in 0..8 {  # gen, vector"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}

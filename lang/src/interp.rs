@@ -1895,6 +1895,7 @@ mod tests {
             name_span: Span::DUMMY,
             body,
             span: Span::DUMMY,
+            hints: Vec::new(),
         }
     }
 

@@ -809,6 +809,42 @@ pub struct Def {
     pub name_span: Span,
     pub body: Expr,
     pub span: Span,
+    /// Loop annotations requested by the derivation that produced this definition
+    /// (`parallel x`, `vectorize x`, `unroll x`); empty for a written `def`. They are
+    /// not part of the value: lowering reads them, nothing else does.
+    pub hints: Vec<LoopHint>,
+}
+
+/// What a loop hint asks lowering for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HintKind {
+    /// `parallel x`: iterations on several threads (`omp parallel for`).
+    Parallel,
+    /// `vectorize x`: iterations in SIMD lanes (`omp simd`).
+    Vector,
+    /// `unroll x`: the loop unrolled (`GCC unroll N`).
+    Unroll,
+}
+
+impl HintKind {
+    /// The directive that requests it.
+    pub fn directive(self) -> &'static str {
+        match self {
+            HintKind::Parallel => "parallel",
+            HintKind::Vector => "vectorize",
+            HintKind::Unroll => "unroll",
+        }
+    }
+}
+
+/// A loop annotation requested by a directive: the loop is named by its binder, which
+/// lowering keeps as the loop variable. It never changes what the program computes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopHint {
+    pub var: String,
+    pub kind: HintKind,
+    /// The directive, for diagnostics.
+    pub span: Span,
 }
 
 /// A `derive NAME from BASE { steps }` block; the steps are executed by the rewrite

@@ -612,6 +612,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                     name_span: name.span,
                     body: ir,
                     span: *span,
+                    hints: Vec::new(),
                 });
             }
             Item::Derive {

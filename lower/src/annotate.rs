@@ -16,8 +16,21 @@
 //!   additions and change the floating-point result.
 //! - `unroll`: a loop with a constant trip count between 2 and [`UNROLL_MAX`] that is
 //!   not vectorized (a register tile's row loop, a 3-tap stencil's sum).
+//!
+//! A derived definition may carry loop hints (`parallel x`, `vectorize x`, `unroll x`
+//! in its derivation; `atl_lang::ir::LoopHint`). They name loops by binder, which
+//! lowering keeps as the loop variable, and override the automatic choice for those
+//! loops: a hinted loop gets exactly the hinted annotations, and a loop enclosing a
+//! hinted `parallel` loop is not parallel (OpenMP's nested parallelism is off). Each
+//! hint is checked on the kernel by the same criteria as above (a `gen` loop whose
+//! iterations write only their own elements; `vector` innermost too; `unroll` constant
+//! bounds), and one that names no loop of the kernel, or fails a criterion, is an error
+//! (E0913), never silently dropped.
 
 use std::collections::HashSet;
+
+use atl_lang::diag::Diagnostic;
+use atl_lang::ir::{HintKind, LoopHint};
 
 use crate::ir::{For, Ix, LoopOrigin, Stmt};
 
@@ -63,6 +76,141 @@ fn annotate_loop(l: &mut For, in_loop: bool) {
         && trip.is_none_or(|n| n >= VECTOR_MIN)
         && iteration_private(&l.body);
     l.unroll = !l.vector && trip.is_some_and(|n| (2..=UNROLL_MAX).contains(&n));
+}
+
+/// Applies the loop hints of a definition over the automatic annotations of `body`
+/// (see the module documentation); every hint must name a loop of the kernel.
+pub(crate) fn apply_hints(body: &mut [Stmt], hints: &[LoopHint]) -> Result<(), Diagnostic> {
+    if hints.is_empty() {
+        return Ok(());
+    }
+    let mut found = vec![0usize; hints.len()];
+    hint_block(body, hints, None, &mut found)?;
+    if let Some((h, _)) = hints.iter().zip(&found).find(|(_, n)| **n == 0) {
+        return Err(refused(
+            h,
+            format!("no loop `{}` in the lowered kernel", h.var),
+            "lowering removed the loop (an empty range, or a loop that normalization replaced by its body)",
+        ));
+    }
+    Ok(())
+}
+
+fn refused(h: &LoopHint, message: String, note: &str) -> Diagnostic {
+    Diagnostic::error("E0913", message)
+        .at(h.span, format!("`{} {}`", h.kind.directive(), h.var))
+        .with_note(note.to_string())
+}
+
+/// Applies the hints in `stmts`; `in_parallel` is the hinted parallel loop around
+/// them. Returns whether a hinted parallel loop is among them.
+fn hint_block(
+    stmts: &mut [Stmt],
+    hints: &[LoopHint],
+    in_parallel: Option<&LoopHint>,
+    found: &mut [usize],
+) -> Result<bool, Diagnostic> {
+    let mut any = false;
+    for s in stmts {
+        any |= match s {
+            Stmt::For(l) => hint_loop(l, hints, in_parallel, found)?,
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                let a = hint_block(then_branch, hints, in_parallel, found)?;
+                hint_block(else_branch, hints, in_parallel, found)? || a
+            }
+            Stmt::Alloc { body, .. } => hint_block(body, hints, in_parallel, found)?,
+            Stmt::Decl { .. } | Stmt::SetScalar { .. } | Stmt::Store { .. } | Stmt::Fill { .. } => {
+                false
+            }
+        };
+    }
+    Ok(any)
+}
+
+fn hint_loop(
+    l: &mut For,
+    hints: &[LoopHint],
+    in_parallel: Option<&LoopHint>,
+    found: &mut [usize],
+) -> Result<bool, Diagnostic> {
+    let mut mine = Vec::new();
+    for (k, h) in hints.iter().enumerate() {
+        if h.var == l.var {
+            found[k] += 1;
+            mine.push(h);
+        }
+    }
+    let hinted = |kind| mine.iter().copied().find(|h| h.kind == kind);
+    let parallel = hinted(HintKind::Parallel);
+    if let Some(h) = parallel {
+        if let Some(outer) = in_parallel {
+            return Err(refused(
+                h,
+                format!(
+                    "loop `{}` is nested in the parallel loop `{}`",
+                    h.var, outer.var
+                ),
+                "OpenMP's nested parallelism is off: the inner loop would run on one thread",
+            ));
+        }
+        if l.origin != LoopOrigin::Gen {
+            return Err(refused(
+                h,
+                format!("loop `{}` of the kernel is not a `gen` loop", h.var),
+                "only the iterations of a `gen` write disjoint elements",
+            ));
+        }
+        if !iteration_private(&l.body) {
+            return Err(refused(
+                h,
+                format!(
+                    "the iterations of loop `{}` share a scalar or a buffer",
+                    h.var
+                ),
+                "threads may only run iterations that write their own elements",
+            ));
+        }
+    }
+    let inner_parallel = hint_block(&mut l.body, hints, parallel.or(in_parallel), found)?;
+    if mine.is_empty() {
+        // A loop enclosing a hinted parallel loop runs its iterations in sequence.
+        if inner_parallel {
+            l.parallel = false;
+        }
+        return Ok(inner_parallel);
+    }
+    if let Some(h) = hinted(HintKind::Vector)
+        && (l.origin != LoopOrigin::Gen || !innermost(&l.body) || !iteration_private(&l.body))
+    {
+        return Err(refused(
+            h,
+            format!(
+                "loop `{}` of the kernel is not an innermost, iteration-private `gen` loop",
+                h.var
+            ),
+            "SIMD lanes run consecutive iterations at once: each must be straight-line code writing its own element",
+        ));
+    }
+    if let Some(h) = hinted(HintKind::Unroll)
+        && constant_trip_count(l).is_none_or(|n| n < 2)
+    {
+        return Err(refused(
+            h,
+            format!(
+                "loop `{}` of the kernel has no constant trip count of at least 2",
+                h.var
+            ),
+            "the unroll pragma is written with the loop's constant trip count",
+        ));
+    }
+    l.parallel = parallel.is_some();
+    l.vector = hinted(HintKind::Vector).is_some();
+    l.unroll = hinted(HintKind::Unroll).is_some();
+    Ok(inner_parallel || l.parallel)
 }
 
 /// The trip count of a loop with constant bounds.

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
-use atl_lang::ir::{AmountOp, Expr, ExprKind, NameSupply, Program, all_names};
+use atl_lang::ir::{AmountOp, Expr, ExprKind, LoopHint, NameSupply, Program, all_names};
 use atl_lang::poly::normalize;
 use atl_lang::shapes::{Shape, ShapeEnv};
 
@@ -36,7 +36,7 @@ use crate::ir::{
     BufferDecl, Cond, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Precondition,
     PreconditionKind, Stmt, StoreOp, Val,
 };
-use crate::normalize::{internal, is_leaf_chain, normalize_def};
+use crate::normalize::{internal, is_leaf_chain, normalize_def, used_defs};
 use crate::prove::{Prover, Residual, negate};
 use crate::reindex::{ReindexOp, Reindexer, flatten_index};
 
@@ -96,6 +96,7 @@ pub(crate) fn lower(
     let mut supply = NameSupply::new(names.iter().cloned());
     let out = supply.fresh("out");
     let prover = Prover::new(program, solver);
+    let hints = loop_hints(program, def)?;
     let (expr, shape) = normalize_def(program, shapes, def, &prover, std::slice::from_ref(&out))?;
     for n in all_names(&expr) {
         supply.reserve(&n);
@@ -145,6 +146,7 @@ pub(crate) fn lower(
     };
     let mut body = body;
     crate::annotate::annotate(&mut body);
+    crate::annotate::apply_hints(&mut body, &hints)?;
     Ok(Kernel {
         name: def.to_string(),
         sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
@@ -157,6 +159,32 @@ pub(crate) fn lower(
         body,
         source: expr,
     })
+}
+
+/// The loop hints of definition `def`. They name loops by binder, and binder names
+/// survive lowering as loop variables, except that a definition's body is lowered
+/// with the definitions it uses and a binder they share is renamed in one of them: a
+/// hint naming such a binder would be ambiguous, so it is refused.
+fn loop_hints(program: &Program, def: &str) -> Result<Vec<LoopHint>, Diagnostic> {
+    let Some(d) = program.def(def) else {
+        return Ok(Vec::new());
+    };
+    for used in used_defs(program, &d.body) {
+        let Some(u) = program.def(&used) else {
+            continue;
+        };
+        let names = all_names(&u.body);
+        if let Some(h) = d.hints.iter().find(|h| names.contains(&h.var)) {
+            return Err(Diagnostic::error(
+                "E0913",
+                format!("the loop name `{}` is also a binder of `{used}`, which `{def}` uses", h.var),
+            )
+            .at(h.span, format!("`{} {}`", h.kind.directive(), h.var))
+            .with_note("lowering renames one of the two loops, so the hint would be ambiguous")
+            .with_help(format!("`unfold {used}` in the derivation, or rename the loop (`split` or `fuse` name new loops)")));
+        }
+    }
+    Ok(d.hints.clone())
 }
 
 /// Whether the value of `e` is best computed by zeroing its buffer and accumulating

@@ -58,7 +58,7 @@ pub(crate) fn internal(message: impl Into<String>) -> Diagnostic {
 
 /// The definitions `expr` uses, directly or through other definitions, in program
 /// order.
-fn used_defs(program: &Program, expr: &Expr) -> Vec<String> {
+pub(crate) fn used_defs(program: &Program, expr: &Expr) -> Vec<String> {
     let mut needed: HashSet<String> = HashSet::new();
     let mut work = vec![expr];
     while let Some(e) = work.pop() {

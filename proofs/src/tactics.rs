@@ -9,6 +9,8 @@
 //! - `window`: rebuilt from its definition (every read of the buffer inside the window,
 //!   the window's length fixed by the sizes), with its obligations re-proved.
 //! - `inline x`: `let x = v in b` becomes `b[x := v]`; `check` changes nothing.
+//! - `parallel x`, `vectorize x`, `unroll x` (loop annotations): the program text is
+//!   unchanged and loop `x` exists (a `gen` unless `unroll`).
 //! - `unfold NAME`: the recorded path leads to the first reference to NAME, the
 //!   recorded body (`after_site`) is the certificate's definition of NAME, and every
 //!   reference is replaced by it (definitions mention no binder, so nothing is
@@ -79,6 +81,9 @@ pub(crate) fn check(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shap
     }
     if !step.path.is_empty() {
         return Err(VerifyError::new("E1004", "this step applies at the root"));
+    }
+    if matches!(words[0], "parallel" | "vectorize" | "unroll") {
+        return annotation(ch, prog, step, &words);
     }
     let after = ch
         .parse_program(&step.after)
@@ -151,9 +156,56 @@ pub(crate) fn uncheckable(command: &str) -> Option<&'static str> {
         | ["simpl_guard"]
         | ["check"]
         | ["inline", _]
-        | ["unfold", _] => None,
+        | ["unfold", _]
+        | ["parallel" | "vectorize" | "unroll", _] => None,
         _ => Some("this checker does not know the step"),
     }
+}
+
+/// `parallel x`, `vectorize x`, `unroll x`: a loop annotation for lowering, which must
+/// leave the program exactly as it was (the same text, so not even a binder is
+/// renamed: the annotation names the loop by its binder), and name a loop of it: a
+/// `gen` for `parallel` and `vectorize`. Whether the annotation suits the loop is
+/// lowering's business; it cannot change the value.
+fn annotation(ch: &Checker, prog: &Expr, step: &StepIn, words: &[&str]) -> Res<(Expr, Shape)> {
+    if step.after != step.before {
+        return Err(VerifyError::new(
+            "E1008",
+            "an annotation step must leave the program unchanged",
+        )
+        .note(format!("before: {}", step.before))
+        .note(format!("after:  {}", step.after)));
+    }
+    let [directive, var] = words else {
+        return Err(VerifyError::new(
+            "E1004",
+            "an annotation names exactly one loop",
+        ));
+    };
+    let mut kind = None;
+    prog.walk(&mut |n| match &n.kind {
+        ExprKind::Gen { var: v, .. } if v == var => kind = Some(true),
+        ExprKind::Sum { var: v, .. } if v == var => kind = Some(false),
+        _ => {}
+    });
+    match kind {
+        None => {
+            return Err(VerifyError::new(
+                "E1004",
+                format!("no loop of the program binds `{var}`"),
+            ));
+        }
+        Some(false) if *directive != "unroll" => {
+            return Err(VerifyError::new(
+                "E1004",
+                format!("`{directive} {var}` names a `sum`"),
+            ));
+        }
+        Some(_) => {}
+    }
+    compare_conditions(&[], &step.conditions)?;
+    ch.parse_program(&step.after)
+        .map_err(|e| e.note("in `after`"))
 }
 
 /// `unfold NAME`: every reference to definition NAME is replaced by its body.

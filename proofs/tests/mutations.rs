@@ -288,13 +288,66 @@ fn inline_is_checked_and_unknown_steps_are_not() {
     check(&q).expect("inline and check are checked");
     // An unknown step.
     let mut q2 = q.clone();
-    q2["steps"][1]["command"] = json!("parallel i");
+    q2["steps"][1]["command"] = json!("interleave i");
     rejected(&q2, "E1009", Some(2), "not checkable");
     // `inline` whose result is not the substitution.
     let mut q3 = q.clone();
     q3["steps"][0]["after"] = json!("gen j < n: f[0]");
     q3["steps"][0]["after_site"] = json!("gen j < n: f[0]");
     rejected(&q3, "E1008", Some(1), "does not give the recorded program");
+}
+
+#[test]
+fn annotation_steps_must_leave_the_program_unchanged() {
+    // `fast_annotated`: `parallel y`, then `vectorize x3`, each recorded with the whole
+    // program before and after.
+    let c = cert("blur", "fast_annotated");
+    let report = check(&c).expect("accepted");
+    assert_eq!((report.steps, report.tactic_steps), (2, 2));
+    assert_eq!(c["steps"][0]["command"], json!("parallel y"));
+    assert_eq!(c["steps"][0]["origin"], json!("parallel y"));
+    // An "annotation" that changes the program, consistently with every later record
+    // and the result: only the annotation's own check can catch it.
+    let before = c["steps"][0]["before"].as_str().expect("text").to_string();
+    let changed = before.replacen("img[y, x3]", "img[y, x3] * 2", 1);
+    assert_ne!(changed, before);
+    let mut m = c.clone();
+    for k in [0, 1] {
+        if k == 1 {
+            m["steps"][k]["before"] = json!(changed);
+        }
+        m["steps"][k]["after"] = json!(changed);
+        m["steps"][k]["after_site"] = json!(changed);
+    }
+    m["result"] = json!(changed);
+    rejected(&m, "E1008", Some(1), "must leave the program unchanged");
+    // An annotation of a loop the program does not have.
+    let mut m = c.clone();
+    m["steps"][1]["command"] = json!("vectorize q");
+    rejected(&m, "E1004", Some(2), "no loop of the program binds `q`");
+    // An annotation with a side condition it never had.
+    let mut m = c.clone();
+    m["steps"][0]["conditions"] = json!([{
+        "name": "extra", "goal": "1 <= H", "context": ["H >= 1"], "verdict": "proved"
+    }]);
+    check(&m).expect_err("a condition the step does not produce");
+}
+
+#[test]
+fn parallel_annotation_of_a_sum_is_rejected() {
+    let source = "size n
+input f : [n, 4]
+                  def s = gen i < n: sum k < 4: f[i, k]
+                  derive t from s {
+  unroll k
+}
+";
+    let certs = common::certificates_of_source(source);
+    let t: Value = serde_json::from_str(&certs[0].1).expect("JSON");
+    check(&t).expect("`unroll` of a sum is a valid annotation");
+    let mut m = t.clone();
+    m["steps"][0]["command"] = json!("parallel k");
+    rejected(&m, "E1004", Some(1), "names a `sum`");
 }
 
 /// `b` refers to `a` twice and `a` to `base`: unfolding `a` replaces both references,

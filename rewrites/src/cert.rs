@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use atl_lang::index::Pred;
-use atl_lang::ir::{Expr, ExprKind, Program};
+use atl_lang::ir::{Expr, ExprKind, LoopHint, Program};
 use atl_lang::pretty::{Style, expr_to_string};
 use atl_solver::{Facts, Verdict};
 use serde::Serialize;
@@ -62,6 +62,11 @@ pub struct StepRecord {
     /// if any; the step itself is an ordinary rule application.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// The loop hint an annotation step (`parallel x`, `vectorize x`, `unroll x`)
+    /// requests. Not serialized: the command names it, and a checker only needs to see
+    /// that the step leaves the program unchanged.
+    #[serde(skip)]
+    pub hint: Option<LoopHint>,
 }
 
 impl StepRecord {
@@ -80,6 +85,7 @@ impl StepRecord {
             after_site: after.clone(),
             after,
             origin: None,
+            hint: None,
         }
     }
 }

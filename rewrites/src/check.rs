@@ -385,6 +385,7 @@ pub fn check_rule(
             name_span: Span::DUMMY,
             body: lhs.clone(),
             span: Span::DUMMY,
+            hints: Vec::new(),
         });
         let mut shapes = base.shapes.clone();
         let Ok(shape) = atl_lang::shapes::infer(&shapes, &lhs) else {
@@ -426,6 +427,7 @@ pub fn check_rule(
             name_span: Span::DUMMY,
             body: outcome.expr.clone(),
             span: Span::DUMMY,
+            hints: Vec::new(),
         });
         for (n, m) in [(1, 1), (2, 3), (4, 2), (5, 5)] {
             let sizes: BTreeMap<String, i64> = [("n".to_string(), n), ("m".to_string(), m)].into();

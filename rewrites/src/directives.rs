@@ -30,8 +30,12 @@
 //!   `get_gen` on the windowed producer.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
-//! Refused: `parallel`, `vectorize`, `unroll` (loop annotations belong to lowering), and
-//! directives with no sound counterpart in a language of pure expressions
+//! - `parallel x`, `vectorize x`, `unroll x`: no rewrite. The directive checks that the
+//!   annotation is meaningful for loop `x` of the current program and records a loop
+//!   hint (binder name and kind) on a step that leaves the program unchanged; lowering
+//!   applies the hints of the derived definition, checking them again on the kernel.
+//!
+//! Refused: directives with no sound counterpart in a language of pure expressions
 //! (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, …).
 
 use std::collections::BTreeMap;
@@ -39,13 +43,14 @@ use std::collections::BTreeMap;
 use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, StepKind};
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
-use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind};
+use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, HintKind, LoopHint};
 use atl_lang::poly::{self, Poly};
 use atl_lang::pretty::{Style, expr_to_string};
-use atl_lang::shapes::Shape;
+use atl_lang::shapes::{Shape, ShapeEnv};
 use atl_lang::span::Span;
 use atl_solver::Verdict;
 
+use crate::cert::StepRecord;
 use crate::engine::{Env, StepOutcome, node_at, run_step, sites};
 
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
@@ -1081,10 +1086,14 @@ pub fn apply_directive(
             applier.bound(v, n, span)?;
         }
         "parallel" | "vectorize" | "unroll" => {
-            return Err(Diagnostic::error("E0815", format!("`{}` is not a step this version understands", name.name))
-                .at(name.span, "unknown step")
-                .with_note("loop annotations belong to lowering and are not derivation steps yet")
-                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`"));
+            let [var] = text.as_slice() else {
+                return Err(usage(
+                    name,
+                    "`parallel y`, `vectorize x`, `unroll k`: one loop, named by its binder",
+                ));
+            };
+            let outcome = annotation(env, expr, &name.name, var, span, &applier.origin)?;
+            return Ok(vec![outcome]);
         }
         other => {
             if let Some(why) = no_counterpart(other) {
@@ -1098,8 +1107,211 @@ pub fn apply_directive(
             }
             return Err(Diagnostic::error("E0815", format!("`{other}` is not a step this version understands"))
                 .at(name.span, "unknown step")
-                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`"));
+                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"));
         }
     }
     Ok(applier.outcomes)
+}
+
+/// Longest constant trip count `unroll` accepts: full unrolling of a longer loop only
+/// bloats the code (split it by a small factor and unroll the inner loop instead).
+pub const UNROLL_HINT_MAX: i64 = 64;
+
+/// `parallel x`, `vectorize x`, `unroll x`: one step that leaves the program unchanged
+/// and carries the loop hint (checked here against the current program; the hints of a
+/// derivation are checked together by [`check_hints`], and lowering checks them again
+/// on the kernel).
+fn annotation(
+    env: &Env<'_>,
+    expr: &Expr,
+    directive: &str,
+    var: &str,
+    span: Span,
+    origin: &str,
+) -> Result<StepOutcome, Diagnostic> {
+    let kind = match directive {
+        "parallel" => HintKind::Parallel,
+        "vectorize" => HintKind::Vector,
+        _ => HintKind::Unroll,
+    };
+    let hint = LoopHint {
+        var: var.to_string(),
+        kind,
+        span,
+    };
+    check_hint(env.shapes, expr, &hint)?;
+    let text = expr_to_string(expr, Style::default());
+    let mut record =
+        StepRecord::tactic(format!("{directive} {var}"), Vec::new(), text.clone(), text);
+    record.origin = Some(origin.to_string());
+    record.hint = Some(hint);
+    Ok(StepOutcome {
+        expr: expr.clone(),
+        record,
+    })
+}
+
+/// Whether one hint makes sense for its loop in `expr`:
+///
+/// - `parallel`: a `gen` (a `sum`'s iterations accumulate into the same elements, so
+///   running them on different threads would race).
+/// - `vectorize`: a `gen` whose body is scalar and contains no loop and no `let`: SIMD
+///   lanes run consecutive iterations at once, so each must be straight-line code on
+///   its own element (a per-iteration buffer or a nested loop has no lane-wise form,
+///   and a `sum` vectorized would reassociate its additions).
+/// - `unroll`: a `gen` or `sum` with constant bounds and a trip count in
+///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count).
+fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Diagnostic> {
+    let (var, span) = (hint.var.as_str(), hint.span);
+    let (path, is_gen) = loop_path(expr, var, span)?;
+    let Some(node) = node_at(expr, &path) else {
+        unreachable!("loop_path found the loop")
+    };
+    let (ExprKind::Gen { lo, hi, body, .. } | ExprKind::Sum { lo, hi, body, .. }) = &node.kind
+    else {
+        unreachable!("loop_path finds gens and sums")
+    };
+    match hint.kind {
+        HintKind::Parallel if !is_gen => Err(Diagnostic::error(
+            "E0840",
+            format!("`{var}` is a reduction (`sum`): its iterations accumulate into the same elements"),
+        )
+        .at(span, "cannot run on several threads")
+        .with_note("`omp parallel for` runs iterations at the same time; iterations of a `sum` all add into one element, so they would race")
+        .with_help("parallelize a `gen` loop: an enclosing one, or one nested inside the sum")),
+        HintKind::Parallel => Ok(()),
+        HintKind::Vector => {
+            let refuse = |why: String| {
+                Diagnostic::error("E0841", format!("`{var}` cannot be vectorized: {why}"))
+                    .at(span, "not an innermost, iteration-private loop")
+                    .with_note("`omp simd` runs consecutive iterations in the lanes of one instruction: each iteration must be straight-line code computing its own element")
+                    .with_help("vectorize the innermost `gen` of the nest (after `split`, the inner loop of the split)")
+            };
+            if !is_gen {
+                return Err(refuse(
+                    "it is a reduction (`sum`); in SIMD lanes its additions would be reassociated, which changes the floating-point result".to_string(),
+                ));
+            }
+            // Every node of the body, with the lets around it (pre-order).
+            let mut body_path = path.clone();
+            body_path.push(0);
+            let inside: Vec<_> = sites(shapes, expr)
+                .into_iter()
+                .filter(|s| s.path.starts_with(&body_path))
+                .collect();
+            for s in &inside {
+                let why = match &s.expr.kind {
+                    // A scalar `let` is a temporary of the iteration (a lane's register);
+                    // a tensor one is a buffer written by a loop of its own.
+                    ExprKind::Let { var, value, .. } => {
+                        let mut lets = s.ctx.lets.clone();
+                        match atl_lang::shapes::infer_with_lets(shapes, &mut lets, value) {
+                            Ok(shape) if shape.is_empty() => continue,
+                            _ => format!(
+                                "its body computes the tensor `let {var}`, a buffer per iteration written by a loop of its own"
+                            ),
+                        }
+                    }
+                    ExprKind::Sum { var, .. } => format!(
+                        "its body contains the reduction `sum {var}`, a loop of its own (it is not innermost)"
+                    ),
+                    ExprKind::Gen { .. } => format!(
+                        "its body contains {}, a loop of its own (it is not innermost)",
+                        construct(s.expr)
+                    ),
+                    _ => continue,
+                };
+                return Err(refuse(why));
+            }
+            let mut lets = inside
+                .first()
+                .map(|s| s.ctx.lets.clone())
+                .unwrap_or_default();
+            match atl_lang::shapes::infer_with_lets(shapes, &mut lets, body) {
+                Ok(s) if s.is_empty() => Ok(()),
+                Ok(s) => Err(refuse(format!(
+                    "its body is a tensor of shape {}, which lowering computes with loops of its own",
+                    atl_lang::shapes::show_shape(&s)
+                ))),
+                Err(d) => Err(refuse(format!("its body has no shape ({})", d.message))),
+            }
+        }
+        HintKind::Unroll => {
+            let extent = poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
+            let refuse = |why: String| {
+                Diagnostic::error("E0842", format!("`{var}` cannot be unrolled: {why}"))
+                    .at(span, "cannot unroll")
+                    .with_help(format!(
+                        "split the loop by a constant factor (at most {UNROLL_HINT_MAX}) and unroll the inner loop"
+                    ))
+            };
+            match (poly::normalize(lo), extent) {
+                (IndexExpr::Const(_), IndexExpr::Const(n)) if (2..=UNROLL_HINT_MAX).contains(&n) => {
+                    Ok(())
+                }
+                (IndexExpr::Const(_), IndexExpr::Const(n)) => Err(refuse(format!(
+                    "its trip count is {n}; unrolling needs 2 to {UNROLL_HINT_MAX} iterations"
+                ))),
+                (_, extent) => Err(refuse(format!(
+                    "its bounds {lo}..{hi} are not constants (trip count {extent}); the unroll pragma needs the trip count when the kernel is compiled"
+                ))),
+            }
+        }
+    }
+}
+
+/// Checks the loop hints of a derivation against its program `expr`: each on its own
+/// (see `check_hint`), then together: at most one hint of each kind per loop, `unroll`
+/// not combined with `parallel` or `vectorize` on one loop (the C printer gives a loop
+/// one pragma, `parallel for simd` being the one combination), and no `parallel` loop
+/// inside another (OpenMP's nested parallelism is off: the inner loop would run on one
+/// thread). Diagnostics point at the later hint.
+pub fn check_hints(shapes: &ShapeEnv, expr: &Expr, hints: &[LoopHint]) -> Result<(), Diagnostic> {
+    for (k, h) in hints.iter().enumerate() {
+        check_hint(shapes, expr, h)?;
+        for earlier in &hints[..k] {
+            if earlier.var == h.var {
+                let clash = earlier.kind == h.kind
+                    || earlier.kind == HintKind::Unroll
+                    || h.kind == HintKind::Unroll;
+                if clash {
+                    return Err(Diagnostic::error(
+                        "E0843",
+                        format!(
+                            "`{}` is already annotated by `{} {}`",
+                            h.var,
+                            earlier.kind.directive(),
+                            earlier.var
+                        ),
+                    )
+                    .at(h.span, "conflicting annotation")
+                    .with_secondary(earlier.span, "the earlier annotation")
+                    .with_note("a loop gets one pragma: `parallel` and `vectorize` combine (`omp parallel for simd`), `unroll` combines with neither, and repeating one is a mistake"));
+                }
+            }
+            if earlier.kind == HintKind::Parallel
+                && h.kind == HintKind::Parallel
+                && earlier.var != h.var
+            {
+                let (a, _) = loop_path(expr, &earlier.var, earlier.span)?;
+                let (b, _) = loop_path(expr, &h.var, h.span)?;
+                if a.starts_with(&b) || b.starts_with(&a) {
+                    let (outer, inner) = if a.len() < b.len() {
+                        (&earlier.var, &h.var)
+                    } else {
+                        (&h.var, &earlier.var)
+                    };
+                    return Err(Diagnostic::error(
+                        "E0840",
+                        format!("parallel loop `{inner}` is nested in parallel loop `{outer}`"),
+                    )
+                    .at(h.span, "nested parallel loops")
+                    .with_secondary(earlier.span, "the other parallel loop")
+                    .with_note("OpenMP's nested parallelism is off: the inner loop would run on one thread of the outer loop's team")
+                    .with_help("parallelize one loop of the nest (`fuse` two loops to get more iterations)"));
+                }
+            }
+        }
+    }
+    Ok(())
 }

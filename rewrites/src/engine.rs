@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use atl_lang::ast::{self, StepKind};
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, Pred};
-use atl_lang::ir::{self, Expr, ExprKind, Program};
+use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program};
 use atl_lang::poly;
 use atl_lang::pretty::{Style, expr_to_string};
 use atl_lang::shapes::{self, Shape, ShapeEnv, show_shape};
@@ -517,6 +517,7 @@ pub fn rewrite(
         after_site: show(&new_node),
         after: show(&expr),
         origin: None,
+        hint: None,
     };
     Ok(StepOutcome { expr, record })
 }
@@ -828,6 +829,13 @@ pub struct Derivation {
 }
 
 impl Derivation {
+    /// The loop hints of its annotation steps (`parallel x`, …), in order. A
+    /// derivation's hints are its own: one `from` another derivation does not inherit
+    /// the base's (its steps may rename or remove those loops).
+    pub fn hints(&self) -> Vec<LoopHint> {
+        self.steps.iter().filter_map(|s| s.hint.clone()).collect()
+    }
+
     /// The weakest grade of the derivation's steps.
     pub fn grade(&self) -> Grade {
         if self.steps.iter().any(|s| s.grade == Grade::Real) {
@@ -949,10 +957,24 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
             continue;
         };
         let mut expr = initial.clone();
-        let mut steps = Vec::new();
+        let mut steps: Vec<StepRecord> = Vec::new();
+        let mut hints: Vec<LoopHint> = Vec::new();
         let mut failed = false;
         for step in &d.steps {
-            match run_step_expanded(env, &expr, step, &original_shape, &derived) {
+            let result = run_step_expanded(env, &expr, step, &original_shape, &derived).and_then(
+                |outcomes| {
+                    // An annotation must also agree with the hints before it (one
+                    // parallel loop per nest, compatible hints on one loop).
+                    for o in &outcomes {
+                        if let Some(h) = &o.record.hint {
+                            hints.push(h.clone());
+                            crate::directives::check_hints(env.shapes, &o.expr, &hints)?;
+                        }
+                    }
+                    Ok(outcomes)
+                },
+            );
+            match result {
                 Ok(outcomes) => {
                     for outcome in outcomes {
                         expr = outcome.expr;
@@ -969,6 +991,15 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
             }
         }
         if failed {
+            continue;
+        }
+        // Steps after an annotation may have removed or changed its loop: the hints
+        // must still hold of the result, which is what lowering sees.
+        if let Err(diag) = crate::directives::check_hints(env.shapes, &expr, &hints) {
+            diags.push(
+                diag.with_note("a step after the annotation changed its loop; annotate at the end of the derivation")
+                    .with_secondary(d.name_span, format!("in derivation `{}`", d.name)),
+            );
             continue;
         }
         derived.insert(d.name.clone(), expr.clone());
@@ -1005,6 +1036,7 @@ pub fn with_derived(
             name_span: span,
             body: d.result.clone(),
             span,
+            hints: d.hints(),
         });
     }
     (p, env)
