@@ -1234,15 +1234,11 @@ pub fn window(
             ));
             check_window_verdict(&verdict, "read_in_window", &goal, &facts, step_span).map_err(
                 |e| {
-                    if d == 1 {
-                        e
-                    } else {
-                        e.with_note(format!(
-                            "the read {} in dimension {} of the window {lo}..{hi}",
-                            show(read),
-                            k + 1
-                        ))
-                    }
+                    e.with_note(format!(
+                        "the read `{}` is not provably inside dimension {} of the window, {lo}..{hi}",
+                        show(read),
+                        k + 1
+                    ))
                 },
             )?;
         }
