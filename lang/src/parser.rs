@@ -1065,9 +1065,12 @@ fn parse_rewrite(
 /// dimension, separated by commas outside brackets).
 fn parse_window(head_span: Span, rest: &[(Token, Span)]) -> Result<StepKind, Diagnostic> {
     let usage = || {
-        Diagnostic::error("E0209", "`window` is `window NAME in LO..HI[, LO2..HI2, …]`")
-            .at(head_span.to(step_span(rest)), "malformed window")
-            .with_help("for example `window bx in yo * 64 - 1..yo * 64 + 65, xo * 64..xo * 64 + 64`")
+        Diagnostic::error(
+            "E0209",
+            "`window` is `window NAME in LO..HI[, LO2..HI2, …]`",
+        )
+        .at(head_span.to(step_span(rest)), "malformed window")
+        .with_help("for example `window bx in yo * 64 - 1..yo * 64 + 65, xo * 64..xo * 64 + 64`")
     };
     let [(Token::Ident(name), name_span), (Token::In, _), ranges @ ..] = rest else {
         return Err(usage());

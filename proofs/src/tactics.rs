@@ -478,10 +478,7 @@ fn split_range(t: &str) -> Option<(String, String)> {
             '(' | '[' => depth += 1,
             ')' | ']' => depth -= 1,
             '.' if depth == 0 && chars[k + 1] == '.' => {
-                return Some((
-                    chars[..k].iter().collect(),
-                    chars[k + 2..].iter().collect(),
-                ));
+                return Some((chars[..k].iter().collect(), chars[k + 2..].iter().collect()));
             }
             _ => {}
         }
@@ -532,7 +529,9 @@ fn reads(
     if matches!(&e.kind, ExprKind::Var(v) if v == x) {
         return Err(VerifyError::new(
             "E1006",
-            format!("`{x}` is used other than by a read of every windowed dimension, so it cannot be windowed"),
+            format!(
+                "`{x}` is used other than by a read of every windowed dimension, so it cannot be windowed"
+            ),
         ));
     }
     for (k, c) in e.children().into_iter().enumerate() {
@@ -545,11 +544,15 @@ fn reads(
 fn shift_reads(e: &Expr, x: &str, los: &[IndexExpr]) -> Expr {
     if read_indices(e, x, los.len()).is_some() {
         fn rebuild(e: &Expr, los: &[IndexExpr]) -> Expr {
-            let (Some((lo, rest)), ExprKind::Access { tensor, index }) = (los.split_last(), &e.kind)
+            let (Some((lo, rest)), ExprKind::Access { tensor, index }) =
+                (los.split_last(), &e.kind)
             else {
                 return e.clone();
             };
-            Expr::access(rebuild(tensor, rest), IndexExpr::sub(index.clone(), lo.clone()))
+            Expr::access(
+                rebuild(tensor, rest),
+                IndexExpr::sub(index.clone(), lo.clone()),
+            )
         }
         return rebuild(e, los);
     }

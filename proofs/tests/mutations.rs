@@ -505,7 +505,11 @@ fn two_dimensional_window_outside_the_reads_is_rejected() {
     let steps = c["steps"].as_array().expect("steps");
     let k = steps
         .iter()
-        .position(|s| s["command"].as_str().is_some_and(|t| t.starts_with("window")))
+        .position(|s| {
+            s["command"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("window"))
+        })
         .expect("a window step");
     assert_eq!(
         steps[k]["command"],

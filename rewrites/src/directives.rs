@@ -16,7 +16,8 @@
 //!   extent is below K), which has no counterpart in value semantics.
 //! - `tile i, j by A, B`: `split i by A into io, ii` then `split j by B into jo, ji`.
 //! - `reorder a, b`: exchanges two directly nested loops (`gen_swap`, `sum_swap`,
-//!   `gen_sum`, `sum_gen`).
+//!   `gen_sum`, `sum_gen`); a guard between them (a split's tail guard) is first moved
+//!   into the inner loop (`rw<- guard_lift_gen`/`guard_lift_sum`).
 //! - `fuse i, j into t`: two directly nested loops from 0 become one over the product:
 //!   gens with `rw<- split_flatten` then `rw flatten_gen` (the storage layout is kept by
 //!   the `split`), sums with `rw sum_fuse`.
@@ -25,9 +26,10 @@
 //! - `compute_inline x`: `rw unfold_let`, then reads of the inlined generator are
 //!   resolved with `get_gen` (or `get_gen_guard` where the read is not provably in range).
 //! - `compute_at x at io`: moves `let x` to the body of loop `io` (let-lifting rules in
-//!   either direction), then shrinks it with `window` to the rows the body reads, bounds
-//!   computed here from the reads and proved by the `window` step, then `simpl` and
-//!   `get_gen` on the windowed producer.
+//!   either direction), then shrinks it with `window` to the rows the body reads (and,
+//!   in each further dimension every read indexes, the columns and so on, where they
+//!   are not the whole extent), bounds computed here from the reads and proved by the
+//!   `window` step, then `simpl` and `get_gen` on the windowed producer.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
 //! Refused: `parallel`, `vectorize`, `unroll` (loop annotations belong to lowering), and
@@ -882,9 +884,9 @@ impl Applier<'_, '_> {
         while dims.len() > 1 {
             let k = dims.len() - 1;
             let (lo, hi) = &dims[k];
-            let whole = extents.get(k).is_some_and(|n| {
-                poly::same(lo, &IndexExpr::Const(0)) && poly::same(hi, n)
-            });
+            let whole = extents
+                .get(k)
+                .is_some_and(|n| poly::same(lo, &IndexExpr::Const(0)) && poly::same(hi, n));
             if !whole {
                 break;
             }
@@ -912,9 +914,8 @@ impl Applier<'_, '_> {
                 .join(", ");
             let (mut lo, mut hi) = (index.clone(), index.clone());
             for (v, vlo, vhi) in loops.iter().rev() {
-                let nonlinear = || {
-                    format!("the read `{x}[{read}]` is not linear in the loop variable `{v}`")
-                };
+                let nonlinear =
+                    || format!("the read `{x}[{read}]` is not linear in the loop variable `{v}`");
                 lo = extreme(&lo, v, vlo, vhi, false).ok_or_else(nonlinear)?;
                 hi = extreme(&hi, v, vlo, vhi, true).ok_or_else(nonlinear)?;
             }
@@ -928,7 +929,11 @@ impl Applier<'_, '_> {
                 let Some(d) = d.as_const() else {
                     return Err(format!(
                         "the reads of `{x}` start at `{best}` and `{e}`{}, which differ by a non-constant amount: the window's length would not be fixed",
-                        if k == 0 { String::new() } else { format!(" in dimension {}", k + 1) }
+                        if k == 0 {
+                            String::new()
+                        } else {
+                            format!(" in dimension {}", k + 1)
+                        }
                     ));
                 };
                 if (want_max && d > 0) || (!want_max && d < 0) {
@@ -1106,10 +1111,18 @@ pub fn apply_directive(
                     )
             };
             let (pa, pb) = if guarded(&pa, &pb) || guarded(&pb, &pa) {
-                let (outer, inner_gen) = if pa.len() < pb.len() { (&pa, gb) } else { (&pb, ga) };
+                let (outer, inner_gen) = if pa.len() < pb.len() {
+                    (&pa, gb)
+                } else {
+                    (&pb, ga)
+                };
                 let mut guard = outer.clone();
                 guard.push(0);
-                let rule = if inner_gen { "guard_lift_gen" } else { "guard_lift_sum" };
+                let rule = if inner_gen {
+                    "guard_lift_gen"
+                } else {
+                    "guard_lift_sum"
+                };
                 applier.apply(rw(rule, true, guard.clone(), vec![], span))?;
                 let lift = |p: &Vec<usize>| {
                     if p.len() > outer.len() + 1 {

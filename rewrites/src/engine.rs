@@ -1109,7 +1109,10 @@ pub fn window(
         unreachable!("found a let above")
     };
     // The bounds may mention sizes and the binders around the let only.
-    for v in bounds.iter().flat_map(|(lo, hi)| lo.vars().into_iter().chain(hi.vars())) {
+    for v in bounds
+        .iter()
+        .flat_map(|(lo, hi)| lo.vars().into_iter().chain(hi.vars()))
+    {
         if !env.program.is_size(&v) && !site.ctx.bound.contains(&v) {
             return Err(Diagnostic::error(
                 "E0819",
@@ -1271,7 +1274,10 @@ pub fn window(
     };
     let replaced = replace_at(root, &site.path, new_let.clone()).expect("the site exists");
     let expr = matcher::uniquify(&replaced, &reserved_names(env.program));
-    let ranges: Vec<String> = bounds.iter().map(|(lo, hi)| format!("{lo}..{hi}")).collect();
+    let ranges: Vec<String> = bounds
+        .iter()
+        .map(|(lo, hi)| format!("{lo}..{hi}"))
+        .collect();
     let mut record = StepRecord::tactic(
         format!("window {} in {}", var.name, ranges.join(", ")),
         site.path.clone(),

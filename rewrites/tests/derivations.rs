@@ -555,7 +555,9 @@ fn stage_extents(e: &atl_lang::ir::Expr, name: &str) -> Option<Vec<String>> {
         }
         return Some(out);
     }
-    e.children().into_iter().find_map(|c| stage_extents(c, name))
+    e.children()
+        .into_iter()
+        .find_map(|c| stage_extents(c, name))
 }
 
 /// The guards of `e`, printed, outside any `let` value.
@@ -579,7 +581,11 @@ fn guards(e: &atl_lang::ir::Expr, out: &mut Vec<String>) {
 fn tiled_staged_blur() {
     let (_, blur) = derive_all(&example_source("blur/blur.atl"), "blur");
     let get = |n: &str| blur.iter().find(|d| d.name == n).expect("derived");
-    for name in ["tiled_staged", "tiled_staged_directive", "tiled_staged_tails"] {
+    for name in [
+        "tiled_staged",
+        "tiled_staged_directive",
+        "tiled_staged_tails",
+    ] {
         assert_eq!(
             stage_extents(&get(name).result, "bx"),
             Some(vec!["66".to_string(), "64".to_string()]),
@@ -619,7 +625,10 @@ fn tiled_staged_blur() {
     assert_eq!(main, ["0 <= yi + 64 * yo - 1", "yi + 64 * yo + 1 < H"]);
     // Without the tails, the same tile also guards both tile bounds.
     let mut all = Vec::new();
-    guards(first_let(&get("tiled_staged").result).expect("a staged tile"), &mut all);
+    guards(
+        first_let(&get("tiled_staged").result).expect("a staged tile"),
+        &mut all,
+    );
     assert_eq!(all.len(), 4, "{all:?}");
 }
 
