@@ -523,7 +523,12 @@ fn two_dimensional_window_outside_the_reads_is_rejected() {
     let mut one_dim = c.clone();
     one_dim["steps"][k]["command"] = json!("window bx in yo * 64 - 1..yo * 64 + 65");
     // The rebuilt 1-D step has no conditions for the columns the certificate records.
-    rejected(&one_dim, "E1007", Some(k + 1), "which this step does not have");
+    rejected(
+        &one_dim,
+        "E1007",
+        Some(k + 1),
+        "which this step does not have",
+    );
 }
 
 #[test]

@@ -613,7 +613,7 @@ fn tiled_staged_blur() {
     // The main tiles: the first `let bx` in pre-order is in the first part of both
     // splits; its consumer has no tile-bound guard left.
     let tails = &get("tiled_staged_tails").result;
-    fn first_let<'e>(e: &'e atl_lang::ir::Expr) -> Option<&'e atl_lang::ir::Expr> {
+    fn first_let(e: &atl_lang::ir::Expr) -> Option<&atl_lang::ir::Expr> {
         if matches!(e.kind, atl_lang::ir::ExprKind::Let { .. }) {
             return Some(e);
         }
