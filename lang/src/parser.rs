@@ -1187,3 +1187,49 @@ pub fn parse_index_ast(source: &str) -> Result<SIndex, Vec<Diagnostic>> {
 pub fn parse_expr_str(source: &str) -> Result<SExpr, Vec<Diagnostic>> {
     parse_standalone(source, expr_parser(), "an expression")
 }
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    /// One range per dimension, split at top-level commas only (`max(1, W)` keeps its
+    /// comma); an empty range is malformed.
+    #[test]
+    fn window_takes_one_range_per_dimension() {
+        let (steps, diags) = parse_steps("window bx in 0..H, max(1, W) - 1..W + 1");
+        assert!(diags.is_empty(), "{diags:?}");
+        let [
+            Step {
+                kind: StepKind::Window { var, dims },
+                ..
+            },
+        ] = steps.as_slice()
+        else {
+            panic!("one window step: {steps:?}")
+        };
+        assert_eq!(var.name, "bx");
+        let shown: Vec<String> = dims
+            .iter()
+            .map(|(lo, hi)| {
+                format!(
+                    "{}..{}",
+                    crate::resolve::lower_index_free(lo).expect("index"),
+                    crate::resolve::lower_index_free(hi).expect("index")
+                )
+            })
+            .collect();
+        assert_eq!(shown, ["0..H", "max(1, W) - 1..W + 1"]);
+        for bad in [
+            "window bx in 0..H,",
+            "window bx in 0..H, W",
+            "window bx in , 0..H",
+        ] {
+            let (_, diags) = parse_steps(bad);
+            assert_eq!(
+                diags.iter().map(|d| d.code).collect::<Vec<_>>(),
+                ["E0209"],
+                "{bad}"
+            );
+        }
+    }
+}
