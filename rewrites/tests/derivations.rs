@@ -575,8 +575,9 @@ fn guards(e: &atl_lang::ir::Expr, out: &mut Vec<String>) {
 
 /// The blur tiled 64 x 64 with `bx` staged per tile (thesis Figure 8.2): the stage is a
 /// 66 x 64 window (one row of halo above and below; the vertical stage reads `bx` in its
-/// own column only), the directive computes exactly that window, and with the tails
-/// separated the main tiles keep only the image's top and bottom boundary guards.
+/// own column only), the directive computes exactly that window, with the tails
+/// separated the main tiles keep only the image's top and bottom boundary guards, and
+/// with the border tiles split off too the interior tiles have no guard at all.
 #[test]
 fn tiled_staged_blur() {
     let (_, blur) = derive_all(&example_source("blur/blur.atl"), "blur");
@@ -630,6 +631,23 @@ fn tiled_staged_blur() {
         &mut all,
     );
     assert_eq!(all.len(), 4, "{all:?}");
+    // With the border tiles split off (first, interior and last tile rows; in the
+    // interior rows first, interior and last tile columns: five staged tile loops), the
+    // interior tiles compute the stage and the output with no guard at all.
+    fn lets<'e>(e: &'e atl_lang::ir::Expr, out: &mut Vec<&'e atl_lang::ir::Expr>) {
+        if matches!(e.kind, atl_lang::ir::ExprKind::Let { .. }) {
+            out.push(e);
+        }
+        e.children().into_iter().for_each(|c| lets(c, out));
+    }
+    fn any_guard(e: &atl_lang::ir::Expr) -> bool {
+        matches!(e.kind, atl_lang::ir::ExprKind::Guard { .. })
+            || e.children().into_iter().any(any_guard)
+    }
+    let mut staged = Vec::new();
+    lets(&get("tiled_staged_interior").result, &mut staged);
+    assert_eq!(staged.len(), 5);
+    assert_eq!(staged.iter().filter(|l| !any_guard(l)).count(), 1);
 }
 
 /// im2col in the thesis's direction (§8.1.3, Figure 8.5): from the direct convolution,
