@@ -168,12 +168,13 @@ pub enum StepKind {
     Simpl,
     SimplGuard,
     Check,
-    /// `window x in LO..HI`: store only rows LO..HI of the let-bound `x` (every read of
-    /// `x` must be provably in that range).
+    /// `window x in LO..HI[, LO2..HI2, …]`: store only rows LO..HI of the let-bound `x`
+    /// (and columns LO2..HI2, …: one range per leading dimension); every read of `x`
+    /// must be provably in the window.
     Window {
         var: Ident,
-        lo: SIndex,
-        hi: SIndex,
+        /// One `(LO, HI)` per windowed dimension, outermost first (at least one).
+        dims: Vec<(SIndex, SIndex)>,
     },
     /// Any other command word with its arguments (Halide-style directives); a later
     /// stage gives them meaning or reports them as unknown.

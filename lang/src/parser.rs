@@ -1061,51 +1061,74 @@ fn parse_rewrite(
     })
 }
 
-/// `window x in LO..HI`.
+/// `window x in LO..HI`, or `window x in LO1..HI1, LO2..HI2, …` (one range per leading
+/// dimension, separated by commas outside brackets).
 fn parse_window(head_span: Span, rest: &[(Token, Span)]) -> Result<StepKind, Diagnostic> {
     let usage = || {
-        Diagnostic::error("E0209", "`window` is `window NAME in LO..HI`")
-            .at(head_span.to(step_span(rest)), "malformed window")
-            .with_help("for example `window bx in yo * 64 - 1..yo * 64 + 65`")
+        Diagnostic::error(
+            "E0209",
+            "`window` is `window NAME in LO..HI[, LO2..HI2, …]`",
+        )
+        .at(head_span.to(step_span(rest)), "malformed window")
+        .with_help("for example `window bx in yo * 64 - 1..yo * 64 + 65, xo * 64..xo * 64 + 64`")
     };
-    let [(Token::Ident(name), name_span), (Token::In, _), range @ ..] = rest else {
+    let [(Token::Ident(name), name_span), (Token::In, _), ranges @ ..] = rest else {
         return Err(usage());
     };
+    // Split the ranges at top-level commas.
+    let mut parts: Vec<&[(Token, Span)]> = Vec::new();
     let mut depth = 0i32;
-    let mut split = None;
-    for (k, (t, _)) in range.iter().enumerate() {
+    let mut start = 0;
+    for (k, (t, _)) in ranges.iter().enumerate() {
         match t {
             Token::LParen | Token::LBracket => depth += 1,
             Token::RParen | Token::RBracket => depth -= 1,
-            Token::DotDot if depth == 0 => {
-                split = Some(k);
-                break;
+            Token::Comma if depth == 0 => {
+                parts.push(&ranges[start..k]);
+                start = k + 1;
             }
             _ => {}
         }
     }
-    let Some(k) = split.filter(|k| *k > 0 && *k + 1 < range.len()) else {
-        return Err(usage());
-    };
-    let lo = run(
-        index_parser(),
-        &range[..k],
-        range[k].1.start,
-        "a window bound",
-    )?;
-    let hi = run(
-        index_parser(),
-        &range[k + 1..],
-        range.last().map(|t| t.1.end).unwrap_or(0),
-        "a window bound",
-    )?;
+    parts.push(&ranges[start..]);
+    let mut dims = Vec::new();
+    for range in parts {
+        let mut depth = 0i32;
+        let mut split = None;
+        for (k, (t, _)) in range.iter().enumerate() {
+            match t {
+                Token::LParen | Token::LBracket => depth += 1,
+                Token::RParen | Token::RBracket => depth -= 1,
+                Token::DotDot if depth == 0 => {
+                    split = Some(k);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(k) = split.filter(|k| *k > 0 && *k + 1 < range.len()) else {
+            return Err(usage());
+        };
+        let lo = run(
+            index_parser(),
+            &range[..k],
+            range[k].1.start,
+            "a window bound",
+        )?;
+        let hi = run(
+            index_parser(),
+            &range[k + 1..],
+            range.last().map(|t| t.1.end).unwrap_or(0),
+            "a window bound",
+        )?;
+        dims.push((lo, hi));
+    }
     Ok(StepKind::Window {
         var: Ident {
             name: name.clone(),
             span: *name_span,
         },
-        lo,
-        hi,
+        dims,
     })
 }
 
@@ -1163,4 +1186,50 @@ pub fn parse_index_ast(source: &str) -> Result<SIndex, Vec<Diagnostic>> {
 /// Parses a standalone expression in surface syntax (patterns, tests).
 pub fn parse_expr_str(source: &str) -> Result<SExpr, Vec<Diagnostic>> {
     parse_standalone(source, expr_parser(), "an expression")
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    /// One range per dimension, split at top-level commas only (`max(1, W)` keeps its
+    /// comma); an empty range is malformed.
+    #[test]
+    fn window_takes_one_range_per_dimension() {
+        let (steps, diags) = parse_steps("window bx in 0..H, max(1, W) - 1..W + 1");
+        assert!(diags.is_empty(), "{diags:?}");
+        let [
+            Step {
+                kind: StepKind::Window { var, dims },
+                ..
+            },
+        ] = steps.as_slice()
+        else {
+            panic!("one window step: {steps:?}")
+        };
+        assert_eq!(var.name, "bx");
+        let shown: Vec<String> = dims
+            .iter()
+            .map(|(lo, hi)| {
+                format!(
+                    "{}..{}",
+                    crate::resolve::lower_index_free(lo).expect("index"),
+                    crate::resolve::lower_index_free(hi).expect("index")
+                )
+            })
+            .collect();
+        assert_eq!(shown, ["0..H", "max(1, W) - 1..W + 1"]);
+        for bad in [
+            "window bx in 0..H,",
+            "window bx in 0..H, W",
+            "window bx in , 0..H",
+        ] {
+            let (_, diags) = parse_steps(bad);
+            assert_eq!(
+                diags.iter().map(|d| d.code).collect::<Vec<_>>(),
+                ["E0209"],
+                "{bad}"
+            );
+        }
+    }
 }

@@ -441,10 +441,14 @@ fn step_to_string(step: &ast::Step, source: &str) -> Result<String, Diagnostic> 
         StepKind::Simpl => s.push_str("simpl"),
         StepKind::SimplGuard => s.push_str("simpl_guard"),
         StepKind::Check => s.push_str("check"),
-        StepKind::Window { var, lo, hi } => {
-            let lo = crate::resolve::lower_index_free(lo)?;
-            let hi = crate::resolve::lower_index_free(hi)?;
-            let _ = write!(s, "window {} in {lo}..{hi}", var.name);
+        StepKind::Window { var, dims } => {
+            let _ = write!(s, "window {} in ", var.name);
+            for (k, (lo, hi)) in dims.iter().enumerate() {
+                let lo = crate::resolve::lower_index_free(lo)?;
+                let hi = crate::resolve::lower_index_free(hi)?;
+                let sep = if k == 0 { "" } else { ", " };
+                let _ = write!(s, "{sep}{lo}..{hi}");
+            }
         }
         StepKind::Directive { name, args } => {
             s.push_str(&name.name);

@@ -393,14 +393,37 @@ impl Walk<'_, '_> {
 /// `let x = gen w < HI - LO: [0 <= w + LO && w + LO < |v|] * v[w + LO] in b'`, where
 /// `b'` reads `x[i - LO]` for every read `x[i]` of `b`. Sound when every read lies in
 /// the window (so `i - LO` is inside the new buffer, and rows outside `v` stay zero).
+/// With d ranges (`window x in LO1..HI1, LO2..HI2`) the buffer is d nested gens guarded
+/// by every dimension's range, and every use of `x` must be a read of (at least) d
+/// indices, each inside its range.
 fn window(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shape)> {
     let bad = |m: String| VerifyError::new("E1006", m);
     let malformed = || VerifyError::new("E1010", "malformed `window NAME in LO..HI`");
     let rest = step.command.strip_prefix("window ").ok_or_else(malformed)?;
-    let (name, range) = rest.split_once(" in ").ok_or_else(malformed)?;
-    let (lo, hi) = range.split_once("..").ok_or_else(malformed)?;
+    let (name, ranges) = rest.split_once(" in ").ok_or_else(malformed)?;
     let parse = |t: &str| atl_lang::parser::parse_index_str(t.trim()).map_err(|_| malformed());
-    let (lo, hi) = (parse(lo)?, parse(hi)?);
+    // Ranges are separated by `, ` outside parentheses (`max(a, b)` has a comma too).
+    let mut bounds = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    let bytes: Vec<char> = ranges.chars().collect();
+    let mut pieces = Vec::new();
+    for (k, c) in bytes.iter().enumerate() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                pieces.push(bytes[start..k].iter().collect::<String>());
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(bytes[start..].iter().collect::<String>());
+    for piece in &pieces {
+        let (lo, hi) = split_range(piece).ok_or_else(malformed)?;
+        bounds.push((parse(&lo)?, parse(&hi)?));
+    }
     let (ctx, node) = ch.locate(prog, &step.path)?;
     let ExprKind::Let { var, value, body } = &node.kind else {
         return Err(VerifyError::new("E1004", "no `let` at the recorded path"));
@@ -414,7 +437,9 @@ fn window(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shape)> {
             ),
         ));
     }
-    let vars = lo.vars().into_iter().chain(hi.vars());
+    let vars = bounds
+        .iter()
+        .flat_map(|(lo, hi)| lo.vars().into_iter().chain(hi.vars()));
     if let Some(v) = vars
         .into_iter()
         .find(|v| !ch.is_size(v) && !ctx.bound.contains(v))
@@ -423,42 +448,69 @@ fn window(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shape)> {
             "the window mentions `{v}`, not in scope at the let"
         )));
     }
-    let extent = poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
-    if let Some(v) = extent.vars().into_iter().find(|v| !ch.is_size(v)) {
-        return Err(bad(format!(
-            "the window's length `{extent}` depends on `{v}`"
-        )));
+    let mut extents = Vec::new();
+    for (lo, hi) in &bounds {
+        let extent = poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
+        if let Some(v) = extent.vars().into_iter().find(|v| !ch.is_size(v)) {
+            return Err(bad(format!(
+                "the window's length `{extent}` depends on `{v}`"
+            )));
+        }
+        extents.push(extent);
     }
-    let rows = infer_with_lets(&ch.shapes, &mut ctx.lets.clone(), value)
+    let shape = infer_with_lets(&ch.shapes, &mut ctx.lets.clone(), value)
         .ok()
-        .and_then(|s| s.first().cloned())
-        .ok_or_else(|| bad(format!("`{var}` has no rows to window")))?;
-    let mut obs = vec![Obligation {
-        name: "window_order".into(),
-        goal: Pred::cmp(CmpOp::Le, lo.clone(), hi.clone()),
-        facts: ch.facts(&ctx),
-    }];
-    reads(ch, body, &ch.enter(&ctx, node, 1), var, &lo, &hi, &mut obs)?;
+        .filter(|s| s.len() >= bounds.len())
+        .ok_or_else(|| bad(format!("`{var}` has fewer dimensions than the window")))?;
+    let mut obs: Vec<Obligation> = bounds
+        .iter()
+        .map(|(lo, hi)| Obligation {
+            name: "window_order".into(),
+            goal: Pred::cmp(CmpOp::Le, lo.clone(), hi.clone()),
+            facts: ch.facts(&ctx),
+        })
+        .collect();
+    reads(ch, body, &ch.enter(&ctx, node, 1), var, &bounds, &mut obs)?;
     for ob in &obs {
         ch.prove(ob)?;
     }
     compare_conditions(&obs, &step.conditions)?;
 
-    let mut supply = NameSupply::new(all_names(prog).into_iter().chain(lo.vars()));
+    let mut supply = NameSupply::new(
+        all_names(prog)
+            .into_iter()
+            .chain(bounds.iter().flat_map(|(lo, _)| lo.vars())),
+    );
     ch.shapes.sizes.iter().for_each(|s| supply.reserve(s));
-    let w = supply.fresh("w");
-    let shifted = IndexExpr::add(IndexExpr::var(w.clone()), lo.clone());
-    let in_rows = Pred::and(
-        Pred::cmp(CmpOp::Le, IndexExpr::Const(0), shifted.clone()),
-        Pred::cmp(CmpOp::Lt, shifted.clone(), rows),
-    );
-    let new_value = Expr::gen_(
-        w,
-        IndexExpr::Const(0),
-        extent,
-        Expr::guard(in_rows, Expr::access((**value).clone(), shifted)),
-    );
-    let new_let = Expr::let_(var.clone(), new_value, shift_reads(body, var, &lo));
+    let ws: Vec<String> = bounds.iter().map(|_| supply.fresh("w")).collect();
+    let shifted: Vec<IndexExpr> = ws
+        .iter()
+        .zip(&bounds)
+        .map(|(w, (lo, _))| IndexExpr::add(IndexExpr::var(w.clone()), lo.clone()))
+        .collect();
+    // `((0 <= s1 && s1 < n1) && 0 <= s2) && s2 < n2 …`, left-nested.
+    let mut in_range: Option<Pred> = None;
+    for (s, n) in shifted.iter().zip(&shape) {
+        for atom in [
+            Pred::cmp(CmpOp::Le, IndexExpr::Const(0), s.clone()),
+            Pred::cmp(CmpOp::Lt, s.clone(), n.clone()),
+        ] {
+            in_range = Some(match in_range {
+                None => atom,
+                Some(q) => Pred::and(q, atom),
+            });
+        }
+    }
+    let mut element = (**value).clone();
+    for s in &shifted {
+        element = Expr::access(element, s.clone());
+    }
+    let mut new_value = Expr::guard(in_range.unwrap_or(Pred::Bool(true)), element);
+    for (w, extent) in ws.iter().zip(&extents).rev() {
+        new_value = Expr::gen_(w.clone(), IndexExpr::Const(0), extent.clone(), new_value);
+    }
+    let los: Vec<IndexExpr> = bounds.iter().map(|(lo, _)| lo.clone()).collect();
+    let new_let = Expr::let_(var.clone(), new_value, shift_reads(body, var, &los));
     if !ch.same_in(&ctx.heads, &step.after_site, &new_let)? {
         return Err(
             VerifyError::new("E1008", "the recorded `after_site` is not the windowed let")
@@ -469,19 +521,52 @@ fn window(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shape)> {
     ch.expect_after(&replace_at(prog, &step.path, new_let), step)
 }
 
-/// Collects the obligation `LO <= i < HI` of every read `x[i]`; any other use of `x`
-/// needs the whole tensor and refuses the window.
+/// `LO..HI` split at its top-level `..`.
+fn split_range(t: &str) -> Option<(String, String)> {
+    let chars: Vec<char> = t.chars().collect();
+    let mut depth = 0i32;
+    for k in 0..chars.len().saturating_sub(1) {
+        match chars[k] {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '.' if depth == 0 && chars[k + 1] == '.' => {
+                return Some((chars[..k].iter().collect(), chars[k + 2..].iter().collect()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The indices of a read `x[i1]…[id]` at `e` (outermost access), if `e` is one.
+fn read_indices<'e>(e: &'e Expr, x: &str, d: usize) -> Option<Vec<&'e IndexExpr>> {
+    let mut out = Vec::new();
+    let mut cur = e;
+    for _ in 0..d {
+        let ExprKind::Access { tensor, index } = &cur.kind else {
+            return None;
+        };
+        out.push(index);
+        cur = tensor;
+    }
+    matches!(&cur.kind, ExprKind::Var(v) if v == x).then(|| {
+        out.reverse();
+        out
+    })
+}
+
+/// Collects the obligations `LOk <= ik < HIk` of every read `x[i1]…[id]`; any other use
+/// of `x` needs (part of) the tensor as a whole and refuses the window.
 fn reads(
     ch: &Checker,
     e: &Expr,
     ctx: &Ctx,
     x: &str,
-    lo: &IndexExpr,
-    hi: &IndexExpr,
+    bounds: &[(IndexExpr, IndexExpr)],
     out: &mut Vec<Obligation>,
 ) -> Res<()> {
-    match &e.kind {
-        ExprKind::Access { tensor, index } if matches!(&tensor.kind, ExprKind::Var(v) if v == x) => {
+    if let Some(indices) = read_indices(e, x, bounds.len()) {
+        for ((lo, hi), index) in bounds.iter().zip(indices) {
             out.push(Obligation {
                 name: "read_in_window".into(),
                 goal: Pred::and(
@@ -490,34 +575,42 @@ fn reads(
                 ),
                 facts: ch.facts(ctx),
             });
-            return Ok(());
         }
-        ExprKind::Var(v) if v == x => {
-            return Err(VerifyError::new(
-                "E1006",
-                format!("`{x}` is used as a whole tensor, so it cannot be windowed"),
-            ));
-        }
-        _ => {}
+        return Ok(());
+    }
+    if matches!(&e.kind, ExprKind::Var(v) if v == x) {
+        return Err(VerifyError::new(
+            "E1006",
+            format!(
+                "`{x}` is used other than by a read of every windowed dimension, so it cannot be windowed"
+            ),
+        ));
     }
     for (k, c) in e.children().into_iter().enumerate() {
-        reads(ch, c, &ch.enter(ctx, e, k), x, lo, hi, out)?;
+        reads(ch, c, &ch.enter(ctx, e, k), x, bounds, out)?;
     }
     Ok(())
 }
 
-fn shift_reads(e: &Expr, x: &str, lo: &IndexExpr) -> Expr {
-    if let ExprKind::Access { tensor, index } = &e.kind
-        && matches!(&tensor.kind, ExprKind::Var(v) if v == x)
-    {
-        return Expr::access(
-            (**tensor).clone(),
-            IndexExpr::sub(index.clone(), lo.clone()),
-        );
+/// Re-indexes every read `x[i1]…[id]` as `x[i1 - LO1]…[id - LOd]`.
+fn shift_reads(e: &Expr, x: &str, los: &[IndexExpr]) -> Expr {
+    if read_indices(e, x, los.len()).is_some() {
+        fn rebuild(e: &Expr, los: &[IndexExpr]) -> Expr {
+            let (Some((lo, rest)), ExprKind::Access { tensor, index }) =
+                (los.split_last(), &e.kind)
+            else {
+                return e.clone();
+            };
+            Expr::access(
+                rebuild(tensor, rest),
+                IndexExpr::sub(index.clone(), lo.clone()),
+            )
+        }
+        return rebuild(e, los);
     }
     let mut out = e.clone();
     for c in out.children_mut() {
-        *c = shift_reads(c, x, lo);
+        *c = shift_reads(c, x, los);
     }
     out
 }

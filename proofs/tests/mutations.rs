@@ -549,6 +549,41 @@ fn window_outside_the_reads_is_rejected() {
     rejected(&c, "E1006", Some(7), "read_in_window");
 }
 
+/// The two-dimensional window of the staged 64 x 64 tiles: a column range that misses
+/// the tile's first column is refused on the read, and a 1-D command in place of the
+/// 2-D one does not give the recorded step.
+#[test]
+fn two_dimensional_window_outside_the_reads_is_rejected() {
+    let c = cert("blur", "tiled_staged");
+    let steps = c["steps"].as_array().expect("steps");
+    let k = steps
+        .iter()
+        .position(|s| {
+            s["command"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("window"))
+        })
+        .expect("a window step");
+    assert_eq!(
+        steps[k]["command"],
+        json!("window bx in yo * 64 - 1..yo * 64 + 65, xo * 64..xo * 64 + 64")
+    );
+    let mut shifted = c.clone();
+    shifted["steps"][k]["command"] =
+        json!("window bx in yo * 64 - 1..yo * 64 + 65, xo * 64 + 1..xo * 64 + 65");
+    let e = rejected(&shifted, "E1006", Some(k + 1), "read_in_window");
+    assert!(e.to_string().contains("xo * 64 + 1"), "{e}");
+    let mut one_dim = c.clone();
+    one_dim["steps"][k]["command"] = json!("window bx in yo * 64 - 1..yo * 64 + 65");
+    // The rebuilt 1-D step has no conditions for the columns the certificate records.
+    rejected(
+        &one_dim,
+        "E1007",
+        Some(k + 1),
+        "which this step does not have",
+    );
+}
+
 #[test]
 fn not_a_certificate_is_unreadable() {
     assert!(verify("{").expect_err("rejected").is_unreadable());

@@ -16,7 +16,8 @@
 //!   extent is below K), which has no counterpart in value semantics.
 //! - `tile i, j by A, B`: `split i by A into io, ii` then `split j by B into jo, ji`.
 //! - `reorder a, b`: exchanges two directly nested loops (`gen_swap`, `sum_swap`,
-//!   `gen_sum`, `sum_gen`).
+//!   `gen_sum`, `sum_gen`); a guard between them (a split's tail guard) is first moved
+//!   into the inner loop (`rw<- guard_lift_gen`/`guard_lift_sum`).
 //! - `fuse i, j into t`: two directly nested loops from 0 become one over the product:
 //!   gens with `rw<- split_flatten` then `rw flatten_gen` (the storage layout is kept by
 //!   the `split`), sums with `rw sum_fuse`.
@@ -25,9 +26,10 @@
 //! - `compute_inline x`: `rw unfold_let`, then reads of the inlined generator are
 //!   resolved with `get_gen` (or `get_gen_guard` where the read is not provably in range).
 //! - `compute_at x at io`: moves `let x` to the body of loop `io` (let-lifting rules in
-//!   either direction), then shrinks it with `window` to the rows the body reads, bounds
-//!   computed here from the reads and proved by the `window` step, then `simpl` and
-//!   `get_gen` on the windowed producer.
+//!   either direction), then shrinks it with `window` to the rows the body reads (and,
+//!   in each further dimension every read indexes, the columns and so on, where they
+//!   are not the whole extent), bounds computed here from the reads and proved by the
+//!   `window` step, then `simpl` and `get_gen` on the windowed producer.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
 //! - `parallel x`, `vectorize x`, `unroll x`: no rewrite. The directive checks that the
@@ -218,13 +220,22 @@ fn describe(step: &Step) -> String {
                 rule.name
             )
         }
-        StepKind::Window { var, lo, hi } => match (
-            atl_lang::resolve::lower_index_free(lo),
-            atl_lang::resolve::lower_index_free(hi),
-        ) {
-            (Ok(lo), Ok(hi)) => format!("window {} in {lo}..{hi}", var.name),
-            _ => format!("window {}", var.name),
-        },
+        StepKind::Window { var, dims } => {
+            let ranges: Result<Vec<String>, _> = dims
+                .iter()
+                .map(|(lo, hi)| {
+                    Ok::<_, Diagnostic>(format!(
+                        "{}..{}",
+                        atl_lang::resolve::lower_index_free(lo)?,
+                        atl_lang::resolve::lower_index_free(hi)?
+                    ))
+                })
+                .collect();
+            match ranges {
+                Ok(r) => format!("window {} in {}", var.name, r.join(", ")),
+                Err(_) => format!("window {}", var.name),
+            }
+        }
         StepKind::Simpl => "simpl".to_string(),
         StepKind::Check => "check".to_string(),
         _ => "a step".to_string(),
@@ -303,9 +314,9 @@ fn no_lift_rule(x: &str, parent: &Expr, span: Span) -> Diagnostic {
 /// A loop: its variable and range.
 type Loop = (String, IndexExpr, IndexExpr);
 
-/// A read of a stage: its index, and the loops between the stage and the read
-/// (outermost first).
-type Read = (IndexExpr, Vec<Loop>);
+/// A read of a stage: its indices (first dimension first), and the loops between the
+/// stage and the read (outermost first).
+type Read = (Vec<IndexExpr>, Vec<Loop>);
 
 /// Applies `steps` one after the other, recording `origin` on each.
 struct Applier<'a, 'e> {
@@ -757,12 +768,15 @@ impl Applier<'_, '_> {
             .at(span, "cannot compute the stage there")
             .with_help("the loop must be one of the stage's consumers"));
         }
-        let (lo, hi) = self.window_bounds(x, &lp, span)?;
+        let dims = self.window_bounds(x, &lp, span)?;
+        let d = dims.len();
         self.apply(Step {
             kind: StepKind::Window {
                 var: ident(x, span),
-                lo: to_sindex(&lo, span),
-                hi: to_sindex(&hi, span),
+                dims: dims
+                    .iter()
+                    .map(|(lo, hi)| (to_sindex(lo, span), to_sindex(hi, span)))
+                    .collect(),
             },
             span,
         })?;
@@ -770,10 +784,14 @@ impl Applier<'_, '_> {
             kind: StepKind::Simpl,
             span,
         })?;
-        // let x = gen w < …: [in range] * v[w + lo] in …: read `v` directly when it is
-        // a generator.
+        // let x = gen w1 < …: … gen wd < …: [in range] * v[w1 + lo1]…[wd + lod] in …:
+        // read `v` directly when it is a generator.
         let mut access = lp;
-        access.extend([0, 0, 0]);
+        access.push(0);
+        access.extend(std::iter::repeat_n(0, d));
+        access.push(0);
+        // Down the chain of accesses to the innermost, whose tensor is `v`.
+        access.extend(std::iter::repeat_n(0, d - 1));
         if let Some(ExprKind::Access { tensor, .. }) = self.node(&access).map(|n| &n.kind)
             && matches!(tensor.kind, ExprKind::Gen { .. })
         {
@@ -784,18 +802,22 @@ impl Applier<'_, '_> {
         Ok(())
     }
 
-    /// The rows of `let x` (at `lp`) that its body reads, as `lo..hi` over the variables
-    /// around the let and the sizes: each read's index is bounded by the ranges of the
-    /// loops between the let and the read (interval arithmetic on linear indices), and the
-    /// reads must differ by constants so that the window's length is fixed. The `window`
-    /// step proves every read inside the result.
+    /// The window of `let x` (at `lp`) that its body reads, one `lo..hi` per leading
+    /// dimension, over the variables around the let and the sizes: in each dimension,
+    /// each read's index is bounded by the ranges of the loops between the let and the
+    /// read (interval arithmetic on linear indices), and the reads must differ by
+    /// constants so that the window's length is fixed. The first dimension is always
+    /// windowed (or the directive is refused); a further dimension is windowed when every
+    /// read indexes it, its bounds can be computed that way, and they are not the whole
+    /// extent (trailing whole dimensions are left out). The `window` step proves every
+    /// read inside the result.
     fn window_bounds(
         &self,
         x: &str,
         lp: &[usize],
         span: Span,
-    ) -> Result<(IndexExpr, IndexExpr), Diagnostic> {
-        let Some(ExprKind::Let { body, .. }) = self.node(lp).map(|n| &n.kind) else {
+    ) -> Result<Vec<(IndexExpr, IndexExpr)>, Diagnostic> {
+        let Some(ExprKind::Let { value, body, .. }) = self.node(lp).map(|n| &n.kind) else {
             unreachable!("the let was moved to this path")
         };
         let refuse = |msg: String| {
@@ -807,10 +829,16 @@ impl Applier<'_, '_> {
         };
         let mut reads: Vec<Read> = Vec::new();
         fn collect(e: &Expr, x: &str, loops: &mut Vec<Loop>, out: &mut Vec<Read>) {
-            if let ExprKind::Access { tensor, index } = &e.kind
-                && matches!(&tensor.kind, ExprKind::Var(v) if v == x)
-            {
-                out.push((index.clone(), loops.clone()));
+            // A read `x[i1]…[ik]`: its indices, first dimension first.
+            let mut indices = Vec::new();
+            let mut cur = e;
+            while let ExprKind::Access { tensor, index } = &cur.kind {
+                indices.push(index.clone());
+                cur = tensor;
+            }
+            if !indices.is_empty() && matches!(&cur.kind, ExprKind::Var(v) if v == x) {
+                indices.reverse();
+                out.push((indices, loops.clone()));
                 return;
             }
             let binder = match &e.kind {
@@ -838,34 +866,80 @@ impl Applier<'_, '_> {
             .at(span, "no window computed")
             .with_help("read the stage element by element (`rw get_add`, `rw get_gen`, …) before computing it at a loop"));
         }
+        // The stage's extents, to recognize a dimension that is read whole.
+        let all = sites(self.env.shapes, &self.expr);
+        let extents: Shape = all
+            .iter()
+            .find(|s| s.path == lp)
+            .and_then(|s| {
+                atl_lang::shapes::infer_with_lets(self.env.shapes, &mut s.ctx.lets.clone(), value)
+                    .ok()
+            })
+            .unwrap_or_default();
+        let depth = reads.iter().map(|(ix, _)| ix.len()).min().unwrap_or(1);
+        let mut dims = Vec::new();
+        for k in 0..depth {
+            match self.dimension_bounds(x, &reads, k) {
+                Ok(b) => dims.push(b),
+                Err(msg) if k == 0 => return Err(refuse(msg)),
+                // Windowing the leading dimensions alone is still a (larger) window.
+                Err(_) => break,
+            }
+        }
+        while dims.len() > 1 {
+            let k = dims.len() - 1;
+            let (lo, hi) = &dims[k];
+            let whole = extents
+                .get(k)
+                .is_some_and(|n| poly::same(lo, &IndexExpr::Const(0)) && poly::same(hi, n));
+            if !whole {
+                break;
+            }
+            dims.pop();
+        }
+        Ok(dims)
+    }
+
+    /// The window `lo..hi` of dimension `k` (0 = rows) over the given reads, or why there
+    /// is none.
+    fn dimension_bounds(
+        &self,
+        x: &str,
+        reads: &[Read],
+        k: usize,
+    ) -> Result<(IndexExpr, IndexExpr), String> {
         let mut lows: Vec<IndexExpr> = Vec::new();
         let mut highs: Vec<IndexExpr> = Vec::new();
-        for (index, loops) in &reads {
+        for (indices, loops) in reads {
+            let index = &indices[k];
+            let read = indices
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
             let (mut lo, mut hi) = (index.clone(), index.clone());
             for (v, vlo, vhi) in loops.iter().rev() {
-                lo = extreme(&lo, v, vlo, vhi, false).ok_or_else(|| {
-                    refuse(format!(
-                        "the read `{x}[{index}]` is not linear in the loop variable `{v}`"
-                    ))
-                })?;
-                hi = extreme(&hi, v, vlo, vhi, true).ok_or_else(|| {
-                    refuse(format!(
-                        "the read `{x}[{index}]` is not linear in the loop variable `{v}`"
-                    ))
-                })?;
+                let nonlinear =
+                    || format!("the read `{x}[{read}]` is not linear in the loop variable `{v}`");
+                lo = extreme(&lo, v, vlo, vhi, false).ok_or_else(nonlinear)?;
+                hi = extreme(&hi, v, vlo, vhi, true).ok_or_else(nonlinear)?;
             }
             lows.push(poly::normalize(&lo));
             highs.push(poly::normalize(&IndexExpr::add(hi, IndexExpr::Const(1))));
         }
-        let pick = |v: &[IndexExpr], want_max: bool| -> Result<IndexExpr, Diagnostic> {
+        let pick = |v: &[IndexExpr], want_max: bool| -> Result<IndexExpr, String> {
             let mut best = v[0].clone();
             for e in &v[1..] {
                 let d = Poly::from_index(&IndexExpr::sub(e.clone(), best.clone()));
                 let Some(d) = d.as_const() else {
-                    return Err(refuse(format!(
-                        "the reads of `{x}` start at `{}` and `{e}`, which differ by a non-constant amount: the window's length would not be fixed",
-                        best
-                    )));
+                    return Err(format!(
+                        "the reads of `{x}` start at `{best}` and `{e}`{}, which differ by a non-constant amount: the window's length would not be fixed",
+                        if k == 0 {
+                            String::new()
+                        } else {
+                            format!(" in dimension {}", k + 1)
+                        }
+                    ));
                 };
                 if (want_max && d > 0) || (!want_max && d < 0) {
                     best = e.clone();
@@ -1029,6 +1103,45 @@ pub fn apply_directive(
             };
             let (pa, ga) = loop_path(expr, a, span)?;
             let (pb, gb) = loop_path(expr, b, span)?;
+            // A guard between the two loops (a split's tail guard) is first moved into
+            // the inner loop (`rw<- guard_lift_gen`/`guard_lift_sum`, whose scoping
+            // refuses a guard that mentions the inner loop's variable).
+            let guarded = |outer: &Vec<usize>, inner: &Vec<usize>| {
+                inner.len() == outer.len() + 2
+                    && inner.starts_with(outer)
+                    && inner[outer.len()..] == [0, 0]
+                    && matches!(
+                        node_at(expr, &inner[..outer.len() + 1]).map(|n| &n.kind),
+                        Some(ExprKind::Guard { .. })
+                    )
+            };
+            let (pa, pb) = if guarded(&pa, &pb) || guarded(&pb, &pa) {
+                let (outer, inner_gen) = if pa.len() < pb.len() {
+                    (&pa, gb)
+                } else {
+                    (&pb, ga)
+                };
+                let mut guard = outer.clone();
+                guard.push(0);
+                let rule = if inner_gen {
+                    "guard_lift_gen"
+                } else {
+                    "guard_lift_sum"
+                };
+                applier.apply(rw(rule, true, guard.clone(), vec![], span))?;
+                let lift = |p: &Vec<usize>| {
+                    if p.len() > outer.len() + 1 {
+                        let mut q = p.clone();
+                        q.remove(outer.len() + 1);
+                        q
+                    } else {
+                        p.clone()
+                    }
+                };
+                (lift(&pa), lift(&pb))
+            } else {
+                (pa, pb)
+            };
             let (outer_path, outer_gen, inner_gen) =
                 if pb.len() == pa.len() + 1 && pb.starts_with(&pa) {
                     (pa, ga, gb)

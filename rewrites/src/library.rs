@@ -16,6 +16,10 @@ pub const RULE_FILES: &[(&str, &str)] = &[
     ("algebra.rules", include_str!("../rules/algebra.rules")),
     ("reshape.rules", include_str!("../rules/reshape.rules")),
     ("layout.rules", include_str!("../rules/layout.rules")),
+    (
+        "abstraction.rules",
+        include_str!("../rules/abstraction.rules"),
+    ),
 ];
 
 /// A set of rules by name.
