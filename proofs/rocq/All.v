@@ -3,10 +3,10 @@
 (* Every rule marked `status: proved`, for every commutative ring and at the reals. *)
 
 From ATL Require Import Semantics Instances.
-From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout.
-From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout.
+From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
+From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 92 rules. *)
+(* 95 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -99,7 +99,10 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_reshape.concat_def_stmt K) /\
   (@Rules_reshape.trunc_r_let_stmt K) /\
   (@Rules_reshape.split_let_stmt K) /\
-  (@Rules_layout.pack_cols_stmt K).
+  (@Rules_layout.pack_cols_stmt K) /\
+  (@Rules_abstraction.let_intro_stmt K) /\
+  (@Rules_abstraction.let_hoist_gen_stmt K) /\
+  (@Rules_abstraction.let_hoist_sum_stmt K).
 
 Theorem proved_rules_hold : forall K : Scalar, proved_rules K.
 Proof.
@@ -195,7 +198,10 @@ Proof.
   split; [exact (@Proofs_reshape.concat_def K) |].
   split; [exact (@Proofs_reshape.trunc_r_let K) |].
   split; [exact (@Proofs_reshape.split_let K) |].
-  exact (@Proofs_layout.pack_cols K).
+  split; [exact (@Proofs_layout.pack_cols K) |].
+  split; [exact (@Proofs_abstraction.let_intro K) |].
+  split; [exact (@Proofs_abstraction.let_hoist_gen K) |].
+  exact (@Proofs_abstraction.let_hoist_sum K).
 Qed.
 
 Theorem proved_rules_real : proved_rules RScalar.
