@@ -15,4 +15,10 @@ Proof.
   bcases; finish_dm.
 Qed.
 
+Theorem pad_read : pad_read_stmt.
+Proof.
+  unfold pad_read_stmt; intros; tunfold; intros s; simpl.
+  bcases; finish.
+Qed.
+
 End Proofs.

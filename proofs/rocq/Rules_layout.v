@@ -22,4 +22,21 @@ Definition pack_cols_stmt : Prop :=
   v ==
   (let x := (Gen 0 (cdiv c q) (fun jo : Z => (Gen 0 r (fun k : Z => (Gen 0 q (fun ji : Z => (Guard (((jo * q) + ji) <? c) (Acc (Acc v k) ((jo * q) + ji))))))))) in (Gen 0 r (fun k2 : Z => (Gen 0 c (fun j : Z => (Acc (Acc (Acc x (j / q)) k2) (j mod q))))))).
 
+(** pad_read(?k): a guarded read of a rank-3 tensor is a read of its copy padded by k zeros.
+    [pad_read(?k): [?j < ?m] * ?v[?a][?b][?j] => let ?x = gen ?a1 < ?n1: gen ?b1 < ?n2: gen ?q < ?m + ?k: [?q < ?m] * ?v[?a1][?b1][?q] in ?x[?a][?b][?j] if c1: shape(?v) = [?n1, ?n2, ?m] if amount: 0 <= ?k if lower: 0 <= ?j if upper: ?j < ?m + ?k grade: exact] *)
+Definition pad_read_stmt : Prop :=
+  forall (a : Z) (b : Z) (j : Z) (k : Z) (m : Z) (n1 : Z) (n2 : Z) (v : T),
+  (* well-shaped metavariables *)
+  WS [n1; n2; m] v ->
+  (* the left side is well-formed *)
+  (1 <= length (tl (tl [n1; n2; m])))%nat ->
+  (1 <= length (tl [n1; n2; m]))%nat ->
+  (1 <= length [n1; n2; m])%nat ->
+  (* side conditions *)
+  0 <= k ->
+  0 <= j ->
+  j < (m + k) ->
+  (Guard (j <? m) (Acc (Acc (Acc v a) b) j)) ==
+  (let x := (Gen 0 n1 (fun a1 : Z => (Gen 0 n2 (fun b1 : Z => (Gen 0 (m + k) (fun q : Z => (Guard (q <? m) (Acc (Acc (Acc v a1) b1) q)))))))) in (Acc (Acc (Acc x a) b) j)).
+
 End Statements.

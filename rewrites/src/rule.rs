@@ -1018,8 +1018,11 @@ pub(crate) fn load_one(
         }
     }
 
-    // Scopes: intersection over occurrences.
-    let scopes = occurrences
+    // Scopes: intersection over occurrences. A parameter occurs on one side only: where
+    // that side is produced, its value is given with `with` in the site's scope, which
+    // the rule's (fresh) binders are not in; so where that side is matched, it may not
+    // mention them either, and the rule stays one equation with the parameter constant.
+    let mut scopes: HashMap<String, BTreeSet<String>> = occurrences
         .into_iter()
         .map(|(m, sets)| {
             let mut it = sets.into_iter();
@@ -1028,6 +1031,11 @@ pub(crate) fn load_one(
             (m, inter)
         })
         .collect();
+    for p in &params {
+        if let Some(s) = scopes.get_mut(p) {
+            s.clear();
+        }
+    }
 
     Ok(Rule {
         name,
