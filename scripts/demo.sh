@@ -21,3 +21,6 @@ echo "== the same, as JSON"
 echo
 echo "== atl fmt --unicode examples/pipeline/pipeline.atl"
 "$atl" fmt --unicode examples/pipeline/pipeline.atl
+echo
+echo "== atl bench: the register-tiled, packed matmul schedule against the specification"
+"$atl" bench examples/matmul/matmul.atl --def fast --vs matmul --sizes M=256,N=256,K=256 --runs 5
