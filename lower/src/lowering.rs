@@ -217,6 +217,13 @@ fn is_pure(e: &Expr) -> bool {
     pure
 }
 
+/// Whether an expression contains a guard.
+fn has_guard(e: &Expr) -> bool {
+    let mut found = false;
+    e.walk(&mut |n| found |= matches!(n.kind, ExprKind::Guard { .. }));
+    found
+}
+
 /// Tensor-valued sums with at most this many elements accumulate into a local tile
 /// (see `sum_into_tile`): small enough to live on the stack (and, for a register
 /// tile, in registers).
@@ -901,8 +908,11 @@ impl Lowerer<'_, '_> {
                     // Lowered without the guard's fact, a pure body whose loads all
                     // stay in bounds anyway (no check left in it) may be evaluated
                     // whatever the guard: a blend, which vectorizes where a branch
-                    // does not.
-                    if is_pure(body) {
+                    // does not. Only tried for a body without guards of its own: one
+                    // would almost always leave a select (so no blend), and trying at
+                    // every level of nested guards would lower the innermost body
+                    // 2^depth times.
+                    if is_pure(body) && !has_guard(body) {
                         let (pre, v) = self.scalar(body)?;
                         if pre.is_empty() && !has_select(&v) {
                             return Ok((Vec::new(), Val::Blend(cond, Box::new(v))));

@@ -402,12 +402,12 @@ fn random_program(seed: u64, depth: usize) -> String {
         atl_lang::poly::normalize(&a_shape[0]),
         IndexExpr::Const(c) if c < 1
     );
-    let b = match g2.rng.below(3) {
-        0 if !empty => amount(use_a, AmountOp::TruncR, k(1)),
-        0 => g2.with_let(use_a, |gg, x, s| {
-            let other = gg.variant(x, s);
-            Expr::binary(BinOp::Add, other, Expr::var(x))
-        }),
+    let choice = match g2.rng.below(3) {
+        0 if empty => 1,
+        c => c,
+    };
+    let b = match choice {
+        0 => amount(use_a, AmountOp::TruncR, k(1)),
         1 => g2.with_let(use_a, |gg, x, s| {
             let other = gg.variant(x, s);
             Expr::binary(BinOp::Add, other, Expr::var(x))
