@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 96 rules. *)
+(* 97 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -100,6 +100,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_reshape.trunc_r_let_stmt K) /\
   (@Rules_reshape.split_let_stmt K) /\
   (@Rules_layout.pack_cols_stmt K) /\
+  (@Rules_layout.pad_rows_stmt K) /\
   (@Rules_layout.pad_read_stmt K) /\
   (@Rules_abstraction.let_intro_stmt K) /\
   (@Rules_abstraction.let_hoist_gen_stmt K) /\
@@ -200,6 +201,7 @@ Proof.
   split; [exact (@Proofs_reshape.trunc_r_let K) |].
   split; [exact (@Proofs_reshape.split_let K) |].
   split; [exact (@Proofs_layout.pack_cols K) |].
+  split; [exact (@Proofs_layout.pad_rows K) |].
   split; [exact (@Proofs_layout.pad_read K) |].
   split; [exact (@Proofs_abstraction.let_intro K) |].
   split; [exact (@Proofs_abstraction.let_hoist_gen K) |].

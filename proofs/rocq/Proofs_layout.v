@@ -21,4 +21,10 @@ Proof.
   bcases; finish.
 Qed.
 
+Theorem pad_rows : pad_rows_stmt.
+Proof.
+  unfold pad_rows_stmt; intros; tunfold; intros s; simpl.
+  bcases; finish.
+Qed.
+
 End Proofs.

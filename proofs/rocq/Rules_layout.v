@@ -22,6 +22,19 @@ Definition pack_cols_stmt : Prop :=
   v ==
   (let x := (Gen 0 (cdiv c q) (fun jo : Z => (Gen 0 r (fun k : Z => (Gen 0 q (fun ji : Z => (Guard (((jo * q) + ji) <? c) (Acc (Acc v k) ((jo * q) + ji))))))))) in (Gen 0 r (fun k2 : Z => (Gen 0 c (fun j : Z => (Acc (Acc (Acc x (j / q)) k2) (j mod q))))))).
 
+(** pad_rows(?k): a read guarded by the row bound is a read of a copy with k zero rows appended.
+    [pad_rows(?k): [?i < ?m] * ?v[?i] => let ?x = gen ?i1 < ?m + ?k: [?i1 < ?m] * ?v[?i1] in ?x[?i] if c1: shape(?v) = [?m, ..] if amount: 0 <= ?k grade: exact] *)
+Definition pad_rows_stmt : Prop :=
+  forall (i : Z) (k : Z) (m : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  WS (m :: sh_v) v ->
+  (* the left side is well-formed *)
+  (1 <= length (m :: sh_v))%nat ->
+  (* side conditions *)
+  0 <= k ->
+  (Guard (i <? m) (Acc v i)) ==
+  (let x := (Gen 0 (m + k) (fun i1 : Z => (Guard (i1 <? m) (Acc v i1)))) in (Acc x i)).
+
 (** pad_read(?k): a guarded read of a rank-3 tensor is a read of its copy padded by k zeros.
     [pad_read(?k): [?j < ?m] * ?v[?a][?b][?j] => let ?x = gen ?a1 < ?n1: gen ?b1 < ?n2: gen ?q < ?m + ?k: [?q < ?m] * ?v[?a1][?b1][?q] in ?x[?a][?b][?j] if c1: shape(?v) = [?n1, ?n2, ?m] if amount: 0 <= ?k if lower: 0 <= ?j if upper: ?j < ?m + ?k grade: exact] *)
 Definition pad_read_stmt : Prop :=
