@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 97 rules. *)
+(* 98 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -39,6 +39,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_guard.guard_false_scalar_stmt K) /\
   (@Rules_guard.guard_elim_stmt K) /\
   (@Rules_guard.guard_and_stmt K) /\
+  (@Rules_guard.guard_dup_stmt K) /\
   (@Rules_guard.guard_split_stmt K) /\
   (@Rules_guard.guard_comm_stmt K) /\
   (@Rules_guard.guard_lift_sum_stmt K) /\
@@ -140,6 +141,7 @@ Proof.
   split; [exact (@Proofs_guard.guard_false_scalar K) |].
   split; [exact (@Proofs_guard.guard_elim K) |].
   split; [exact (@Proofs_guard.guard_and K) |].
+  split; [exact (@Proofs_guard.guard_dup K) |].
   split; [exact (@Proofs_guard.guard_split K) |].
   split; [exact (@Proofs_guard.guard_comm K) |].
   split; [exact (@Proofs_guard.guard_lift_sum K) |].

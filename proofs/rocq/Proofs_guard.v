@@ -21,6 +21,9 @@ Proof. unfold guard_elim_stmt; intros; subst; tunfold; reflexivity. Qed.
 Theorem guard_and : guard_and_stmt.
 Proof. unfold guard_and_stmt; intros; tunfold; intros s; destruct p, q; reflexivity. Qed.
 
+Theorem guard_dup : guard_dup_stmt.
+Proof. unfold guard_dup_stmt; intros; tunfold; intros s; destruct p; reflexivity. Qed.
+
 Theorem guard_split : guard_split_stmt.
 Proof. unfold guard_split_stmt; intros; tunfold; intros s; destruct p, q; reflexivity. Qed.
 

@@ -49,6 +49,15 @@ Definition guard_and_stmt : Prop :=
   (Guard p (Guard q e)) ==
   (Guard (p && q) e).
 
+(** guard_dup: a guard may be repeated (one copy can then be consumed, e.g. by pad_rows).
+    [guard_dup: [?p] * ?e => [?p] * ([?p] * ?e) grade: exact] *)
+Definition guard_dup_stmt : Prop :=
+  forall (e : T) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  WS sh_e e ->
+  (Guard p e) ==
+  (Guard p (Guard p e)).
+
 (** guard_split: a guard on a conjunction is two nested guards.
     [guard_split: [?p && ?q] * ?e => [?p] * ([?q] * ?e) grade: exact] *)
 Definition guard_split_stmt : Prop :=
