@@ -503,7 +503,7 @@ fn loop_annotations_are_traced_certified_verified_and_emitted() {
         })
         .collect();
     assert!(
-        pragmas.contains(&("ATL_OMP(omp parallel for schedule(static))", "y")),
+        pragmas.contains(&("ATL_OMP(omp parallel for schedule(guided))", "y")),
         "{pragmas:?}"
     );
     assert!(
