@@ -25,6 +25,7 @@ use atl_lower::ir::{
 };
 
 use crate::Dtype;
+use crate::hoist::{self, HoistPlan};
 
 /// C keywords (C99, C11) and library names the generated code refers to.
 const RESERVED: &[&str] = &[
@@ -182,6 +183,8 @@ pub(crate) struct CPrinter<'k> {
     dtype: Dtype,
     symbol: String,
     names: Names,
+    /// Where heap temporaries are allocated (`crate::hoist`).
+    plan: HoistPlan,
     out: String,
 }
 
@@ -202,11 +205,13 @@ impl<'k> CPrinter<'k> {
     pub(crate) fn new(kernel: &'k Kernel, dtype: Dtype, symbol: &str) -> CPrinter<'k> {
         let mut names = Names::new(symbol);
         collect_names(kernel, &mut names);
+        let plan = hoist::plan(kernel, &on_heap);
         CPrinter {
             kernel,
             dtype,
             symbol: symbol.to_string(),
             names,
+            plan,
             out: String::new(),
         }
     }
@@ -506,12 +511,36 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
     fn stmt(&mut self, s: &Stmt, depth: usize) {
         match s {
             Stmt::For(l) => {
+                let Some(bufs) = self.plan.region(l).map(<[String]>::to_vec) else {
+                    self.for_loop(l, depth, false);
+                    return;
+                };
+                // Temporaries of the loop's body allocated once around it (per thread
+                // when it is parallel: the loop becomes the worksharing loop of a
+                // parallel region); see `crate::hoist`.
                 let v = self.names.get(&l.var).to_string();
-                let (lo, hi) = (self.ix(&l.lo), self.ix(&l.hi));
-                self.pragmas(l, depth);
+                if l.parallel {
+                    self.indent(depth);
+                    self.out.push_str("ATL_OMP(omp parallel)\n");
+                }
                 self.indent(depth);
-                let _ = writeln!(self.out, "for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{");
-                self.block(&l.body, depth + 1);
+                let whose = if l.parallel { "each thread's" } else { "the" };
+                let _ = writeln!(
+                    self.out,
+                    "{{ /* {whose} temporaries of the loop over {v}, allocated at first use */"
+                );
+                let t = self.t();
+                for b in &bufs {
+                    let b = self.names.get(b).to_string();
+                    self.indent(depth + 1);
+                    let _ = writeln!(self.out, "{t} *restrict {b} = NULL;");
+                }
+                self.for_loop(l, depth + 1, l.parallel);
+                for b in &bufs {
+                    let b = self.names.get(b).to_string();
+                    self.indent(depth + 1);
+                    let _ = writeln!(self.out, "free({b});");
+                }
                 self.indent(depth);
                 self.out.push_str("}\n");
             }
@@ -563,6 +592,44 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     return;
                 }
                 let n = self.ix(len);
+                if let Some(at) = self.plan.hoisted(buf).cloned() {
+                    // Declared (as NULL) around the loop over `at.loop_var`: allocated
+                    // at the first execution, reused after (zeroed again if zeroed).
+                    let v = self.names.get(&at.loop_var).to_string();
+                    let whose = if at.per_thread {
+                        "this thread's"
+                    } else {
+                        "one"
+                    };
+                    self.indent(depth);
+                    let _ = writeln!(
+                        self.out,
+                        "{{ /* {b}: {}, {whose} buffer for the loop over {v} */",
+                        show_shape(shape)
+                    );
+                    self.indent(depth + 1);
+                    let _ = writeln!(self.out, "if ({b} == NULL)");
+                    self.indent(depth + 2);
+                    let _ = writeln!(self.out, "{b} = atl_alloc({n}, {});", i32::from(*zeroed));
+                    if *zeroed {
+                        let zero = self.lit(0.0);
+                        self.indent(depth + 1);
+                        self.out.push_str(
+                            "else
+",
+                        );
+                        self.indent(depth + 2);
+                        let _ = writeln!(
+                            self.out,
+                            "for (int64_t atl_k = 0; atl_k < {n}; ++atl_k)\n{}{b}[atl_k] = {zero};",
+                            "  ".repeat(depth + 3)
+                        );
+                    }
+                    self.block(body, depth + 1);
+                    self.indent(depth);
+                    self.out.push_str("}\n");
+                    return;
+                }
                 self.indent(depth);
                 let _ = writeln!(self.out, "{{ /* {b}: {} */", show_shape(shape));
                 self.indent(depth + 1);
@@ -627,7 +694,20 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
     /// the same sequential code). A parallel loop whose body is exactly one more
     /// `gen` loop with bounds independent of it is collapsed with it, so that a short
     /// outer extent (a batch of 8) still gives every thread work.
-    fn pragmas(&mut self, l: &For, depth: usize) {
+    /// A `for` loop with its pragmas; `in_region`: the loop is the worksharing loop
+    /// of a parallel region already opened around it.
+    fn for_loop(&mut self, l: &For, depth: usize, in_region: bool) {
+        let v = self.names.get(&l.var).to_string();
+        let (lo, hi) = (self.ix(&l.lo), self.ix(&l.hi));
+        self.pragmas(l, depth, in_region);
+        self.indent(depth);
+        let _ = writeln!(self.out, "for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{");
+        self.block(&l.body, depth + 1);
+        self.indent(depth);
+        self.out.push_str("}\n");
+    }
+
+    fn pragmas(&mut self, l: &For, depth: usize, in_region: bool) {
         // OpenMP wants one directive per loop: a loop that is both parallel and
         // vector gets the combined `parallel for simd`, and a collapsed inner loop
         // carries no directive of its own (so it is only collapsed when it has none).
@@ -639,7 +719,8 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                         && !inner.unroll
                         && !inner.parallel
                         && !ix_mentions(&inner.lo, &l.var)
-                        && !ix_mentions(&inner.hi, &l.var) =>
+                        && !ix_mentions(&inner.hi, &l.var)
+                        && self.plan.region(inner).is_none() =>
                 {
                     " collapse(2)"
                 }
@@ -656,8 +737,9 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             // shrinking) let a thread that kept its CPU take over the rest. Measured in
             // the bench kit at 2 threads: equal or faster on all four workloads (conv1d
             // 2.17 vs 2.42 ms, blur 1.61 vs 1.66 ms); no change at 1 thread.
+            let parallel = if in_region { "" } else { "parallel " };
             Some(format!(
-                "ATL_OMP(omp parallel for{simd}{collapse} schedule({kind}))"
+                "ATL_OMP(omp {parallel}for{simd}{collapse} schedule({kind}))"
             ))
         } else if l.vector {
             Some("ATL_OMP(omp simd)".to_string())
@@ -933,10 +1015,13 @@ fn annotated(k: &Kernel) -> bool {
 /// Whether the kernel has a temporary that is not a stack array.
 fn heap_allocates(k: &Kernel) -> bool {
     let mut found = false;
-    k.walk(&mut |s| {
-        found |= matches!(s, Stmt::Alloc { len, .. } if !matches!(len, Ix::Const(n) if *n <= STACK_LIMIT))
-    });
+    k.walk(&mut |s| found |= matches!(s, Stmt::Alloc { len, .. } if on_heap(len)));
     found
+}
+
+/// Whether a temporary of this length is allocated on the heap (not a stack array).
+fn on_heap(len: &Ix) -> bool {
+    !matches!(len, Ix::Const(n) if *n <= STACK_LIMIT)
 }
 
 /// Whether an index expression mentions the variable `v`.

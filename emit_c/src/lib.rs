@@ -22,6 +22,7 @@ mod compile;
 mod cprint;
 #[allow(unsafe_code)]
 mod ffi;
+mod hoist;
 mod run;
 
 use atl_lang::diag::Diagnostic;
