@@ -12,6 +12,8 @@
  *   after  : 250 ms sleep, an untimed cblas_sgemm, then at once our matmul --
  *            what the kit's harness does.
  *   sgemm  : 250 ms sleep, then the timed OpenBLAS call.
+ * Then, once, each of the two called ROUNDS times back to back (no sleep in
+ * between; the steady state of a loop that calls only that implementation).
  * For alone/after, each OpenMP thread reads CLOCK_THREAD_CPUTIME_ID in an
  * `omp parallel` region just before and just after our call (outside the timed
  * interval; libgomp reuses the same pool threads in our kernel's region), so
@@ -172,6 +174,24 @@ int main(int argc, char **argv) {
     double others = (machine_busy() - m0) - (now(CLOCK_PROCESS_CPUTIME_ID) - q0);
     others /= now(CLOCK_MONOTONIC) - w0;
 
+    /* Back to back: R calls of one implementation in a row (after 2 untimed ones),
+     * as in a loop that calls only it -- no idle vCPU between calls, and no other
+     * runtime's threads spinning, except OpenBLAS's own between its calls (its
+     * designed steady state). After a 250 ms idle this VM needs a few calls to run
+     * at full speed again, which is what the untimed calls absorb. */
+    double *bb[2] = {calloc(R, sizeof(double)), calloc(R, sizeof(double))};
+    for (int which = 0; which < 2; which++) {
+        mm_fn f = which == 0 ? ours : blas;
+        float *C = which == 0 ? Co : Cb;
+        nap();
+        for (int r = -2; r < R; r++) {
+            double t0 = now(CLOCK_MONOTONIC);
+            f(A, B, C, n, n, n);
+            if (r >= 0) bb[which][r] = now(CLOCK_MONOTONIC) - t0;
+        }
+        check(C, ref, nn);
+    }
+
     const char *wp = getenv("OMP_WAIT_POLICY");
     printf("n=%ld T=%d rounds=%d OMP_WAIT_POLICY=%s (medians over rounds, ms)\n", n, T, R, wp ? wp : "<unset>");
     double med[NPH];
@@ -189,6 +209,9 @@ int main(int argc, char **argv) {
     }
     printf("  t_sgemm/t_alone = %.3f   t_sgemm/t_after = %.3f   (t_after/t_alone = %.3f)\n",
            med[SGEMM] / med[ALONE], med[SGEMM] / med[AFTER], med[AFTER] / med[ALONE]);
+    double bb_ours = median(bb[0], R), bb_blas = median(bb[1], R);
+    printf("  back to back (%d calls each): ours %.2f ms, sgemm %.2f ms, t_sgemm/t_ours = %.3f\n",
+           R, 1e3 * bb_ours, 1e3 * bb_blas, bb_blas / bb_ours);
     printf("  other processes kept %.2f vCPUs busy on average during the rounds (of %ld)\n",
            others, sysconf(_SC_NPROCESSORS_ONLN));
     printf("  check: %ld outputs (ours and OpenBLAS) vs OpenBLAS's warm-up output: %ld mismatching\n",
