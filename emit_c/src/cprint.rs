@@ -1025,7 +1025,7 @@ fn on_heap(len: &Ix) -> bool {
 }
 
 /// Whether an index expression mentions the variable `v`.
-fn ix_mentions(ix: &Ix, v: &str) -> bool {
+pub(crate) fn ix_mentions(ix: &Ix, v: &str) -> bool {
     match ix {
         Ix::Const(_) => false,
         Ix::Var(x) => x == v,

@@ -26,6 +26,8 @@ use std::collections::{HashMap, HashSet};
 
 use atl_lower::ir::{For, Ix, Kernel, Stmt};
 
+use crate::cprint::ix_mentions;
+
 /// The allocation placement of one kernel.
 #[derive(Default)]
 pub(crate) struct HoistPlan {
@@ -98,7 +100,7 @@ fn walk<'a>(
                     // (its threads need buffers of their own).
                     let mut target: Option<&For> = None;
                     for l in stack.iter().rev() {
-                        if mentions(len, &l.var) {
+                        if ix_mentions(len, &l.var) {
                             break;
                         }
                         target = Some(l);
@@ -169,13 +171,4 @@ fn declared_once(k: &Kernel) -> HashSet<String> {
         .filter(|&(_, c)| c == 1)
         .map(|(n, _)| n.to_string())
         .collect()
-}
-
-fn mentions(ix: &Ix, v: &str) -> bool {
-    match ix {
-        Ix::Const(_) => false,
-        Ix::Var(x) => x == v,
-        Ix::Neg(a) => mentions(a, v),
-        Ix::Bin(_, a, b) => mentions(a, v) || mentions(b, v),
-    }
 }

@@ -13,28 +13,10 @@
 #[path = "../../lower/tests/support/mod.rs"]
 mod support;
 
-use atl_emit_c::{Backend, CompileOptions, Dtype, EmitOptions};
+mod common;
 
-fn sanitize() -> bool {
-    std::env::var_os("ATL_SANITIZE").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-fn options() -> CompileOptions {
-    if sanitize() {
-        CompileOptions {
-            backend: Backend::Harness,
-            sanitize: true,
-            opt_level: 1,
-            ..CompileOptions::default()
-        }
-    } else {
-        // With OpenMP, so that the `parallel` loops really run on threads.
-        CompileOptions {
-            openmp: true,
-            ..CompileOptions::default()
-        }
-    }
-}
+use atl_emit_c::{Dtype, EmitOptions};
+use common::{compile_options as options, sanitize};
 
 /// Runs one example file; returns the number of runs and the failures.
 fn check_file(path: &std::path::Path) -> (usize, Vec<String>) {

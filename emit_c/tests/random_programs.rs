@@ -4,32 +4,22 @@
 
 use std::collections::BTreeMap;
 
-use atl_emit_c::{Backend, CompileOptions, Dtype, EmitOptions, compile};
+use atl_emit_c::{Dtype, EmitOptions, compile};
 use atl_lang::interp::{EvalOptions, Tensor};
 
+mod common;
 #[path = "../../lower/tests/support/random.rs"]
 mod random;
 
-fn sanitize() -> bool {
-    std::env::var_os("ATL_SANITIZE").is_some_and(|v| !v.is_empty() && v != "0")
-}
+use common::{compile_options, sanitize};
 
 #[test]
 fn random_programs_compile_and_match_the_interpreter() {
-    let (options, dtype, tolerance) = if sanitize() {
-        let o = CompileOptions {
-            backend: Backend::Harness,
-            sanitize: true,
-            opt_level: 1,
-            ..CompileOptions::default()
-        };
-        (o, Dtype::F32, 1e-4)
+    let options = compile_options();
+    let (dtype, tolerance) = if sanitize() {
+        (Dtype::F32, 1e-4)
     } else {
-        let o = CompileOptions {
-            openmp: true,
-            ..CompileOptions::default()
-        };
-        (o, Dtype::F64, 1e-10)
+        (Dtype::F64, 1e-10)
     };
     let mut compiled_programs = 0;
     let mut failures = Vec::new();

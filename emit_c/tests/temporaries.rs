@@ -9,8 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use atl_emit_c::{Backend, CompileOptions, Dtype, EmitOptions, compile, emit};
+mod common;
+
+use atl_emit_c::{Dtype, EmitOptions, compile, emit};
 use atl_lang::interp::{EvalOptions, Tensor, eval_def};
+use common::{compile_options, sanitize};
 
 const PROGRAM: &str = "\
 size n, m, K
@@ -36,10 +39,6 @@ def seq = sum k < K: let t = gen j < m: g[k, j] * 2 in gen j < m: t[j] + t[m - 1
 ";
 
 const DEFS: &[&str] = &["mirror", "pairs", "acc", "seq"];
-
-fn sanitize() -> bool {
-    std::env::var_os("ATL_SANITIZE").is_some_and(|v| !v.is_empty() && v != "0")
-}
 
 fn checked() -> atl_lang::Checked {
     let (checked, diags) = atl_lang::check_source(PROGRAM);
@@ -81,19 +80,7 @@ fn heap_temporaries_are_allocated_once_per_loop_or_thread() {
 #[test]
 fn kernels_with_reused_temporaries_match_the_interpreter() {
     let checked = checked();
-    let options = if sanitize() {
-        CompileOptions {
-            backend: Backend::Harness,
-            sanitize: true,
-            opt_level: 1,
-            ..CompileOptions::default()
-        }
-    } else {
-        CompileOptions {
-            openmp: true,
-            ..CompileOptions::default()
-        }
-    };
+    let options = compile_options();
     let assignments: &[(i64, i64, i64)] = &[(1, 1, 1), (9, 5, 3), (17, 8, 2), (4, 13, 6)];
     for def in DEFS {
         let kernel = kernel(&checked, def);
