@@ -612,18 +612,15 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     self.indent(depth + 2);
                     let _ = writeln!(self.out, "{b} = atl_alloc({n}, {});", i32::from(*zeroed));
                     if *zeroed {
-                        let zero = self.lit(0.0);
+                        // Reused: zeroed again, as a fresh zeroed buffer would be.
                         self.indent(depth + 1);
-                        self.out.push_str(
-                            "else
-",
-                        );
-                        self.indent(depth + 2);
-                        let _ = writeln!(
-                            self.out,
-                            "for (int64_t atl_k = 0; atl_k < {n}; ++atl_k)\n{}{b}[atl_k] = {zero};",
-                            "  ".repeat(depth + 3)
-                        );
+                        self.out.push_str("else\n");
+                        let fill = Stmt::Fill {
+                            buf: buf.clone(),
+                            len: len.clone(),
+                            value: 0.0,
+                        };
+                        self.stmt(&fill, depth + 2);
                     }
                     self.block(body, depth + 1);
                     self.indent(depth);
@@ -689,11 +686,6 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
         }
     }
 
-    /// OpenMP and unrolling pragmas for an annotated loop (see `atl_lower`'s
-    /// annotations; without OpenMP the `omp` pragmas are ignored and the kernel is
-    /// the same sequential code). A parallel loop whose body is exactly one more
-    /// `gen` loop with bounds independent of it is collapsed with it, so that a short
-    /// outer extent (a batch of 8) still gives every thread work.
     /// A `for` loop with its pragmas; `in_region`: the loop is the worksharing loop
     /// of a parallel region already opened around it.
     fn for_loop(&mut self, l: &For, depth: usize, in_region: bool) {
@@ -707,6 +699,13 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
         self.out.push_str("}\n");
     }
 
+    /// OpenMP and unrolling pragmas for an annotated loop (see `atl_lower`'s
+    /// annotations; without OpenMP the `omp` pragmas are ignored and the kernel is
+    /// the same sequential code). A parallel loop whose body is exactly one more
+    /// `gen` loop with bounds independent of it is collapsed with it, so that a short
+    /// outer extent (a batch of 8) still gives every thread work.
+    /// `in_region`: a parallel loop is the worksharing `omp for` of a region already
+    /// opened around it (see `crate::hoist`).
     fn pragmas(&mut self, l: &For, depth: usize, in_region: bool) {
         // OpenMP wants one directive per loop: a loop that is both parallel and
         // vector gets the combined `parallel for simd`, and a collapsed inner loop

@@ -132,43 +132,27 @@ fn walk<'a>(
 /// Names declared exactly once in the kernel (parameters, loop variables, scalars and
 /// buffers counted together).
 fn declared_once(k: &Kernel) -> HashSet<String> {
-    let mut count: HashMap<&str, usize> = HashMap::new();
+    let mut count: HashMap<String, usize> = HashMap::new();
     for n in k
         .sizes
         .iter()
         .chain(k.inputs.iter().map(|i| &i.name))
         .chain(std::iter::once(&k.output.name))
     {
-        *count.entry(n.as_str()).or_default() += 1;
+        *count.entry(n.clone()).or_default() += 1;
     }
-    fn visit<'a>(stmts: &'a [Stmt], count: &mut HashMap<&'a str, usize>) {
-        for s in stmts {
-            match s {
-                Stmt::For(l) => {
-                    *count.entry(l.var.as_str()).or_default() += 1;
-                    visit(&l.body, count);
-                }
-                Stmt::If {
-                    then_branch,
-                    else_branch,
-                    ..
-                } => {
-                    visit(then_branch, count);
-                    visit(else_branch, count);
-                }
-                Stmt::Alloc { buf, body, .. } => {
-                    *count.entry(buf.as_str()).or_default() += 1;
-                    visit(body, count);
-                }
-                Stmt::Decl { name, .. } => *count.entry(name.as_str()).or_default() += 1,
-                _ => {}
-            }
-        }
-    }
-    visit(&k.body, &mut count);
+    k.walk(&mut |s| {
+        let name = match s {
+            Stmt::For(l) => &l.var,
+            Stmt::Alloc { buf, .. } => buf,
+            Stmt::Decl { name, .. } => name,
+            _ => return,
+        };
+        *count.entry(name.clone()).or_default() += 1;
+    });
     count
         .into_iter()
         .filter(|&(_, c)| c == 1)
-        .map(|(n, _)| n.to_string())
+        .map(|(n, _)| n)
         .collect()
 }
