@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::diag::Diagnostic;
-use crate::index::IndexExpr;
+use crate::index::{CmpOp, IndexExpr, Pred};
 use crate::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
 use crate::poly::{Poly, normalize, same};
 use crate::span::Span;
@@ -117,6 +117,92 @@ fn check_amount(
     Ok(k)
 }
 
+/// A fact about the sizes that must hold for a term to be well-shaped (ARCHITECTURE.md,
+/// "The shape discipline"): a `gen` range length, a reshape amount or an input extent
+/// that the normal form alone cannot show to be in range. Obligations mention sizes
+/// only, so they are proved under the declarations (sizes >= 1 and the `assume`s) and
+/// never under a guard's or a binder's facts: a shape is observed everywhere.
+#[derive(Clone, Debug)]
+pub struct ShapeObligation {
+    pub pred: Pred,
+    /// The node (or input declaration) whose shape needs it.
+    pub span: Span,
+    /// What is required, in the user's terms, e.g. "the length `n - 5` of the range
+    /// of `gen i`"; the predicate says which bound.
+    pub what: String,
+}
+
+fn amount_obligations(
+    op: AmountOp,
+    k: &IndexExpr,
+    n: &IndexExpr,
+    span: Span,
+    obl: &mut Vec<ShapeObligation>,
+) {
+    let name = op.name();
+    let mut push = |pred: Pred, what: String| {
+        // Constant facts were decided by `check_amount` and the trunc check.
+        if let Pred::Cmp(_, a, b) = &pred
+            && normalize(&IndexExpr::sub(a.clone(), b.clone()))
+                .as_const()
+                .is_some()
+        {
+            return;
+        }
+        obl.push(ShapeObligation { pred, span, what });
+    };
+    match op {
+        AmountOp::Split => push(
+            Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(1)),
+            format!("the row length `{k}` of `{name}` (at least 1)"),
+        ),
+        AmountOp::PadL | AmountOp::PadR => push(
+            Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(0)),
+            format!("the amount `{k}` of `{name}` (at least 0)"),
+        ),
+        AmountOp::TruncL | AmountOp::TruncR => {
+            push(
+                Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(0)),
+                format!("the amount `{k}` of `{name}` (at least 0)"),
+            );
+            push(
+                Pred::cmp(CmpOp::Le, k.clone(), n.clone()),
+                format!("the amount `{k}` of `{name}` (at most the extent `{n}`)"),
+            );
+        }
+    }
+}
+
+/// Infers the shape of `e` (enclosing `let` shapes given, innermost last) and collects
+/// the facts about the sizes its well-shapedness needs ([`ShapeObligation`]).
+pub fn infer_with_obligations(
+    env: &ShapeEnv,
+    lets: &mut Vec<(String, Shape)>,
+    e: &Expr,
+) -> Result<(Shape, Vec<ShapeObligation>), Diagnostic> {
+    let mut obl = Vec::new();
+    let shape = infer_obl(env, lets, e, &mut obl)?;
+    Ok((shape, obl))
+}
+
+/// The obligations of the declared inputs: every extent is at least 0.
+pub fn input_obligations(program: &Program) -> Vec<ShapeObligation> {
+    let mut out = Vec::new();
+    for input in &program.inputs {
+        for d in &input.shape {
+            let d = normalize(d);
+            if d.as_const().is_none() {
+                out.push(ShapeObligation {
+                    pred: Pred::cmp(CmpOp::Ge, d.clone(), IndexExpr::Const(0)),
+                    span: input.span,
+                    what: format!("the extent `{d}` of input `{}`", input.name),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Infers the shape of `e` with the shapes of enclosing `let`s given (innermost last).
 pub fn infer_with_lets(
     env: &ShapeEnv,
@@ -130,6 +216,15 @@ fn infer_in(
     env: &ShapeEnv,
     lets: &mut Vec<(String, Shape)>,
     e: &Expr,
+) -> Result<Shape, Diagnostic> {
+    infer_obl(env, lets, e, &mut Vec::new())
+}
+
+fn infer_obl(
+    env: &ShapeEnv,
+    lets: &mut Vec<(String, Shape)>,
+    e: &Expr,
+    obl: &mut Vec<ShapeObligation>,
 ) -> Result<Shape, Diagnostic> {
     match &e.kind {
         ExprKind::Lit(_) => Ok(vec![]),
@@ -174,21 +269,28 @@ fn infer_in(
                 .at(e.span, format!("`{lo}..{hi}` is backwards"))
                 .with_help("write the range as `lo..hi` with `lo <= hi`"));
             }
+            if extent.as_const().is_none() {
+                obl.push(ShapeObligation {
+                    pred: Pred::cmp(CmpOp::Ge, extent.clone(), IndexExpr::Const(0)),
+                    span: e.span,
+                    what: format!("the length `{extent}` of the range of `gen {var}`"),
+                });
+            }
             let mut shape = vec![extent];
-            shape.extend(infer_in(env, lets, body)?);
+            shape.extend(infer_obl(env, lets, body, obl)?);
             Ok(shape)
         }
-        ExprKind::Sum { body, .. } => infer_in(env, lets, body),
-        ExprKind::Guard { body, .. } => infer_in(env, lets, body),
+        ExprKind::Sum { body, .. } => infer_obl(env, lets, body, obl),
+        ExprKind::Guard { body, .. } => infer_obl(env, lets, body, obl),
         ExprKind::Let { var, value, body } => {
-            let vs = infer_in(env, lets, value)?;
+            let vs = infer_obl(env, lets, value, obl)?;
             lets.push((var.clone(), vs));
-            let out = infer_in(env, lets, body);
+            let out = infer_obl(env, lets, body, obl);
             lets.pop();
             out
         }
         ExprKind::Access { tensor, .. } => {
-            let ts = infer_in(env, lets, tensor)?;
+            let ts = infer_obl(env, lets, tensor, obl)?;
             if ts.is_empty() {
                 return Err(
                     Diagnostic::error("E0403", "too many indices: this is a scalar")
@@ -199,10 +301,10 @@ fn infer_in(
             }
             Ok(ts[1..].to_vec())
         }
-        ExprKind::Neg(a) => infer_in(env, lets, a),
+        ExprKind::Neg(a) => infer_obl(env, lets, a, obl),
         ExprKind::Binary { op, lhs, rhs } => {
-            let ls = infer_in(env, lets, lhs)?;
-            let rs = infer_in(env, lets, rhs)?;
+            let ls = infer_obl(env, lets, lhs, obl)?;
+            let rs = infer_obl(env, lets, rhs, obl)?;
             match op {
                 BinOp::Add | BinOp::Sub => {
                     if !shapes_equal(&ls, &rs) {
@@ -237,8 +339,8 @@ fn infer_in(
             }
         }
         ExprKind::Concat(a, b) => {
-            let sa = infer_in(env, lets, a)?;
-            let sb = infer_in(env, lets, b)?;
+            let sa = infer_obl(env, lets, a, obl)?;
+            let sb = infer_obl(env, lets, b, obl)?;
             for (s, x) in [(&sa, a), (&sb, b)] {
                 if s.is_empty() {
                     return Err(
@@ -265,7 +367,7 @@ fn infer_in(
             Ok(out)
         }
         ExprKind::Transpose(a) | ExprKind::Flatten(a) => {
-            let s = infer_in(env, lets, a)?;
+            let s = infer_obl(env, lets, a, obl)?;
             let name = if matches!(e.kind, ExprKind::Transpose(_)) {
                 "transpose"
             } else {
@@ -291,7 +393,7 @@ fn infer_in(
             Ok(out)
         }
         ExprKind::Amount { op, amount, arg } => {
-            let s = infer_in(env, lets, arg)?;
+            let s = infer_obl(env, lets, arg, obl)?;
             if s.is_empty() {
                 return Err(Diagnostic::error(
                     "E0407",
@@ -301,6 +403,7 @@ fn infer_in(
             }
             let k = check_amount(env, *op, amount, e.span)?;
             let n = s[0].clone();
+            amount_obligations(*op, &k, &n, e.span, obl);
             let mut out = Vec::with_capacity(s.len() + 1);
             match op {
                 AmountOp::Split => {

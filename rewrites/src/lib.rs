@@ -19,6 +19,7 @@ pub mod matcher;
 pub mod rocq;
 pub mod rule;
 pub mod user_rules;
+pub mod well_shaped;
 
 pub use engine::{Derivation, Env, run_derivations, with_derived};
 pub use library::Library;
