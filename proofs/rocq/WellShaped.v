@@ -183,7 +183,7 @@ Qed.
 
 (** * Reshape operators: the argument's shape is given explicitly, as in [Semantics.v]. *)
 
-(** [transpose e]: rank at least 2 (E0407); the first two extents swapped. *)
+(** [transpose(e)]: rank at least 2 (E0407); the first two extents swapped. *)
 Lemma WS_Transpose : forall d0 d1 sh e,
   WS (d0 :: d1 :: sh) e -> WS (d1 :: d0 :: sh) (Transpose (d0 :: d1 :: sh) e).
 Proof.
@@ -203,7 +203,7 @@ Proof.
     apply agree_scons, agree_scons, agree_stl, agree_stl, H.
 Qed.
 
-(** [flatten e]: rank at least 2 (E0407); the first two extents multiplied. *)
+(** [flatten(e)]: rank at least 2 (E0407); the first two extents multiplied. *)
 Lemma WS_Flatten : forall d0 d1 sh e,
   WS (d0 :: d1 :: sh) e -> WS (d0 * d1 :: sh) (Flatten (d0 :: d1 :: sh) e).
 Proof.
@@ -243,7 +243,7 @@ Proof.
     + apply (WS_agree _ _ _ _ Hb); simpl; apply agree_scons, agree_stl, H.
 Qed.
 
-(** [split k e]: obligation [k >= 1] (E0409 when constant); shape
+(** [split(k, e)]: obligation [k >= 1] (E0409 when constant); shape
     [cdiv n k :: k :: sh]. *)
 Lemma WS_Split : forall n sh k e,
   1 <= k -> WS (n :: sh) e -> WS (cdiv n k :: k :: sh) (Split (n :: sh) k e).
@@ -266,7 +266,7 @@ Proof.
     apply agree_scons, agree_stl, agree_stl, H.
 Qed.
 
-(** [padr k e]: obligation [k >= 0] (E0409 when constant); shape [n + k :: sh]. *)
+(** [pad_r(k, e)]: obligation [k >= 0] (E0409 when constant); shape [n + k :: sh]. *)
 Lemma WS_PadR : forall n sh k e,
   0 <= k -> WS (n :: sh) e -> WS (n + k :: sh) (PadR (n :: sh) k e).
 Proof.
@@ -282,7 +282,7 @@ Proof.
     destruct (s' O <? n); [apply (WS_agree _ _ _ _ He), H | reflexivity].
 Qed.
 
-(** [padl k e]: obligation [k >= 0]; shape [n + k :: sh]. *)
+(** [pad_l(k, e)]: obligation [k >= 0]; shape [n + k :: sh]. *)
 Lemma WS_PadL : forall n sh k e,
   0 <= k -> WS (n :: sh) e -> WS (n + k :: sh) (PadL (n :: sh) k e).
 Proof.
@@ -299,7 +299,7 @@ Proof.
     apply (WS_agree _ _ _ _ He); simpl; apply agree_scons, agree_stl, H.
 Qed.
 
-(** [truncr k e]: obligations [k >= 0] and [k <= n] (E0409/E0410 when decided by the
+(** [trunc_r(k, e)]: obligations [k >= 0] and [k <= n] (E0409/E0410 when decided by the
     normal form); shape [n - k :: sh]. *)
 Lemma WS_TruncR : forall n sh k e,
   0 <= k <= n -> WS (n :: sh) e -> WS (n - k :: sh) (TruncR (n :: sh) k e).
@@ -314,7 +314,7 @@ Proof.
     destruct (in_range (s' O) (n - k)); [apply (WS_agree _ _ _ _ He), H | reflexivity].
 Qed.
 
-(** [truncl k e]: obligations [k >= 0] and [k <= n]; shape [n - k :: sh]. *)
+(** [trunc_l(k, e)]: obligations [k >= 0] and [k <= n]; shape [n - k :: sh]. *)
 Lemma WS_TruncL : forall n sh k e,
   0 <= k <= n -> WS (n :: sh) e -> WS (n - k :: sh) (TruncL (n :: sh) k e).
 Proof.
