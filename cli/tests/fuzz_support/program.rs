@@ -1,0 +1,962 @@
+//! Random ATL programs for the soundness fuzzer: a small AST of our own (so that a
+//! failing case can be shrunk subterm by subterm), its printer to `.atl` text, and a
+//! shape-directed generator biased towards the constructs of issue 17's holes: guards
+//! on size facts, `min`/`max`/`cdiv` extents, `++` read at offsets given by extents,
+//! empty and possibly-negative ranges, nested sums and lets, reshape operators, and
+//! huge constants and products in facts.
+//!
+//! The generator aims at well-shaped programs but does not have to hit them: the front
+//! end decides, and a program it rejects is simply counted and skipped.
+
+use std::fmt::Write as _;
+
+use super::rng::Rng;
+
+/// An index expression. Printed fully parenthesized, so precedence never matters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ix {
+    C(i64),
+    V(String),
+    /// `+`, `-`, `*`, `/`, `%`.
+    Bin(&'static str, Box<Ix>, Box<Ix>),
+    /// `min`, `max`, `cdiv`.
+    F(&'static str, Box<Ix>, Box<Ix>),
+}
+
+/// A predicate of a guard or an `assume`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pr {
+    Cmp(&'static str, Ix, Ix),
+    And(Box<Pr>, Box<Pr>),
+}
+
+/// An expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum E {
+    Lit(f64),
+    /// An input, a `let` variable or a definition.
+    Name(String),
+    Acc(Box<E>, Ix),
+    Neg(Box<E>),
+    /// `+`, `-`, `*`.
+    Bin(&'static str, Box<E>, Box<E>),
+    Guard(Pr, Box<E>),
+    Gen(String, Option<Ix>, Ix, Box<E>),
+    Sum(String, Option<Ix>, Ix, Box<E>),
+    Let(String, Box<E>, Box<E>),
+    Concat(Box<E>, Box<E>),
+    /// `split`, `trunc_r`, `trunc_l`, `pad_r`, `pad_l`.
+    Amt(&'static str, Ix, Box<E>),
+    Transpose(Box<E>),
+    Flatten(Box<E>),
+}
+
+/// A whole program: declarations, definitions and one derivation of the last one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub sizes: Vec<String>,
+    pub assumes: Vec<Pr>,
+    pub inputs: Vec<(String, Vec<Ix>)>,
+    pub defs: Vec<(String, E)>,
+    pub steps: Vec<String>,
+}
+
+/// The name of the derivation every generated program ends with.
+pub const DERIVED: &str = "d";
+
+// ---------------------------------------------------------------------------------------
+// Printing
+// ---------------------------------------------------------------------------------------
+
+impl std::fmt::Display for Ix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // A negative constant is written as a subtraction: no reliance on how the
+            // lexer treats `-3` after an operator.
+            Ix::C(c) if *c < 0 => write!(f, "(0 - {})", c.unsigned_abs()),
+            Ix::C(c) => write!(f, "{c}"),
+            Ix::V(v) => write!(f, "{v}"),
+            Ix::Bin(op, a, b) => write!(f, "({a} {op} {b})"),
+            Ix::F(name, a, b) => write!(f, "{name}({a}, {b})"),
+        }
+    }
+}
+
+impl std::fmt::Display for Pr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pr::Cmp(op, a, b) => write!(f, "{a} {op} {b}"),
+            Pr::And(a, b) => write!(f, "{a} && {b}"),
+        }
+    }
+}
+
+fn range(lo: &Option<Ix>, hi: &Ix) -> String {
+    match lo {
+        Some(lo) => format!("in {lo}..{hi}"),
+        None => format!("< {hi}"),
+    }
+}
+
+impl std::fmt::Display for E {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            E::Lit(v) => {
+                if *v < 0.0 {
+                    write!(f, "({v:?})")
+                } else {
+                    write!(f, "{v:?}")
+                }
+            }
+            E::Name(n) => write!(f, "{n}"),
+            E::Acc(t, i) => match &**t {
+                E::Name(_) | E::Acc(..) => write!(f, "{t}[{i}]"),
+                _ => write!(f, "({t})[{i}]"),
+            },
+            E::Neg(a) => write!(f, "(-({a}))"),
+            E::Bin(op, a, b) => write!(f, "({a} {op} {b})"),
+            E::Guard(p, b) => write!(f, "([{p}] * {b})"),
+            E::Gen(v, lo, hi, b) => write!(f, "(gen {v} {}: {b})", range(lo, hi)),
+            E::Sum(v, lo, hi, b) => write!(f, "(sum {v} {}: {b})", range(lo, hi)),
+            E::Let(v, val, b) => write!(f, "(let {v} = {val} in {b})"),
+            E::Concat(a, b) => write!(f, "({a} ++ {b})"),
+            E::Amt(op, k, a) => write!(f, "{op}({k}, {a})"),
+            E::Transpose(a) => write!(f, "transpose({a})"),
+            E::Flatten(a) => write!(f, "flatten({a})"),
+        }
+    }
+}
+
+impl Program {
+    /// The program as an `.atl` file.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "size {}", self.sizes.join(", "));
+        for a in &self.assumes {
+            let _ = writeln!(s, "assume {a}");
+        }
+        for (name, shape) in &self.inputs {
+            let dims: Vec<String> = shape.iter().map(Ix::to_string).collect();
+            let _ = writeln!(s, "input {name} : [{}]", dims.join(", "));
+        }
+        for (name, body) in &self.defs {
+            let _ = writeln!(s, "def {name} = {body}");
+        }
+        let from = self.defs.last().map(|d| d.0.as_str()).unwrap_or("a");
+        let _ = writeln!(s, "derive {DERIVED} from {from} {{");
+        for st in &self.steps {
+            let _ = writeln!(s, "  {st}");
+        }
+        let _ = writeln!(s, "}}");
+        s
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Generation
+// ---------------------------------------------------------------------------------------
+
+pub const HUGE: [i64; 4] = [
+    4_611_686_018_427_387_904,
+    9_223_372_036_854_775_807,
+    1 << 40,
+    3_037_000_500,
+];
+
+const BINDERS: [&str; 11] = ["i", "j", "k", "l", "o", "p", "q", "r", "s", "t", "v"];
+
+fn c(v: i64) -> Ix {
+    Ix::C(v)
+}
+fn var(v: &str) -> Ix {
+    Ix::V(v.to_string())
+}
+fn bin(op: &'static str, a: Ix, b: Ix) -> Ix {
+    Ix::Bin(op, Box::new(a), Box::new(b))
+}
+fn fun(name: &'static str, a: Ix, b: Ix) -> Ix {
+    Ix::F(name, Box::new(a), Box::new(b))
+}
+fn b(e: E) -> Box<E> {
+    Box::new(e)
+}
+
+struct Gen<'r> {
+    rng: &'r mut Rng,
+    /// The sizes extents may mention (`n`, `m`; not the fact-only extra sizes).
+    dims: Vec<String>,
+    extra: Vec<String>,
+    /// Inputs and earlier definitions, with their shapes.
+    tensors: Vec<(String, Vec<Ix>)>,
+    /// Binders in scope.
+    binders: Vec<String>,
+    /// `let` variables in scope with their shapes.
+    lets: Vec<(String, Vec<Ix>)>,
+    next_binder: usize,
+    next_let: usize,
+    /// Nodes left to generate: keeps programs small whatever the dice say.
+    fuel: i32,
+}
+
+impl Gen<'_> {
+    fn fresh_binder(&mut self) -> String {
+        let k = self.next_binder;
+        self.next_binder += 1;
+        if k < BINDERS.len() {
+            BINDERS[k].to_string()
+        } else {
+            format!("{}{}", BINDERS[k % BINDERS.len()], k / BINDERS.len() + 1)
+        }
+    }
+
+    fn fresh_let(&mut self) -> String {
+        self.next_let += 1;
+        format!("u{}", self.next_let)
+    }
+
+    fn size(&mut self) -> Ix {
+        let d = self.rng.pick(&self.dims).clone();
+        var(&d)
+    }
+
+    /// An extent over the sizes: plain, offset (possibly negative), clamped, divided.
+    pub fn extent(&mut self) -> Ix {
+        let n = self.size();
+        match self.rng.below(14) {
+            0..=2 => n,
+            3 => c(self.rng.range(1, 5)),
+            4 | 5 => bin("-", n, c(self.rng.range(1, 6))),
+            6 => bin("+", n, c(self.rng.range(1, 3))),
+            7 | 8 => fun("min", n, c(self.rng.range(1, 6))),
+            9 => fun("max", n, c(self.rng.range(1, 6))),
+            10 => fun("cdiv", n, c(self.rng.range(2, 4))),
+            11 => bin("/", n, c(self.rng.range(2, 3))),
+            12 => bin("*", c(2), n),
+            _ => {
+                let m = self.size();
+                bin("*", n, m)
+            }
+        }
+    }
+
+    /// An index for a read: a binder, shifted, scaled, divided, clamped, or a constant.
+    fn index(&mut self) -> Ix {
+        if self.binders.is_empty() || self.rng.chance(10) {
+            return match self.rng.below(3) {
+                0 => c(self.rng.range(0, 3)),
+                1 => bin("-", self.size(), c(1)),
+                _ => self.extent(),
+            };
+        }
+        let v = var(&self.rng.pick(&self.binders).clone());
+        match self.rng.below(14) {
+            0..=4 => v,
+            5 => bin("+", v, c(self.rng.range(1, 4))),
+            6 => bin("-", v, c(self.rng.range(1, 3))),
+            7 => {
+                let e = self.extent();
+                bin("+", v, e)
+            }
+            8 => bin("*", c(2), v),
+            9 => bin("/", v, c(2)),
+            10 => bin("%", v, c(3)),
+            11 => {
+                let n = self.size();
+                fun("min", v, bin("-", n, c(1)))
+            }
+            12 => fun("max", bin("-", v, c(1)), c(0)),
+            _ => {
+                let w = var(&self.rng.pick(&self.binders).clone());
+                bin("+", v, w)
+            }
+        }
+    }
+
+    /// A guard: facts on sizes (the hole-1/2 kind), on binders, huge products.
+    fn pred(&mut self) -> Pr {
+        let p = self.simple_pred();
+        if self.rng.chance(15) {
+            let q = self.simple_pred();
+            Pr::And(Box::new(p), Box::new(q))
+        } else {
+            p
+        }
+    }
+
+    fn simple_pred(&mut self) -> Pr {
+        let ops = ["<=", ">=", "<", "=="];
+        match self.rng.below(12) {
+            0..=3 => {
+                let n = self.size();
+                let op = *self.rng.pick(&ops);
+                Pr::Cmp(op, n, c(self.rng.range(1, 6)))
+            }
+            4 => {
+                let n = self.size();
+                Pr::Cmp("==", bin("%", n, c(2)), c(0))
+            }
+            5 if !self.extra.is_empty() => self.product_fact(),
+            6 if !self.binders.is_empty() => {
+                let v = var(&self.rng.pick(&self.binders).clone());
+                let n = self.size();
+                Pr::Cmp("<", bin("*", v, c(*self.rng.pick(&HUGE))), n)
+            }
+            _ if !self.binders.is_empty() => {
+                let v = var(&self.rng.pick(&self.binders).clone());
+                match self.rng.below(4) {
+                    0 => Pr::Cmp("<", v, c(self.rng.range(1, 4))),
+                    1 => {
+                        let n = self.size();
+                        Pr::Cmp("<", bin("+", v, c(self.rng.range(1, 3))), n)
+                    }
+                    2 => {
+                        let e = self.extent();
+                        Pr::Cmp("<", v, e)
+                    }
+                    _ => Pr::Cmp("<=", c(self.rng.range(1, 3)), v),
+                }
+            }
+            _ => {
+                let n = self.size();
+                Pr::Cmp(">=", n, c(self.rng.range(2, 5)))
+            }
+        }
+    }
+
+    /// `K*x*y + K*z*w >= n` over the fact-only sizes (issue 17, hole 7).
+    fn product_fact(&mut self) -> Pr {
+        let k = *self.rng.pick(&[1, 2, 4, 8]);
+        let mut terms: Vec<Ix> = Vec::new();
+        for pair in self.extra.chunks(2) {
+            let mut t = c(k);
+            for v in pair {
+                t = bin("*", t, var(v));
+            }
+            terms.push(t);
+        }
+        let mut sum = terms[0].clone();
+        for t in &terms[1..] {
+            sum = bin("+", sum, t.clone());
+        }
+        let n = var(&self.dims[0]);
+        Pr::Cmp(">=", sum, n)
+    }
+
+    fn lit(&mut self) -> E {
+        E::Lit(*self.rng.pick(&[1.0, 2.0, 0.5, -1.5, 0.0, 3.0]))
+    }
+
+    /// A read of a tensor of rank >= 1 with one index per dimension.
+    fn read(&mut self, name: &str, rank: usize) -> E {
+        let mut e = E::Name(name.to_string());
+        for _ in 0..rank {
+            let i = self.index();
+            e = E::Acc(b(e), i);
+        }
+        e
+    }
+
+    fn leaf_scalar(&mut self) -> E {
+        let mut cands: Vec<(String, usize)> = Vec::new();
+        for (n, s) in self.tensors.iter().chain(self.lets.iter()) {
+            cands.push((n.clone(), s.len()));
+        }
+        if cands.is_empty() || self.rng.chance(10) {
+            return self.lit();
+        }
+        let (n, r) = self.rng.pick(&cands).clone();
+        self.read(&n, r)
+    }
+
+    /// A scalar expression.
+    fn scalar(&mut self, depth: u32) -> E {
+        self.fuel -= 1;
+        if depth == 0 || self.fuel <= 0 {
+            return self.leaf_scalar();
+        }
+        let d = depth - 1;
+        match self.rng.below(22) {
+            0..=4 => self.leaf_scalar(),
+            5 => {
+                let op = *self.rng.pick(&["+", "-", "*"]);
+                E::Bin(op, b(self.scalar(d)), b(self.scalar(d)))
+            }
+            6 => E::Neg(b(self.scalar(d))),
+            7 | 8 => {
+                let p = self.pred();
+                E::Guard(p, b(self.scalar(d)))
+            }
+            9 | 10 => {
+                let v = self.fresh_binder();
+                let (lo, hi) = self.range();
+                self.binders.push(v.clone());
+                let body = self.scalar(d);
+                self.binders.pop();
+                E::Sum(v, lo, hi, b(body))
+            }
+            11 => {
+                let x = self.fresh_let();
+                let shape = vec![self.extent()];
+                let val = self.tensor(&shape, d);
+                self.lets.push((x.clone(), shape));
+                let body = self.scalar(d);
+                self.lets.pop();
+                E::Let(x, b(val), b(body))
+            }
+            12 | 13 => {
+                let shape = vec![self.extent()];
+                let t = self.tensor(&shape, d);
+                let i = self.index();
+                E::Acc(b(t), i)
+            }
+            14..=16 => {
+                // `(X ++ f)[i + |X|]`: the second operand read through an offset that is
+                // the first operand's extent (holes 1 and 2).
+                let e1 = if self.rng.chance(50) {
+                    let n = self.size();
+                    let f = *self.rng.pick(&["min", "max", "cdiv"]);
+                    fun(f, n, c(self.rng.range(2, 5)))
+                } else {
+                    self.extent()
+                };
+                let x = match self.rng.below(5) {
+                    0 | 1 => {
+                        // A guard on a size fact around the first operand (hole 1, 2).
+                        let n = self.size();
+                        let op = *self.rng.pick(&["<=", ">=", "<"]);
+                        let p = Pr::Cmp(op, n, c(self.rng.range(2, 5)));
+                        E::Guard(p, b(self.tensor(std::slice::from_ref(&e1), d)))
+                    }
+                    2 => {
+                        // A sum over a range that is empty for small sizes (hole 1).
+                        let v = self.fresh_binder();
+                        let n = self.size();
+                        let hi = bin("-", n, c(self.rng.range(2, 5)));
+                        self.binders.push(v.clone());
+                        let body = self.tensor(std::slice::from_ref(&e1), d);
+                        self.binders.pop();
+                        E::Sum(v, None, hi, b(body))
+                    }
+                    _ => self.tensor(std::slice::from_ref(&e1), d),
+                };
+                let (name, shape) = self.rank1().unwrap_or(("f".to_string(), vec![]));
+                let other = if shape.is_empty() {
+                    self.tensor(&[self.dims_first()], d)
+                } else {
+                    E::Name(name)
+                };
+                let i = if !self.binders.is_empty() && self.rng.chance(70) {
+                    bin("+", var(&self.rng.pick(&self.binders).clone()), e1)
+                } else {
+                    self.index()
+                };
+                E::Acc(b(E::Concat(b(x), b(other))), i)
+            }
+            17 => {
+                let (e1, e2) = (self.extent(), self.extent());
+                let t = self.tensor(&[e1, e2], d);
+                let i = self.index();
+                E::Acc(b(E::Flatten(b(t))), i)
+            }
+            18 => {
+                let e = self.extent();
+                let t = self.tensor(&[e], d);
+                let k = self.amount();
+                let (i, j) = (self.index(), self.index());
+                E::Acc(b(E::Acc(b(E::Amt("split", k, b(t))), i)), j)
+            }
+            19 => {
+                let (e1, e2) = (self.extent(), self.extent());
+                let t = self.tensor(&[e1, e2], d);
+                let (i, j) = (self.index(), self.index());
+                E::Acc(b(E::Acc(b(E::Transpose(b(t))), i)), j)
+            }
+            _ => {
+                let e = self.extent();
+                let t = self.tensor(&[e], d);
+                let op = *self.rng.pick(&["trunc_r", "trunc_l", "pad_r", "pad_l"]);
+                let k = c(self.rng.range(0, 3));
+                let i = self.index();
+                E::Acc(b(E::Amt(op, k, b(t))), i)
+            }
+        }
+    }
+
+    fn dims_first(&self) -> Ix {
+        var(&self.dims[0])
+    }
+
+    fn rank1(&mut self) -> Option<(String, Vec<Ix>)> {
+        let first = self.dims_first();
+        let c: Vec<(String, Vec<Ix>)> = self
+            .tensors
+            .iter()
+            .filter(|(_, s)| s.len() == 1 && s[0] == first)
+            .cloned()
+            .collect();
+        if c.is_empty() {
+            None
+        } else {
+            Some(self.rng.pick(&c).clone())
+        }
+    }
+
+    fn amount(&mut self) -> Ix {
+        if self.rng.chance(85) {
+            c(self.rng.range(2, 4))
+        } else {
+            self.extent()
+        }
+    }
+
+    /// A `gen`/`sum` range: mostly `< E`, sometimes `in LO..HI`, sometimes empty or
+    /// negative for small sizes (`n - 4`).
+    fn range(&mut self) -> (Option<Ix>, Ix) {
+        if self.rng.chance(15) {
+            let lo = c(self.rng.range(1, 3));
+            let hi = self.extent();
+            (Some(lo), hi)
+        } else {
+            (None, self.extent())
+        }
+    }
+
+    /// An expression of exactly `shape` (by construction; the front end confirms).
+    fn tensor(&mut self, shape: &[Ix], depth: u32) -> E {
+        if shape.is_empty() {
+            return self.scalar(depth);
+        }
+        self.fuel -= 1;
+        // An input or a let variable of exactly this shape.
+        let same: Vec<String> = self
+            .tensors
+            .iter()
+            .chain(self.lets.iter())
+            .filter(|(_, s)| s.as_slice() == shape)
+            .map(|(n, _)| n.clone())
+            .collect();
+        if depth == 0 || self.fuel <= 0 {
+            if !same.is_empty() && self.rng.chance(50) {
+                return E::Name(self.rng.pick(&same).clone());
+            }
+            return self.gen_loop(shape, 0);
+        }
+        let d = depth - 1;
+        let (s0, rest) = (&shape[0], &shape[1..]);
+        // `[cdiv(S, k), k]` is the shape of `split(k, [S])` (hole 4's `split(2, f)`).
+        if let ([Ix::F("cdiv", sz, k1), Ix::C(k2)], true) = (shape, self.rng.chance(40))
+            && **k1 == Ix::C(*k2)
+        {
+            let inner = (**sz).clone();
+            return E::Amt("split", Ix::C(*k2), b(self.tensor(&[inner], d)));
+        }
+        match self.rng.below(20) {
+            0..=6 => self.gen_loop(shape, d),
+            7 if !same.is_empty() => E::Name(self.rng.pick(&same).clone()),
+            8 => {
+                let p = self.pred();
+                E::Guard(p, b(self.tensor(shape, d)))
+            }
+            9 => {
+                let op = *self.rng.pick(&["+", "-", "*"]);
+                E::Bin(op, b(self.tensor(shape, d)), b(self.tensor(shape, d)))
+            }
+            10 => {
+                let v = self.fresh_binder();
+                let (lo, hi) = self.range();
+                self.binders.push(v.clone());
+                let body = self.tensor(shape, d);
+                self.binders.pop();
+                E::Sum(v, lo, hi, b(body))
+            }
+            11 => {
+                let x = self.fresh_let();
+                let vshape = if self.rng.chance(50) {
+                    shape.to_vec()
+                } else {
+                    vec![self.extent()]
+                };
+                let val = self.tensor(&vshape, d);
+                self.lets.push((x.clone(), vshape));
+                let body = self.tensor(shape, d);
+                self.lets.pop();
+                E::Let(x, b(val), b(body))
+            }
+            12 | 13 => {
+                // Split the extent at another extent: `[S1] ++ [S - S1]`.
+                let s1 = self.extent();
+                let mut sh1 = vec![s1.clone()];
+                sh1.extend_from_slice(rest);
+                let mut sh2 = vec![bin("-", s0.clone(), s1)];
+                sh2.extend_from_slice(rest);
+                E::Concat(b(self.tensor(&sh1, d)), b(self.tensor(&sh2, d)))
+            }
+            14 => {
+                let k = c(self.rng.range(0, 3));
+                let (op, inner) = match self.rng.below(4) {
+                    0 => ("trunc_r", bin("+", s0.clone(), k.clone())),
+                    1 => ("trunc_l", bin("+", s0.clone(), k.clone())),
+                    2 => ("pad_r", bin("-", s0.clone(), k.clone())),
+                    _ => ("pad_l", bin("-", s0.clone(), k.clone())),
+                };
+                let mut sh = vec![inner];
+                sh.extend_from_slice(rest);
+                E::Amt(op, k, b(self.tensor(&sh, d)))
+            }
+            15 if !rest.is_empty() => {
+                let mut sh = vec![rest[0].clone(), s0.clone()];
+                sh.extend_from_slice(&rest[1..]);
+                E::Transpose(b(self.tensor(&sh, d)))
+            }
+            16 => {
+                let mut sh = vec![self.extent()];
+                sh.extend_from_slice(shape);
+                let t = self.tensor(&sh, d);
+                let i = self.index();
+                E::Acc(b(t), i)
+            }
+            17 if rest.is_empty() => {
+                // `flatten(split(k, X))` has extent cdiv(S, k) * k, not S: kept inside a
+                // `trunc_r` as `tile_id`'s left side.
+                let k = c(self.rng.range(2, 4));
+                let t = self.tensor(shape, d);
+                let amount = bin(
+                    "-",
+                    bin("*", fun("cdiv", s0.clone(), k.clone()), k.clone()),
+                    s0.clone(),
+                );
+                E::Amt(
+                    "trunc_r",
+                    amount,
+                    b(E::Flatten(b(E::Amt("split", k, b(t))))),
+                )
+            }
+            _ => self.gen_loop(shape, d),
+        }
+    }
+
+    fn gen_loop(&mut self, shape: &[Ix], depth: u32) -> E {
+        let v = self.fresh_binder();
+        let (lo, hi) = if self.rng.chance(10) {
+            let lo = c(self.rng.range(1, 3));
+            (Some(lo.clone()), bin("+", shape[0].clone(), lo))
+        } else {
+            (None, shape[0].clone())
+        };
+        self.binders.push(v.clone());
+        let body = self.tensor(&shape[1..], depth);
+        self.binders.pop();
+        E::Gen(v, lo, hi, b(body))
+    }
+}
+
+/// The generated program's shape for the definitions: mostly `[n]`.
+fn top_shape(g: &mut Gen<'_>) -> Vec<Ix> {
+    let n = g.dims_first();
+    match g.rng.below(12) {
+        0..=6 => vec![n],
+        7 => vec![],
+        8 => {
+            let m = g.size();
+            vec![n, m]
+        }
+        9 => vec![fun("min", n, c(4))],
+        10 => vec![fun("cdiv", n, c(2)), c(2)],
+        _ => {
+            let e = g.extent();
+            vec![e]
+        }
+    }
+}
+
+/// One random program (without steps).
+pub fn program(rng: &mut Rng) -> Program {
+    let mut sizes = vec!["n".to_string()];
+    if rng.chance(35) {
+        sizes.push("m".to_string());
+    }
+    let dims = sizes.clone();
+    let mut extra: Vec<String> = Vec::new();
+    if rng.chance(15) {
+        let k = if rng.chance(60) { 4 } else { 2 };
+        for v in ["x", "y", "z", "w"].iter().take(k) {
+            extra.push(v.to_string());
+        }
+        sizes.extend(extra.iter().cloned());
+    }
+    let mut inputs = vec![("f".to_string(), vec![var("n")])];
+    if rng.chance(40) {
+        inputs.push(("g".to_string(), vec![var("n")]));
+    }
+    if dims.len() > 1 {
+        inputs.push(("h".to_string(), vec![var("m")]));
+        if rng.chance(50) {
+            inputs.push(("A".to_string(), vec![var("n"), var("m")]));
+        }
+    } else if rng.chance(25) {
+        inputs.push(("A".to_string(), vec![var("n"), var("n")]));
+    }
+    let mut g = Gen {
+        rng,
+        dims,
+        extra: extra.clone(),
+        tensors: inputs.clone(),
+        binders: Vec::new(),
+        lets: Vec::new(),
+        next_binder: 0,
+        next_let: 0,
+        fuel: 0,
+    };
+    let mut assumes: Vec<Pr> = Vec::new();
+    for _ in 0..g.rng.below(3) {
+        let n = g.size();
+        let a = match g.rng.below(4) {
+            0 => Pr::Cmp(">=", n, c(g.rng.range(2, 6))),
+            1 => Pr::Cmp("<=", n, c(g.rng.range(3, 8))),
+            2 => Pr::Cmp("==", bin("%", n, c(2)), c(0)),
+            _ => {
+                let m = g.size();
+                Pr::Cmp("<=", m, n)
+            }
+        };
+        assumes.push(a);
+    }
+    for v in &extra {
+        let h = *g.rng.pick(&HUGE);
+        assumes.push(Pr::Cmp("<=", var(v), c(h)));
+    }
+    if !extra.is_empty() {
+        let p = g.product_fact();
+        assumes.push(p);
+    }
+    let mut defs = Vec::new();
+    let ndefs = if g.rng.chance(20) { 2 } else { 1 };
+    for k in 0..ndefs {
+        let name = if k == 0 { "a" } else { "a2" }.to_string();
+        let shape = top_shape(&mut g);
+        g.fuel = g.rng.range(6, 22) as i32;
+        g.next_binder = 0;
+        let depth = g.rng.range(2, 5) as u32;
+        let body = g.tensor(&shape, depth);
+        g.tensors.push((name.clone(), shape));
+        defs.push((name, body));
+    }
+    Program {
+        sizes,
+        assumes,
+        inputs,
+        defs,
+        steps: Vec::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Shrinking
+// ---------------------------------------------------------------------------------------
+
+fn ix_shrinks(i: &Ix) -> Vec<Ix> {
+    let mut out = Vec::new();
+    match i {
+        Ix::C(v) => {
+            if *v != 0 && *v != 1 {
+                out.push(c(1));
+                out.push(c(v / 2));
+            }
+        }
+        Ix::V(_) => out.push(c(1)),
+        Ix::Bin(op, a, bb) | Ix::F(op, a, bb) => {
+            out.push((**a).clone());
+            out.push((**bb).clone());
+            for a2 in ix_shrinks(a) {
+                out.push(rebuild_ix(i, op, a2, (**bb).clone()));
+            }
+            for b2 in ix_shrinks(bb) {
+                out.push(rebuild_ix(i, op, (**a).clone(), b2));
+            }
+        }
+    }
+    out
+}
+
+fn rebuild_ix(orig: &Ix, op: &'static str, a: Ix, bb: Ix) -> Ix {
+    match orig {
+        Ix::F(..) => fun(op, a, bb),
+        _ => bin(op, a, bb),
+    }
+}
+
+fn pr_shrinks(p: &Pr) -> Vec<Pr> {
+    match p {
+        Pr::And(a, bb) => vec![(**a).clone(), (**bb).clone()],
+        Pr::Cmp(op, a, bb) => {
+            let mut out = Vec::new();
+            for a2 in ix_shrinks(a) {
+                out.push(Pr::Cmp(op, a2, bb.clone()));
+            }
+            for b2 in ix_shrinks(bb) {
+                out.push(Pr::Cmp(op, a.clone(), b2));
+            }
+            out
+        }
+    }
+}
+
+/// Every expression one simplification away from `e`: a child in its place, a literal,
+/// a guard dropped, one index or predicate simplified.
+pub fn shrinks(e: &E) -> Vec<E> {
+    let mut out: Vec<E> = Vec::new();
+    if !matches!(e, E::Lit(_)) {
+        out.push(E::Lit(1.0));
+    }
+    match e {
+        E::Lit(_) | E::Name(_) => {}
+        E::Acc(t, i) => {
+            out.extend(shrinks(t).into_iter().map(|t2| E::Acc(b(t2), i.clone())));
+            out.extend(ix_shrinks(i).into_iter().map(|i2| E::Acc(t.clone(), i2)));
+        }
+        E::Neg(a) => {
+            out.push((**a).clone());
+            out.extend(shrinks(a).into_iter().map(|a2| E::Neg(b(a2))));
+        }
+        E::Bin(op, a, bb) => {
+            out.push((**a).clone());
+            out.push((**bb).clone());
+            out.extend(
+                shrinks(a)
+                    .into_iter()
+                    .map(|a2| E::Bin(op, b(a2), bb.clone())),
+            );
+            out.extend(
+                shrinks(bb)
+                    .into_iter()
+                    .map(|b2| E::Bin(op, a.clone(), b(b2))),
+            );
+        }
+        E::Guard(p, body) => {
+            out.push((**body).clone());
+            out.extend(
+                pr_shrinks(p)
+                    .into_iter()
+                    .map(|p2| E::Guard(p2, body.clone())),
+            );
+            out.extend(
+                shrinks(body)
+                    .into_iter()
+                    .map(|b2| E::Guard(p.clone(), b(b2))),
+            );
+        }
+        E::Gen(v, lo, hi, body) | E::Sum(v, lo, hi, body) => {
+            let mk = |lo: Option<Ix>, hi: Ix, body: E| match e {
+                E::Gen(..) => E::Gen(v.clone(), lo, hi, b(body)),
+                _ => E::Sum(v.clone(), lo, hi, b(body)),
+            };
+            if matches!(e, E::Sum(..)) {
+                out.push((**body).clone());
+            }
+            if lo.is_some() {
+                out.push(mk(None, hi.clone(), (**body).clone()));
+            }
+            out.extend(
+                ix_shrinks(hi)
+                    .into_iter()
+                    .map(|h2| mk(lo.clone(), h2, (**body).clone())),
+            );
+            out.extend(
+                shrinks(body)
+                    .into_iter()
+                    .map(|b2| mk(lo.clone(), hi.clone(), b2)),
+            );
+        }
+        E::Let(v, val, body) => {
+            out.push((**body).clone());
+            out.extend(
+                shrinks(val)
+                    .into_iter()
+                    .map(|v2| E::Let(v.clone(), b(v2), body.clone())),
+            );
+            out.extend(
+                shrinks(body)
+                    .into_iter()
+                    .map(|b2| E::Let(v.clone(), val.clone(), b(b2))),
+            );
+        }
+        E::Concat(a, bb) => {
+            out.extend(
+                shrinks(a)
+                    .into_iter()
+                    .map(|a2| E::Concat(b(a2), bb.clone())),
+            );
+            out.extend(
+                shrinks(bb)
+                    .into_iter()
+                    .map(|b2| E::Concat(a.clone(), b(b2))),
+            );
+        }
+        E::Amt(op, k, a) => {
+            out.push((**a).clone());
+            out.extend(
+                ix_shrinks(k)
+                    .into_iter()
+                    .map(|k2| E::Amt(op, k2, a.clone())),
+            );
+            out.extend(
+                shrinks(a)
+                    .into_iter()
+                    .map(|a2| E::Amt(op, k.clone(), b(a2))),
+            );
+        }
+        E::Transpose(a) | E::Flatten(a) => {
+            out.push((**a).clone());
+            let wrap = |x: E| match e {
+                E::Transpose(_) => E::Transpose(b(x)),
+                _ => E::Flatten(b(x)),
+            };
+            out.extend(shrinks(a).into_iter().map(wrap));
+        }
+    }
+    out
+}
+
+/// Every program one simplification away: a step, an assume or a definition dropped,
+/// one definition's body simplified.
+pub fn program_shrinks(p: &Program) -> Vec<Program> {
+    let mut out = Vec::new();
+    for k in 0..p.steps.len() {
+        let mut q = p.clone();
+        q.steps.remove(k);
+        out.push(q);
+    }
+    for k in 0..p.assumes.len() {
+        let mut q = p.clone();
+        q.assumes.remove(k);
+        out.push(q);
+        for a2 in pr_shrinks(&p.assumes[k]) {
+            let mut q = p.clone();
+            q.assumes[k] = a2;
+            out.push(q);
+        }
+    }
+    if p.defs.len() > 1 {
+        let mut q = p.clone();
+        q.defs.remove(0);
+        out.push(q);
+    }
+    for k in 0..p.inputs.len() {
+        let mut q = p.clone();
+        q.inputs.remove(k);
+        out.push(q);
+    }
+    for k in (0..p.sizes.len()).rev() {
+        let mut q = p.clone();
+        q.sizes.remove(k);
+        out.push(q);
+    }
+    for k in 0..p.defs.len() {
+        for e2 in shrinks(&p.defs[k].1) {
+            let mut q = p.clone();
+            q.defs[k].1 = e2;
+            out.push(q);
+        }
+    }
+    out
+}
