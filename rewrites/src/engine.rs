@@ -98,6 +98,36 @@ fn child_context(env: &ShapeEnv, e: &Expr, k: usize, ctx: &Context) -> Context {
     c
 }
 
+/// The context at `path` (empty if the path leaves the tree).
+pub fn context_at(env: &ShapeEnv, root: &Expr, path: &[usize]) -> Context {
+    let mut ctx = Context::default();
+    let mut cur = root;
+    for &k in path {
+        let Some(child) = cur.children().get(k).copied() else {
+            break;
+        };
+        ctx = child_context(env, cur, k, &ctx);
+        cur = child;
+    }
+    ctx
+}
+
+/// The step's word as the user wrote it (`rw split_gen`, `simpl`, …), for messages.
+fn step_word(step: &ast::Step) -> String {
+    match &step.kind {
+        StepKind::Rewrite { backward, rule, .. } => {
+            format!("{} {}", if *backward { "rw<-" } else { "rw" }, rule.name)
+        }
+        StepKind::Unfold(n) => format!("unfold {}", n.name),
+        StepKind::Inline(n) => format!("inline {}", n.name),
+        StepKind::Simpl => "simpl".into(),
+        StepKind::SimplGuard => "simpl_guard".into(),
+        StepKind::Window { var, .. } => format!("window {}", var.name),
+        StepKind::Check => "check".into(),
+        StepKind::Directive { name, .. } => name.name.clone(),
+    }
+}
+
 /// All nodes in pre-order with paths and contexts.
 pub fn sites<'e>(env: &ShapeEnv, root: &'e Expr) -> Vec<Site<'e>> {
     let mut out = Vec::new();
@@ -322,6 +352,40 @@ pub fn rewrite(
         }
         return Err(d);
     };
+    // A `with` value is evaluated in the site's scope: it may mention sizes and the
+    // binders around the site, never a binder of the rewritten term itself (the rule's
+    // binders would capture it; a rule parameter is a constant of the rule).
+    for ((key, v), (name, _)) in with_values.iter().zip(
+        with.iter()
+            .filter(|(n, _)| with_values.contains_key(n.name.trim_start_matches('?'))),
+    ) {
+        for var in v.vars() {
+            if env.program.is_size(&var) || site.ctx.bound.contains(&var) {
+                continue;
+            }
+            let bound_inside = ir::all_names(site.expr).contains(&var);
+            return Err(Diagnostic::error(
+                "E0846",
+                format!("the value of `{key}` mentions `{var}`, which is not in scope at the rewritten term"),
+            )
+            .at(name.span, if bound_inside { "bound inside the rewritten term" } else { "not a size or an enclosing binder" })
+            .with_help("a `with` value may use sizes, constants and the binders around the rewritten term"));
+        }
+    }
+    // New binders named with `with` must be distinct from each other too.
+    let mut seen_binders = BTreeSet::new();
+    for (name, value) in with {
+        let binder = format!("?{}", name.name.trim_start_matches('?'));
+        if let Some(v) = binder_names.get(&binder)
+            && !seen_binders.insert(v.clone())
+        {
+            return Err(
+                Diagnostic::error("E0803", format!("`{v}` names two new binders"))
+                    .at(value.span, "used for another binder of this step already")
+                    .with_help("give each new binder its own fresh name"),
+            );
+        }
+    }
     for (k, v) in &with_values {
         bindings.indices.insert(k.clone(), v.clone());
     }
@@ -764,12 +828,40 @@ fn map_with_context(
     f(&out, ctx)
 }
 
-/// `simpl`: simplifies every index expression and guard under its context.
+/// `simpl`: simplifies every index expression and guard under its context, except
+/// what determines a shape: a reshape amount is simplified under the declarations only,
+/// and a `gen`'s bounds under its context only if the length `hi - lo` stays equal
+/// under the declarations (otherwise under the declarations only). A shape is observed
+/// where a guard's or a range's facts do not hold (the shape discipline,
+/// `well_shaped.rs`).
 pub fn simpl(env: &Env<'_>, root: &Expr) -> StepOutcome {
+    let declarations = crate::well_shaped::declaration_facts(env.program);
     let expr = map_with_context(env.shapes, root, &Context::default(), &mut |node, ctx| {
         let facts = env.facts(ctx);
         let mut out = node.clone();
-        out.map_own_index(&mut |i| atl_solver::simplify_index(i, &facts, env.solver));
+        match &mut out.kind {
+            ExprKind::Amount { amount, .. } => {
+                *amount = atl_solver::simplify_index(amount, &declarations, env.solver);
+            }
+            ExprKind::Gen { lo, hi, .. } => {
+                let new_lo = atl_solver::simplify_index(lo, &facts, env.solver);
+                let new_hi = atl_solver::simplify_index(hi, &facts, env.solver);
+                let old_len = IndexExpr::sub(hi.clone(), lo.clone());
+                let new_len = IndexExpr::sub(new_hi.clone(), new_lo.clone());
+                let same_length = poly::same(&old_len, &new_len)
+                    || env
+                        .solver
+                        .prove(&declarations, &Pred::cmp(CmpOp::Eq, old_len, new_len))
+                        .is_proved();
+                if same_length {
+                    (*lo, *hi) = (new_lo, new_hi);
+                } else {
+                    *lo = atl_solver::simplify_index(lo, &declarations, env.solver);
+                    *hi = atl_solver::simplify_index(hi, &declarations, env.solver);
+                }
+            }
+            _ => out.map_own_index(&mut |i| atl_solver::simplify_index(i, &facts, env.solver)),
+        }
         out
     });
     StepOutcome {
@@ -881,6 +973,40 @@ pub fn run_step(
             .at(name.span, "directive"));
         }
     };
+    // The shape discipline: the result is well-shaped under the declarations alone,
+    // and the rewritten term keeps its shape (for `simpl`, every node does).
+    let step_name = step_word(step);
+    let mut known = std::collections::HashSet::new();
+    let site = match &step.kind {
+        StepKind::Rewrite { .. } => Some((outcome.record.path.clone(), false)),
+        StepKind::Simpl | StepKind::SimplGuard => Some((Vec::new(), true)),
+        _ => None,
+    };
+    if let Some((path, deep)) = site {
+        let ctx = context_at(env.shapes, expr, &path);
+        if let (Some(before), Some(after)) = (node_at(expr, &path), node_at(&outcome.expr, &path)) {
+            crate::well_shaped::check_preserved(
+                env.program,
+                env.shapes,
+                env.solver,
+                &ctx.lets,
+                before,
+                after,
+                deep,
+                step.span,
+                &step_name,
+            )?;
+        }
+    }
+    crate::well_shaped::check_step(
+        env.program,
+        env.shapes,
+        env.solver,
+        &outcome.expr,
+        step.span,
+        &step_name,
+        &mut known,
+    )?;
     // Every step must preserve the shape (a cheap, independent sanity check).
     let shape = shapes::infer(env.shapes, &outcome.expr).map_err(|d| {
         Diagnostic::error("E0816", "the step produced an ill-shaped program")

@@ -112,48 +112,100 @@ pub fn shapes_equal_under(facts: &Facts, a: &Shape, b: &Shape, solver: &Solver) 
         })
 }
 
-/// Checks a step's result: every obligation of `after` holds under the declarations
-/// (E0844), and the term the step replaced kept its shape (`site_before` and
-/// `site_after` with the `let` shapes around them; E0845). `known` caches proved
-/// obligations across the steps of one derivation.
+/// Checks that a step kept the shape of the term it rewrote (`before` and `after`,
+/// with the `let` shapes around them), under the declarations (E0845). With `deep`,
+/// corresponding nodes are compared all the way down as long as the two trees have
+/// the same construct (for `simpl`, which changes only index expressions).
 #[allow(clippy::too_many_arguments)]
+pub fn check_preserved(
+    program: &Program,
+    env: &ShapeEnv,
+    solver: &Solver,
+    lets: &[(String, Shape)],
+    before: &Expr,
+    after: &Expr,
+    deep: bool,
+    span: Span,
+    step: &str,
+) -> Result<(), Diagnostic> {
+    let facts = declaration_facts(program);
+    let mut lets = lets.to_vec();
+    preserved_in(
+        env, solver, &facts, &mut lets, before, after, deep, span, step,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn preserved_in(
+    env: &ShapeEnv,
+    solver: &Solver,
+    facts: &Facts,
+    lets: &mut Vec<(String, Shape)>,
+    before: &Expr,
+    after: &Expr,
+    deep: bool,
+    span: Span,
+    step: &str,
+) -> Result<(), Diagnostic> {
+    if before == after {
+        return Ok(());
+    }
+    let s1 = shapes::infer_with_lets(env, &mut lets.clone(), before)?;
+    let s2 = shapes::infer_with_lets(env, &mut lets.clone(), after)?;
+    if !shapes_equal_under(facts, &s1, &s2, solver) {
+        return Err(Diagnostic::error(
+            "E0845",
+            format!(
+                "`{step}` would change the shape of `{}` from {} to {}",
+                atl_lang::pretty::expr_to_string(before, Default::default()),
+                show_shape(&s1),
+                show_shape(&s2)
+            ),
+        )
+        .at(span, "this step")
+        .with_note(
+            "the two shapes are not equal for every size the declarations allow; \
+             facts of guards or enclosing ranges do not count, because a shape is \
+             observed even where its value is not",
+        ));
+    }
+    if !deep || std::mem::discriminant(&before.kind) != std::mem::discriminant(&after.kind) {
+        return Ok(());
+    }
+    let (bc, ac) = (before.children(), after.children());
+    if bc.len() != ac.len() {
+        return Ok(());
+    }
+    for (k, (b, a)) in bc.into_iter().zip(ac).enumerate() {
+        let pushed = match &before.kind {
+            atl_lang::ir::ExprKind::Let { var, value, .. } if k == 1 => {
+                let vs = shapes::infer_with_lets(env, &mut lets.clone(), value)?;
+                lets.push((var.clone(), vs));
+                true
+            }
+            _ => false,
+        };
+        let r = preserved_in(env, solver, facts, lets, b, a, deep, span, step);
+        if pushed {
+            lets.pop();
+        }
+        r?;
+    }
+    Ok(())
+}
+
+/// Checks a step's result: every obligation of `after` holds under the declarations
+/// (E0844). `known` caches proved obligations across calls.
 pub fn check_step(
     program: &Program,
     env: &ShapeEnv,
     solver: &Solver,
     after: &Expr,
-    site: Option<(&[(String, Shape)], &Expr, &Expr)>,
     span: Span,
     step: &str,
     known: &mut HashSet<String>,
 ) -> Result<(), Diagnostic> {
     let facts = declaration_facts(program);
-    if let Some((lets, before, replaced)) = site {
-        let mut l1 = lets.to_vec();
-        let mut l2 = lets.to_vec();
-        let s1 = shapes::infer_with_lets(env, &mut l1, before);
-        let s2 = shapes::infer_with_lets(env, &mut l2, replaced);
-        match (s1, s2) {
-            (Ok(s1), Ok(s2)) if shapes_equal_under(&facts, &s1, &s2, solver) => {}
-            (Ok(s1), Ok(s2)) => {
-                return Err(Diagnostic::error(
-                    "E0845",
-                    format!(
-                        "`{step}` would change the shape of the term it rewrites from {} to {}",
-                        show_shape(&s1),
-                        show_shape(&s2)
-                    ),
-                )
-                .at(span, "this step")
-                .with_note(
-                    "the two shapes are not equal for every size the declarations allow; \
-                     facts of guards or enclosing ranges do not count, because a shape is \
-                     observed even where its value is not",
-                ));
-            }
-            (_, Err(d)) | (Err(d), _) => return Err(d),
-        }
-    }
     let (_, obligations) = shapes::infer_with_obligations(env, &mut Vec::new(), after)?;
     if let Some((o, v)) = first_unproved(&facts, &obligations, solver, known) {
         return Err(Diagnostic::error(
