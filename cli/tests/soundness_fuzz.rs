@@ -7,7 +7,8 @@
 //!
 //! Deterministic: a fixed seed and a fixed number of cases (about a minute in a debug
 //! build). `ATL_FUZZ_SEED=S` and `ATL_FUZZ_CASES=N` select another run (nightly: a large
-//! N); `ATL_FUZZ_CASE=C` replays a single case of the run; `ATL_FUZZ_ALLOW_FAIL=1`
+//! N); `ATL_FUZZ_CASE=C` replays a single case of the run; `ATL_FUZZ_MINIMIZE=K`
+//! minimizes the first K failing cases of each kind (default 1); `ATL_FUZZ_ALLOW_FAIL=1`
 //! reports failures without failing (for measuring a tree with known holes).
 
 // The fuzzer's report (counts, reproducers) is its output: printing is the point.
@@ -24,7 +25,7 @@ use fuzz_support::rng::Rng;
 use fuzz_support::steps;
 
 /// Cases of a default run: about a minute of a debug build on the 2-core CI machine.
-const DEFAULT_CASES: u64 = 120;
+const DEFAULT_CASES: u64 = 90;
 const DEFAULT_SEED: u64 = 17;
 /// Derivations compiled to C in a default run (compiling is slow).
 const COMPILE_EVERY: u64 = 15;
@@ -273,16 +274,19 @@ fn soundness_fuzz() {
         }
     }
     let fuzz_time = started.elapsed();
-    // One minimized reproducer per kind (the first found), the others listed.
+    // Minimized reproducers: the first case of each kind (`ATL_FUZZ_MINIMIZE=K`: the
+    // first K), the others listed.
     let mut by_kind: BTreeMap<Kind, Vec<&Found>> = BTreeMap::new();
     for f in &found {
         by_kind.entry(f.failure.kind).or_default().push(f);
     }
     let mut reports = String::new();
+    let per_kind = env_u64("ATL_FUZZ_MINIMIZE").unwrap_or(1) as usize;
     for (kind, list) in &by_kind {
-        let first = list[0];
-        let (min, failure) = minimize(&judges, first);
-        reports.push_str(&report(seed, first, &min, &failure));
+        for f in list.iter().take(per_kind) {
+            let (min, failure) = minimize(&judges, f);
+            reports.push_str(&report(seed, f, &min, &failure));
+        }
         let cases: Vec<String> = list.iter().map(|f| f.case.to_string()).collect();
         reports.push_str(&format!(
             "# {:?}: {} case(s): {}\n\n",
