@@ -5,16 +5,18 @@
 //!
 //! ```text
 //! atl verify CERT.json
-//!     Exit 0: accepted (one summary line on stdout, then a note for each assumption
-//!     beyond the library: user rules, recorded definitions). Exit 1: rejected (the first
-//!     failing step as an E10xx diagnostic on stderr). Exit 2: the file cannot be read
-//!     or is not a certificate.
+//!     Exit 0: accepted (one summary line on stdout, the declarations the equality
+//!     holds under, the chain of nested base derivations, then a note for each
+//!     assumption beyond the library: user rules, recorded definitions, warnings).
+//!     Exit 1: rejected (the first failing step as an E10xx diagnostic on stderr).
+//!     Exit 2: the file cannot be read or is not a certificate.
 //! ```
 
 use std::io::Write;
 use std::path::Path;
 
 use atl_lang::diag;
+use atl_proofs::VerifyReport;
 
 /// Checks the certificate at `path`; returns the exit status (0 accepted, 1 rejected,
 /// 2 unreadable).
@@ -44,22 +46,56 @@ pub fn verify_file(
                 r.conditions_proved,
                 r.grade
             );
-            if !r.user_rules.is_empty() {
+            let _ = writeln!(stdout, "{}", under(&r));
+            // The chain of bases, each verified from its own nested certificate.
+            let chain: Vec<&VerifyReport> =
+                std::iter::successors(Some(&r), |x| x.base.as_deref()).collect();
+            for b in &chain[1..] {
+                let _ = writeln!(
+                    stdout,
+                    "  `{}` verified from its nested certificate: from `{}`, {} step(s), grade {}",
+                    b.derivation, b.from, b.steps, b.grade
+                );
+            }
+            let root = chain[chain.len() - 1];
+            if root.from_unverified {
+                let _ = writeln!(
+                    stdout,
+                    "warning: `{}` is a derivation whose certificate is not nested: `initial` was checked only against its recorded result, which nothing verified; regenerate the certificate with `atl derive --cert`",
+                    root.from
+                );
+            } else {
+                let _ = writeln!(
+                    stdout,
+                    "note: the chain starts from the recorded body of `{}`; compare it with your source",
+                    root.from
+                );
+            }
+            for w in chain.iter().flat_map(|x| &x.warnings) {
+                let _ = writeln!(stdout, "warning: {w}");
+            }
+            let mut user_rules: Vec<&String> = Vec::new();
+            for n in chain.iter().flat_map(|x| &x.user_rules) {
+                if !user_rules.contains(&n) {
+                    user_rules.push(n);
+                }
+            }
+            if !user_rules.is_empty() {
                 let _ = writeln!(
                     stdout,
                     "note: this relies on user rule(s) {} from the program file: they were only tested (examples and random instances, bounded), not proved; the equality holds if they are sound",
-                    r.user_rules
+                    user_rules
                         .iter()
                         .map(|n| format!("`{n}`"))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
             }
-            if r.definitions > 0 {
+            let definitions: usize = chain.iter().map(|x| x.definitions).sum();
+            if definitions > 0 {
                 let _ = writeln!(
                     stdout,
-                    "note: the programs refer to {} recorded definition(s); compare them with your source as you compare the declarations",
-                    r.definitions
+                    "note: the programs refer to {definitions} recorded definition(s); compare them with your source as you compare the declarations"
                 );
             }
             0
@@ -71,4 +107,31 @@ pub fn verify_file(
             if e.is_unreadable() { 2 } else { 1 }
         }
     }
+}
+
+/// The declarations the accepted equality holds under: every size at least 1 and every
+/// `assume` (the reader's side of the claim).
+fn under(r: &VerifyReport) -> String {
+    let sizes = if r.sizes.is_empty() {
+        "no sizes".to_string()
+    } else {
+        format!(
+            "{} >= 1",
+            r.sizes
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let assumes = if r.assumes.is_empty() {
+        "no `assume`".to_string()
+    } else {
+        r.assumes
+            .iter()
+            .map(|a| format!("`assume {a}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("holds for every size with {sizes}, under {assumes}")
 }

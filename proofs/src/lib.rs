@@ -19,7 +19,7 @@
 //! The checker is part of the trusted base (`TRUSTED.md`), so it is kept small. Library
 //! code never prints.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -27,7 +27,10 @@ use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_lang::ir::{Expr, ExprKind, alpha_eq};
 use atl_lang::pretty::{Style, expr_to_string};
-use atl_lang::shapes::{Shape, ShapeEnv, infer_with_lets, show_shape};
+use atl_lang::shapes::{
+    Shape, ShapeEnv, ShapeObligation, infer_with_lets, infer_with_obligations, input_obligations,
+    show_shape,
+};
 use atl_rewrites::Library;
 use atl_rewrites::rule::{Condition, Grade, Rule, metas_of};
 use atl_solver::{Facts, Solver, Verdict};
@@ -54,6 +57,21 @@ pub struct VerifyReport {
     pub user_rules: Vec<String>,
     /// Definitions the certificate records (their bodies are part of its claim).
     pub definitions: usize,
+    /// The sizes and the `assume`s the equality is claimed under (as ATL text).
+    pub sizes: Vec<String>,
+    pub assumes: Vec<String>,
+    /// Shape obligations (extents `>= 0`, reshape amounts in range) proved under the
+    /// declarations alone, counted once per distinct obligation.
+    pub shape_obligations: usize,
+    /// The report of the nested certificate of `from`, when `from` is a derivation:
+    /// `initial` was checked against that certificate's verified `result`.
+    pub base: Option<Box<VerifyReport>>,
+    /// `from` is a derivation whose certificate is not nested: `initial` was checked
+    /// only against its recorded result, which nothing here verified.
+    pub from_unverified: bool,
+    /// What the checker could not settle but did not refuse (e.g. the solver could not
+    /// decide whether the declarations are consistent).
+    pub warnings: Vec<String>,
 }
 
 /// Why a certificate was rejected: the first failing check.
@@ -127,10 +145,22 @@ struct CertIn {
     definitions: Vec<DefinitionIn>,
     #[serde(default)]
     user_rules: Vec<UserRuleIn>,
+    #[serde(default)]
+    from_definition: Option<FromIn>,
     initial: String,
     steps: Vec<StepIn>,
     result: String,
     grade: String,
+    #[serde(default)]
+    base: Option<Box<CertIn>>,
+}
+
+#[derive(Deserialize)]
+struct FromIn {
+    name: String,
+    body: String,
+    #[serde(default)]
+    derived: bool,
 }
 
 #[derive(Deserialize)]
@@ -174,6 +204,19 @@ pub fn verify(cert_json: &str) -> Result<VerifyReport, VerifyError> {
     verify_with(cert_json, &library, &Solver::new())
 }
 
+/// Checks a certificate the rewrite engine built in memory (the CLI's defence in depth:
+/// every derivation it uses is checked). `library` is the standard library, without the
+/// file's user rules (the certificate carries those, and they are read from it).
+pub fn verify_certificate(
+    cert: &atl_rewrites::cert::Certificate,
+    library: &Library,
+    solver: &Solver,
+) -> Result<VerifyReport, VerifyError> {
+    let json = serde_json::to_string(cert)
+        .map_err(|e| VerifyError::new("E1001", format!("not a certificate: {e}")))?;
+    verify_with(&json, library, solver)
+}
+
 /// Checks a certificate against `library` (the rules as they are now).
 pub fn verify_with(
     cert_json: &str,
@@ -182,6 +225,18 @@ pub fn verify_with(
 ) -> Result<VerifyReport, VerifyError> {
     let cert: CertIn = serde_json::from_str(cert_json)
         .map_err(|e| VerifyError::new("E1001", format!("not a certificate: {e}")))?;
+    verify_cert(&cert, cert_json, library, solver)
+}
+
+/// Checks one certificate (and, recursively, the certificate of its base). `whole` is
+/// the text of the outermost certificate (a name occurring nowhere in it is chosen to
+/// parse programs under).
+fn verify_cert(
+    cert: &CertIn,
+    whole: &str,
+    library: &Library,
+    solver: &Solver,
+) -> Result<VerifyReport, VerifyError> {
     if cert.format != "atl-certificate/1" {
         return Err(VerifyError::new(
             "E1001",
@@ -208,17 +263,20 @@ pub fn verify_with(
             return Err(e);
         }
     }
-    let library = with_user_rules(library, &cert.user_rules)?;
+    let user_library = with_user_rules(library, &cert.user_rules)?;
     let ch = Checker::new(
         &cert.declarations,
         &cert.definitions,
-        cert_json,
-        &library,
+        whole,
+        &user_library,
         solver,
     )?;
     let (mut prog, shape) = ch
         .parse_program(&cert.initial)
         .map_err(|e| e.note("in the initial program"))?;
+    ch.well_shaped(&prog)
+        .map_err(|e| e.note("in the initial program"))?;
+    let initial = prog.clone();
     let mut report = VerifyReport {
         derivation: cert.derivation.clone(),
         from: cert.from.clone(),
@@ -229,6 +287,12 @@ pub fn verify_with(
         grade: "exact".into(),
         user_rules: Vec::new(),
         definitions: cert.definitions.len(),
+        sizes: ch.sizes.clone(),
+        assumes: ch.assumes.iter().map(Pred::to_string).collect(),
+        shape_obligations: 0,
+        base: None,
+        from_unverified: false,
+        warnings: ch.warnings.clone(),
     };
     for (k, step) in cert.steps.iter().enumerate() {
         let at = |mut e: VerifyError| {
@@ -239,7 +303,7 @@ pub fn verify_with(
         let next = match &step.rule {
             Some(name) => {
                 report.rule_steps += 1;
-                if library.user_source(name).is_some() && !report.user_rules.contains(name) {
+                if user_library.user_source(name).is_some() && !report.user_rules.contains(name) {
                     report.user_rules.push(name.clone());
                 }
                 ch.rule_step(&prog, step, name).map_err(at)?
@@ -250,6 +314,7 @@ pub fn verify_with(
             }
         };
         ch.same_shape(&shape, &next.1).map_err(at)?;
+        ch.well_shaped(&next.0).map_err(at)?;
         if step.grade == "real" {
             report.grade = "real".into();
         }
@@ -275,8 +340,91 @@ pub fn verify_with(
             ),
         ));
     }
+    // Last, so that a step that fails says which (an edited `initial` usually makes the
+    // first step fail to find its subterm).
+    (report.base, report.from_unverified) = bind_from(&ch, cert, &initial, whole, library, solver)?;
     report.conditions_proved = ch.proved.get();
+    report.shape_obligations = ch.shape_known.borrow().len();
     Ok(report)
+}
+
+/// Binds `initial` to `from` (E1012, E1013): it must be the recorded body of the `from`
+/// definition, or the `result` of the nested certificate of the base derivation, which
+/// is verified first (against the same declarations). Returns the base's report and
+/// whether `from` is a derivation recorded only by its (unverified) result.
+fn bind_from(
+    ch: &Checker,
+    cert: &CertIn,
+    initial: &Expr,
+    whole: &str,
+    library: &Library,
+    solver: &Solver,
+) -> Res<(Option<Box<VerifyReport>>, bool)> {
+    let unbound = |m: String| VerifyError::new("E1012", m);
+    let (expected, what, out) = match (&cert.base, &cert.from_definition) {
+        (Some(base), None) => {
+            let bad = |m: String| VerifyError::new("E1013", m);
+            if base.derivation != cert.from {
+                return Err(bad(format!(
+                    "the nested certificate is of `{}`, not of `from` (`{}`)",
+                    base.derivation, cert.from
+                )));
+            }
+            if base.declarations != cert.declarations {
+                return Err(bad(format!(
+                    "the nested certificate of `{}` has other declarations",
+                    base.derivation
+                )));
+            }
+            let report = verify_cert(base, whole, library, solver).map_err(|e| {
+                e.note(format!(
+                    "in the nested certificate of `{}` (the base of `{}`)",
+                    base.derivation, cert.derivation
+                ))
+            })?;
+            (
+                &base.result,
+                format!("the verified `result` of `{}`", cert.from),
+                (Some(Box::new(report)), false),
+            )
+        }
+        (None, Some(f)) => {
+            if f.name != cert.from {
+                return Err(unbound(format!(
+                    "the recorded `from_definition` is `{}`, not `from` (`{}`)",
+                    f.name, cert.from
+                )));
+            }
+            (
+                &f.body,
+                format!("the recorded body of `{}`", cert.from),
+                (None, f.derived),
+            )
+        }
+        (None, None) => {
+            return Err(unbound(format!(
+                "the certificate does not record `{}`, the definition it starts from",
+                cert.from
+            ))
+            .note("without it, `initial` could be any program: regenerate the certificate"));
+        }
+        (Some(_), Some(_)) => {
+            return Err(unbound(
+                "the certificate records both a `from_definition` and a nested `base`".into(),
+            ));
+        }
+    };
+    let (body, _) = ch
+        .parse_program(expected)
+        .map_err(|e| e.note(format!("in {what}")))?;
+    ch.well_shaped(&body)
+        .map_err(|e| e.note(format!("in {what}")))?;
+    if !alpha_eq(&body, initial) {
+        return Err(unbound(format!("`initial` is not {what}"))
+            .note(format!("initial: {}", show(initial)))
+            .note(format!("`{}`:  {}", cert.from, show(&body))));
+    }
+    Ok(out)
 }
 
 /// The library plus the certificate's user rules, each read with the rule loader from
@@ -306,6 +454,11 @@ fn with_user_rules(library: &Library, rules: &[UserRuleIn]) -> Res<Library> {
                 "the recorded text of user rule `{}` defines `{}`",
                 r.name, rule.name
             )));
+        }
+        // A caller may pass a library that already holds this very rule (the CLI's
+        // library with the file's user rules): the same text is the same rule.
+        if library.user_source(&r.name) == Some(r.source.as_str()) {
+            continue;
         }
         if library.get(&r.name).is_some() {
             return Err(bad(format!(
@@ -373,6 +526,9 @@ pub(crate) struct Checker<'a> {
     /// The name programs are parsed under: one that occurs nowhere in the certificate.
     def_name: String,
     proved: Cell<usize>,
+    /// Shape obligations proved under the declarations (by their text).
+    shape_known: RefCell<BTreeSet<String>>,
+    warnings: Vec<String>,
 }
 
 impl<'a> Checker<'a> {
@@ -436,7 +592,7 @@ impl<'a> Checker<'a> {
                 "a recorded definition's body holds more than one expression".into(),
             ));
         }
-        let ch = Checker {
+        let mut ch = Checker {
             library,
             solver,
             declarations: with_defs,
@@ -451,16 +607,126 @@ impl<'a> Checker<'a> {
             shapes: checked.shapes,
             def_name,
             proved: Cell::new(0),
+            shape_known: RefCell::new(BTreeSet::new()),
+            warnings: Vec::new(),
         };
-        // Under contradictory assumptions every side condition would hold.
-        if ch
+        // Under contradictory assumptions every side condition would hold: refused when
+        // the solver proves `false`; when it cannot decide, the report says so (a
+        // satisfiable `assume` the solver cannot model must not stop a certificate, but
+        // the reader must know the claim may be vacuous).
+        match ch
             .solver
             .prove(&ch.facts(&Ctx::default()), &Pred::Bool(false))
-            == Verdict::Proved
         {
-            return Err(bad("the declarations are contradictory".into()));
+            Verdict::Proved => {
+                return Err(bad("the declarations are contradictory".into()).note(
+                    "no size satisfies them, so every condition would hold vacuously",
+                ));
+            }
+            Verdict::Refuted(_) => {}
+            Verdict::Unknown(why) => ch.warnings.push(format!(
+                "the solver could not show that the declarations can be satisfied ({why}); if no size satisfies them, this certificate says nothing"
+            )),
+        }
+        // Every input extent and every recorded definition is well-shaped under the
+        // declarations alone.
+        for o in input_obligations(&p) {
+            ch.prove_shape(&o)
+                .map_err(|e| e.note("in the declarations"))?;
+        }
+        for (name, body) in &ch.definitions {
+            ch.well_shaped(body)
+                .map_err(|e| e.note(format!("in the recorded definition of `{name}`")))?;
         }
         Ok(ch)
+    }
+
+    /// The shape discipline (ARCHITECTURE.md): every extent of `e` is `>= 0` and every
+    /// reshape amount in range for every size the declarations allow. Proved under the
+    /// declarations alone, never under a guard's or a binder's facts: a shape is
+    /// observed even where a value is not (a guarded zero has its body's shape, and
+    /// `++` offsets by it).
+    pub fn well_shaped(&self, e: &Expr) -> Res<()> {
+        let (_, obligations) = infer_with_obligations(&self.shapes, &mut Vec::new(), e)
+            .map_err(|d| VerifyError::new("E1002", format!("no shape: {}", d.message)))?;
+        for o in &obligations {
+            self.prove_shape(o)?;
+        }
+        Ok(())
+    }
+
+    fn prove_shape(&self, o: &ShapeObligation) -> Res<()> {
+        let key = o.pred.to_string();
+        if self.shape_known.borrow().contains(&key) {
+            return Ok(());
+        }
+        let verdict = self.solver.prove(&self.facts(&Ctx::default()), &o.pred);
+        let why = match verdict {
+            Verdict::Proved => {
+                self.shape_known.borrow_mut().insert(key);
+                return Ok(());
+            }
+            Verdict::Refuted(c) => format!("counterexample: {c}"),
+            Verdict::Unknown(r) => format!("the solver could not prove it: {r}"),
+        };
+        Err(VerifyError::new(
+            "E1014",
+            format!(
+                "{} may be negative or out of range: `{}` does not follow from the declarations",
+                o.what, o.pred
+            ),
+        )
+        .note(why)
+        .note("shapes may use only the sizes (>= 1) and the `assume`s, not guards or enclosing ranges"))
+    }
+
+    /// A rewritten term keeps its shape for every size the declarations allow (E1015);
+    /// `lets` are the shapes of the `let`s around it.
+    pub fn keeps_shape(
+        &self,
+        lets: &[(String, Shape)],
+        lets_after: &[(String, Shape)],
+        before: &Expr,
+        after: &Expr,
+    ) -> Res<()> {
+        let s1 = infer_with_lets(&self.shapes, &mut lets.to_vec(), before);
+        let s2 = infer_with_lets(&self.shapes, &mut lets_after.to_vec(), after);
+        let (s1, s2) = match (s1, s2) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(d), _) | (_, Err(d)) => {
+                return Err(VerifyError::new(
+                    "E1015",
+                    format!("a rewritten term has no shape: {}", d.message),
+                ));
+            }
+        };
+        if self.shapes_equal(&s1, &s2) {
+            return Ok(());
+        }
+        Err(VerifyError::new(
+            "E1015",
+            format!(
+                "the step changes the shape of the term it rewrites from {} to {}",
+                show_shape(&s1),
+                show_shape(&s2)
+            ),
+        )
+        .note(format!("before: {}", show(before)))
+        .note(format!("after:  {}", show(after)))
+        .note("shapes must be equal for every size the declarations allow; guards and enclosing ranges do not count, because a shape is observed even where its value is not"))
+    }
+
+    /// Equal for every size the declarations allow.
+    fn shapes_equal(&self, a: &Shape, b: &Shape) -> bool {
+        let facts = self.facts(&Ctx::default());
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| {
+                atl_lang::poly::same(x, y)
+                    || self
+                        .solver
+                        .prove(&facts, &Pred::cmp(CmpOp::Eq, x.clone(), y.clone()))
+                        .is_proved()
+            })
     }
 
     /// Parses and checks (names, shapes) one program over the declarations.
@@ -605,16 +871,7 @@ impl<'a> Checker<'a> {
 
     /// Shapes are preserved by every step (a cheap second line of defence).
     fn same_shape(&self, a: &Shape, b: &Shape) -> Res<()> {
-        let facts = self.facts(&Ctx::default());
-        let ok = a.len() == b.len()
-            && a.iter().zip(b).all(|(x, y)| {
-                atl_lang::poly::same(x, y)
-                    || self
-                        .solver
-                        .prove(&facts, &Pred::cmp(CmpOp::Eq, x.clone(), y.clone()))
-                        .is_proved()
-            });
-        if ok {
+        if self.shapes_equal(a, b) {
             return Ok(());
         }
         Err(
@@ -705,6 +962,7 @@ impl<'a> Checker<'a> {
         }
         compare_conditions(&obligations, &step.conditions)?;
         let built = matching::build(rule, result, &inst).map_err(mismatch)?;
+        self.keeps_shape(&ctx.lets, &ctx.lets, node, &built)?;
         if !self.same_in(&ctx.heads, &step.after_site, &built)? {
             return Err(VerifyError::new(
                 "E1008",

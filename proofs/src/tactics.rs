@@ -2,7 +2,9 @@
 //!
 //! - `simpl`: the programs must agree node for node except for index expressions, and
 //!   each changed index expression must be proved equal to the old one under the
-//!   context at its node.
+//!   context at its node; a node whose index expressions changed must also keep its
+//!   shape under the declarations alone (a `gen` bound or reshape amount proved equal
+//!   only under a guard or a range would change a shape that is observed outside).
 //! - `simpl_guard`: re-run bottom-up (a guard is dropped if its predicate is proved in
 //!   its context; a scalar guarded term becomes `0` if the negation is), the result
 //!   compared with the recorded program and the removals with the recorded conditions.
@@ -106,6 +108,7 @@ pub(crate) fn check(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shap
         ch,
         simpl: words[0] == "simpl",
         ren: Vec::new(),
+        lets_b: Vec::new(),
     };
     w.walk(prog, &after.0, &Ctx::default())?;
     compare_conditions(&[], &step.conditions)?;
@@ -282,6 +285,9 @@ struct Walk<'c, 'a> {
     simpl: bool,
     /// Binders of `b` to those of `a`, innermost last.
     ren: Vec<(String, String)>,
+    /// Shapes of the `let`s of `b` around the current node (those of `a` are in the
+    /// context), innermost last.
+    lets_b: Vec<(String, Shape)>,
 }
 
 /// The index expressions a node holds itself, in a fixed order.
@@ -349,6 +355,7 @@ impl Walk<'_, '_> {
         if !self.same_head(a, b) || ia.len() != ib.len() {
             return Err(differs());
         }
+        let mut changed = false;
         for (x, y) in ia.iter().zip(&ib) {
             let y = self.rename(y);
             if *x == y {
@@ -357,6 +364,7 @@ impl Walk<'_, '_> {
             if !self.simpl {
                 return Err(differs());
             }
+            changed = true;
             let ob = Obligation {
                 name: "simpl".into(),
                 goal: Pred::cmp(CmpOp::Eq, x.clone(), y.clone()),
@@ -365,6 +373,9 @@ impl Walk<'_, '_> {
             self.ch
                 .prove(&ob)
                 .map_err(|e| e.note(format!("`simpl` rewrote `{x}` into `{y}`")))?;
+        }
+        if changed {
+            self.ch.keeps_shape(&ctx.lets, &self.lets_b, a, b)?;
         }
         for (k, (x, y)) in a.children().into_iter().zip(b.children()).enumerate() {
             let inner = self.ch.enter(ctx, a, k);
@@ -379,7 +390,20 @@ impl Walk<'_, '_> {
             if let Some((vb, va)) = binds {
                 self.ren.push((vb.clone(), va.clone()));
             }
+            let let_b = match &b.kind {
+                ExprKind::Let { var, value, .. } if k == 1 => {
+                    infer_with_lets(&self.ch.shapes, &mut self.lets_b.clone(), value)
+                        .ok()
+                        .map(|s| (var.clone(), s))
+                }
+                _ => None,
+            };
+            let pushed = let_b.is_some();
+            self.lets_b.extend(let_b);
             let r = self.walk(x, y, &inner);
+            if pushed {
+                self.lets_b.pop();
+            }
             if binds.is_some() {
                 self.ren.pop();
             }

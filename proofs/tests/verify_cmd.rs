@@ -29,6 +29,21 @@ fn exit_statuses_and_output() {
         "{out}"
     );
     assert!(out.contains("grade exact"), "{out}");
+    // The declarations the claim holds under, and the chain it rests on.
+    assert!(
+        out.contains("holds for every size with `n` >= 1, under `assume n >= 2`"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "`fused` verified from its nested certificate: from `pipeline`, 3 step(s), grade exact"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("the chain starts from the recorded body of `pipeline`"),
+        "{out}"
+    );
 
     let bad = good.replacen("\"8\"", "\"4\"", 1);
     let path = dir.join("bad.json");

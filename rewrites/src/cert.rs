@@ -108,12 +108,28 @@ pub struct UserRuleRecord {
     pub checked: String,
 }
 
+/// The definition a derivation starts from, when it is not a derivation whose
+/// certificate is nested (`base`): its name and body, which `initial` must be.
+#[derive(Clone, Debug, Serialize)]
+pub struct FromRecord {
+    pub name: String,
+    pub body: String,
+    /// `from` is a derivation whose certificate could not be nested (the certificate
+    /// was made by [`Certificate::new`] without the other derivations): `body` is that
+    /// derivation's result, which a checker cannot vouch for.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub derived: bool,
+}
+
 /// A whole certificate.
 #[derive(Clone, Debug, Serialize)]
 pub struct Certificate {
     pub format: &'static str,
     pub derivation: String,
     pub from: String,
+    /// The body of `from` when it is a written definition (`initial` must be it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_definition: Option<FromRecord>,
     /// The declarations the programs live in (sizes, assumes, inputs), as ATL text.
     pub declarations: String,
     /// The definitions the programs refer to, each after those it refers to.
@@ -126,13 +142,41 @@ pub struct Certificate {
     pub steps: Vec<StepRecord>,
     pub result: String,
     pub grade: Grade,
+    /// The certificate of `from` when it is a derivation (`initial` must be its
+    /// `result`); certificates of chains nest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<Box<Certificate>>,
 }
 
 impl Certificate {
-    /// The certificate of `d`. `program` is the program with every earlier derivation
-    /// added as a definition (`with_derived`): a derivation's name stands for its
-    /// result, as in `unfold`. `library` is the one the derivation ran with.
+    /// The certificate of `d` without the certificates of other derivations: when `d`
+    /// is derived from a derivation, its base is recorded only by its result
+    /// ([`FromRecord::derived`]), which a checker cannot verify. Prefer
+    /// [`Certificate::chained`].
     pub fn new(d: &Derivation, program: &Program, library: &Library) -> Certificate {
+        Certificate::chained(d, &[], program, library)
+    }
+
+    /// The certificate of `d`, with the certificate of its base nested when `from` is
+    /// one of `derivations` (recursively, so a chain of derivations is one certificate).
+    /// `program` is the program with every earlier derivation added as a definition
+    /// (`with_derived`): a derivation's name stands for its result, as in `unfold`.
+    /// `library` is the one the derivations ran with.
+    pub fn chained(
+        d: &Derivation,
+        derivations: &[Derivation],
+        program: &Program,
+        library: &Library,
+    ) -> Certificate {
+        // Only derivations before `d` can be its base, so the recursion ends.
+        let earlier = &derivations[..derivations
+            .iter()
+            .position(|x| x.name == d.name)
+            .unwrap_or(derivations.len())];
+        let base = earlier
+            .iter()
+            .find(|b| b.name == d.from)
+            .map(|b| Box::new(Certificate::chained(b, earlier, program, library)));
         let show = |e: &Expr| expr_to_string(e, Style::default());
         let mut user_rules: Vec<UserRuleRecord> = Vec::new();
         for step in &d.steps {
@@ -154,6 +198,15 @@ impl Certificate {
             format: "atl-certificate/1",
             derivation: d.name.clone(),
             from: d.from.clone(),
+            from_definition: match &base {
+                Some(_) => None,
+                None => program.def(&d.from).map(|def| FromRecord {
+                    name: d.from.clone(),
+                    body: show(&def.body),
+                    derived: program.derive(&d.from).is_some(),
+                }),
+            },
+            base,
             declarations: declarations_text(program),
             definitions: definitions_used(program, &d.initial)
                 .into_iter()

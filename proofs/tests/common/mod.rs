@@ -63,7 +63,7 @@ pub fn try_certificates_of_source(source: &str) -> Option<Vec<(String, String)>>
     let certs = derivations
         .iter()
         .map(|d| {
-            let cert = Certificate::new(d, &program, &library);
+            let cert = Certificate::chained(d, &derivations, &program, &library);
             let json = serde_json::to_string_pretty(&cert).expect("serializable");
             (d.name.clone(), json)
         })
