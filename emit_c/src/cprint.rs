@@ -8,6 +8,10 @@
 //! `int64_t`; the floor-division helpers (and `min`/`max`, `cdiv`, the allocation
 //! helper) are emitted only when the kernel uses them, which lowering arranges to be
 //! only where a numerator may be negative or a divisor is not a positive constant.
+//! Which helpers, macros and headers the source needs is recorded while the entry
+//! checks and the body are printed ([`Needs`]), and the preamble is written from that
+//! record afterwards: one source of truth, so a helper used only by an entry check
+//! (an `assume`) is emitted like any other.
 //!
 //! Names: every name of the loop IR is kept when it is a valid C identifier that
 //! collides with nothing (C keywords, the `atl_` prefix of the helpers, the symbol,
@@ -15,7 +19,8 @@
 //! otherwise it gets a numeric suffix. Renaming a size or input only changes a
 //! parameter name, not the ABI.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use atl_lang::index::IndexExpr;
@@ -178,6 +183,27 @@ fn collect_names(k: &Kernel, names: &mut Names) {
     });
 }
 
+/// What the printed code refers to beyond plain C: helpers, macros, headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Need {
+    FloorDiv,
+    FloorMod,
+    CeilDiv,
+    Min,
+    Max,
+    Blend,
+    /// The `ATL_OMP`/`ATL_UNROLL` macros.
+    Pragmas,
+    /// `atl_alloc` (and `free`, so `<stdlib.h>`).
+    Alloc,
+    /// `NAN`/`INFINITY` (`<math.h>`).
+    Math,
+}
+
+/// The set of [`Need`]s, filled in by the printing functions themselves (they take
+/// `&self`, hence the cell).
+type Needs = RefCell<BTreeSet<Need>>;
+
 pub(crate) struct CPrinter<'k> {
     kernel: &'k Kernel,
     dtype: Dtype,
@@ -186,6 +212,8 @@ pub(crate) struct CPrinter<'k> {
     /// Where heap temporaries are allocated (`crate::hoist`).
     plan: HoistPlan,
     out: String,
+    /// What the code printed so far needs.
+    needs: Needs,
 }
 
 /// The C type name of a dtype.
@@ -213,6 +241,7 @@ impl<'k> CPrinter<'k> {
             names,
             plan,
             out: String::new(),
+            needs: RefCell::new(BTreeSet::new()),
         }
     }
 
@@ -309,19 +338,27 @@ impl<'k> CPrinter<'k> {
         s
     }
 
-    /// The implementation.
+    /// The implementation. The entry checks and the body are printed first, so that
+    /// the preamble (headers, helpers, macros) is exactly what they need.
     pub(crate) fn source(mut self) -> String {
         let k = self.kernel;
+        let checks: Vec<String> = k.preconditions.iter().map(|p| self.cond(&p.cond)).collect();
+        self.out.clear();
+        for st in &k.body {
+            self.stmt(st, 1);
+        }
+        let body = std::mem::take(&mut self.out);
+        let needs = self.needs.borrow().clone();
         let mut s = self.doc();
         s.push_str("#include <stdint.h>\n");
-        if heap_allocates(k) {
+        if needs.contains(&Need::Alloc) {
             s.push_str("#include <stdlib.h>\n");
         }
-        if self.uses_special_literals() {
+        if needs.contains(&Need::Math) {
             s.push_str("#include <math.h>\n");
         }
         s.push('\n');
-        s.push_str(&self.helpers());
+        s.push_str(&self.helpers(&needs));
         let params = self.params("restrict");
         let _ = writeln!(
             s,
@@ -329,7 +366,6 @@ impl<'k> CPrinter<'k> {
             self.symbol,
             params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
         );
-        let checks: Vec<String> = k.preconditions.iter().map(|p| self.cond(&p.cond)).collect();
         if !checks.is_empty() {
             let _ = writeln!(
                 s,
@@ -355,40 +391,20 @@ impl<'k> CPrinter<'k> {
         for n in unused {
             let _ = writeln!(s, "  (void){};", self.names.get(n));
         }
-        self.out.clear();
-        for st in &k.body {
-            self.stmt(st, 1);
-        }
-        s.push_str(&self.out);
+        s.push_str(&body);
         s.push_str("}\n");
         s
     }
 
-    fn uses_special_literals(&self) -> bool {
-        let mut found = false;
-        self.kernel.walk(&mut |s| {
-            let mut check = |v: &Val| {
-                v.visit(&mut |n| {
-                    if let Val::Lit(x) = n {
-                        found |= !x.is_finite();
-                    }
-                })
-            };
-            match s {
-                Stmt::Decl { init: Some(v), .. } => check(v),
-                Stmt::SetScalar { value, .. } | Stmt::Store { value, .. } => check(value),
-                Stmt::Fill { value, .. } => found |= !value.is_finite(),
-                _ => {}
-            }
-        });
-        found
+    /// Records that the code printed needs `n`.
+    fn need(&self, n: Need) {
+        self.needs.borrow_mut().insert(n);
     }
 
-    /// The helper functions the kernel uses, and only those.
-    fn helpers(&self) -> String {
-        let k = self.kernel;
+    /// The helper functions the printed code uses (`needs`), and only those.
+    fn helpers(&self, needs: &BTreeSet<Need>) -> String {
         let mut s = String::new();
-        if k.uses_ix_op(IxOp::FloorDiv) {
+        if needs.contains(&Need::FloorDiv) {
             s.push_str(
                 r#"/* Floor division with a / 0 = 0 (ATL's index arithmetic, DESIGN §3.2). */
 static inline int64_t atl_floordiv(int64_t a, int64_t b)
@@ -406,7 +422,7 @@ static inline int64_t atl_floordiv(int64_t a, int64_t b)
 "#,
             );
         }
-        if k.uses_ix_op(IxOp::FloorMod) {
+        if needs.contains(&Need::FloorMod) {
             s.push_str(
                 r#"/* Floor modulo with a % 0 = a: the sign of the result follows the divisor. */
 static inline int64_t atl_floormod(int64_t a, int64_t b)
@@ -424,7 +440,7 @@ static inline int64_t atl_floormod(int64_t a, int64_t b)
 "#,
             );
         }
-        if k.uses_ix_op(IxOp::CeilDiv) {
+        if needs.contains(&Need::CeilDiv) {
             s.push_str(
                 r#"/* Ceiling division cdiv(a, b) = -((-a) / b), with cdiv(a, 0) = 0. */
 static inline int64_t atl_cdiv(int64_t a, int64_t b)
@@ -442,17 +458,17 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
 "#,
             );
         }
-        if k.uses_ix_op(IxOp::Min) {
+        if needs.contains(&Need::Min) {
             s.push_str(
                 "static inline int64_t atl_min(int64_t a, int64_t b)\n{\n  return a < b ? a : b;\n}\n\n",
             );
         }
-        if k.uses_ix_op(IxOp::Max) {
+        if needs.contains(&Need::Max) {
             s.push_str(
                 "static inline int64_t atl_max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
             );
         }
-        if uses_blend(k) {
+        if needs.contains(&Need::Blend) {
             // Masking the bits rather than `c ? v : 0`: GCC does not if-convert the
             // latter inside a loop (it sees control flow), while the mask becomes a
             // vector `and`. Exact: the result is `v` bit for bit, or +0.0.
@@ -467,7 +483,7 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
                           return x.f;\n}\n\n";
             s.push_str(&helper.replace("ELEM", self.t()).replace("BITS", bits));
         }
-        if annotated(k) {
+        if needs.contains(&Need::Pragmas) {
             s.push_str(
                 "/* Loop annotations: OpenMP pragmas when compiled with OpenMP (the kernel is\n   \
                  sequential otherwise), unrolling hints for GCC and Clang. */\n\
@@ -476,7 +492,7 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
                  #else\n#define ATL_UNROLL(x)\n#endif\n\n",
             );
         }
-        if heap_allocates(k) {
+        if needs.contains(&Need::Alloc) {
             let helper = r#"/* A temporary of n elements (at least one, so that malloc(0) is never asked);
    aborts when memory is exhausted rather than writing through NULL. */
 static ELEM *atl_alloc(int64_t n, int zeroed)
@@ -522,6 +538,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 if l.parallel {
                     self.indent(depth);
                     self.out.push_str("ATL_OMP(omp parallel)\n");
+                    self.need(Need::Pragmas);
                 }
                 self.indent(depth);
                 let whose = if l.parallel { "each thread's" } else { "the" };
@@ -611,6 +628,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     let _ = writeln!(self.out, "if ({b} == NULL)");
                     self.indent(depth + 2);
                     let _ = writeln!(self.out, "{b} = atl_alloc({n}, {});", i32::from(*zeroed));
+                    self.need(Need::Alloc);
                     if *zeroed {
                         // Reused: zeroed again, as a fresh zeroed buffer would be.
                         self.indent(depth + 1);
@@ -635,6 +653,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     "{t} *restrict {b} = atl_alloc({n}, {});",
                     i32::from(*zeroed)
                 );
+                self.need(Need::Alloc);
                 self.block(body, depth + 1);
                 self.indent(depth + 1);
                 let _ = writeln!(self.out, "free({b});");
@@ -748,6 +767,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             None
         };
         if let Some(line) = line {
+            self.need(Need::Pragmas);
             self.indent(depth);
             self.out.push_str(&line);
             self.out.push('\n');
@@ -756,6 +776,9 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
 
     fn lit(&self, x: f64) -> String {
         let suffix = if self.dtype == Dtype::F32 { "f" } else { "" };
+        if !x.is_finite() {
+            self.need(Need::Math);
+        }
         if x.is_nan() {
             return format!("(({})NAN)", self.t());
         }
@@ -815,14 +838,15 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             }
             Ix::Bin(op, a, b) => {
                 let call = match op {
-                    IxOp::FloorDiv => Some("atl_floordiv"),
-                    IxOp::FloorMod => Some("atl_floormod"),
-                    IxOp::CeilDiv => Some("atl_cdiv"),
-                    IxOp::Min => Some("atl_min"),
-                    IxOp::Max => Some("atl_max"),
+                    IxOp::FloorDiv => Some(("atl_floordiv", Need::FloorDiv)),
+                    IxOp::FloorMod => Some(("atl_floormod", Need::FloorMod)),
+                    IxOp::CeilDiv => Some(("atl_cdiv", Need::CeilDiv)),
+                    IxOp::Min => Some(("atl_min", Need::Min)),
+                    IxOp::Max => Some(("atl_max", Need::Max)),
                     _ => None,
                 };
-                if let Some(f) = call {
+                if let Some((f, need)) = call {
+                    self.need(need);
                     let _ = write!(out, "{f}(");
                     self.write_ix(out, a, 0);
                     out.push_str(", ");
@@ -915,6 +939,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 // A function call evaluates its arguments first: the value is computed
                 // whatever the condition (its loads are in bounds regardless), and the
                 // inlined `?:` of two computed values becomes a vector blend.
+                self.need(Need::Blend);
                 format!("atl_blend({}, {})", self.cond(c), self.val(a, 0))
             }
             Val::Select(c, a) => {
@@ -990,25 +1015,6 @@ fn used_names(k: &Kernel) -> HashSet<String> {
         }
     });
     used
-}
-
-/// Whether any value is a blend (printed with the `atl_blend` helper).
-fn uses_blend(k: &Kernel) -> bool {
-    let mut found = false;
-    let mut in_val = |v: &Val| v.visit(&mut |n| found |= matches!(n, Val::Blend(..)));
-    k.walk(&mut |s| match s {
-        Stmt::Decl { init: Some(v), .. } => in_val(v),
-        Stmt::SetScalar { value, .. } | Stmt::Store { value, .. } => in_val(value),
-        _ => {}
-    });
-    found
-}
-
-/// Whether any loop carries an annotation the printer turns into a pragma.
-fn annotated(k: &Kernel) -> bool {
-    let mut found = false;
-    k.walk(&mut |s| found |= matches!(s, Stmt::For(l) if l.parallel || l.vector || l.unroll));
-    found
 }
 
 /// Whether the kernel has a temporary that is not a stack array.

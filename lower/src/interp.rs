@@ -70,6 +70,7 @@ pub fn check_call(
                 PreconditionKind::Assume => "E0603",
                 PreconditionKind::Amount => "E0504",
                 PreconditionKind::InputExtent => "E0605",
+                PreconditionKind::IndexRange => "E0937",
             };
             return Err(Diagnostic::error(
                 code,

@@ -33,9 +33,11 @@ pub struct Kernel {
     /// The output buffer.
     pub output: BufferDecl,
     /// Conditions on the sizes under which the kernel is defined: sizes `>= 1`, the
-    /// program's `assume`s, valid reshape amounts, non-negative input extents. The
-    /// interpreter rejects sizes that break them (E0602, E0603, E0504, E0605); the C
-    /// kernel returns without touching memory.
+    /// bounds that keep index arithmetic within `int64_t`, the program's `assume`s,
+    /// valid reshape amounts, non-negative input extents, in this order (C checks
+    /// them left to right, so no check overflows). The interpreter rejects sizes that
+    /// break them (E0602, E0937, E0603, E0504, E0605); the C kernel returns without
+    /// touching memory.
     pub preconditions: Vec<Precondition>,
     pub body: Vec<Stmt>,
     /// The normalized source expression the body was lowered from (every definition
@@ -72,6 +74,10 @@ pub enum PreconditionKind {
     Amount,
     /// An input extent is non-negative (E0605).
     InputExtent,
+    /// A size is small enough for the kernel's `int64_t` index arithmetic not to
+    /// overflow (`size <= bound`, computed by `crate::overflow`; E0937). Checked
+    /// right after the sizes' `>= 1`, before any condition that computes.
+    IndexRange,
 }
 
 /// One coordinate of an access: the index and the extent of its dimension.
@@ -333,13 +339,6 @@ impl Kernel {
         for s in &self.body {
             s.walk(f);
         }
-    }
-
-    /// Whether any index expression of the body uses `op`.
-    pub fn uses_ix_op(&self, op: IxOp) -> bool {
-        let mut found = false;
-        self.walk(&mut |s| s.visit_own_ix(&mut |ix| found |= ix.uses(op)));
-        found
     }
 
     /// Whether the body allocates.

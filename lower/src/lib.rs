@@ -22,6 +22,7 @@ pub mod interp;
 pub mod ir;
 mod lowering;
 mod normalize;
+mod overflow;
 pub mod print;
 mod prove;
 pub mod reindex;

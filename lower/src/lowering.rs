@@ -147,7 +147,7 @@ pub(crate) fn lower(
     let mut body = body;
     crate::annotate::annotate(&mut body);
     crate::annotate::apply_hints(&mut body, &hints)?;
-    Ok(Kernel {
+    let mut kernel = Kernel {
         name: def.to_string(),
         sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
         inputs,
@@ -158,7 +158,35 @@ pub(crate) fn lower(
         preconditions: l.preconditions,
         body,
         source: expr,
-    })
+    };
+    // Sizes for which some index expression (entry checks included) could overflow
+    // `int64_t` are refused on entry, right after the sizes' `>= 1`.
+    let bounds = crate::overflow::size_bounds(&kernel)?;
+    let at = kernel
+        .preconditions
+        .iter()
+        .take_while(|p| p.kind == PreconditionKind::Size)
+        .count();
+    for (k, (size, bound)) in bounds.into_iter().enumerate() {
+        let pred = Pred::cmp(
+            CmpOp::Le,
+            IndexExpr::var(size.clone()),
+            IndexExpr::Const(bound),
+        );
+        kernel.preconditions.insert(
+            at + k,
+            Precondition {
+                pred,
+                cond: Cond::Cmp(CmpOp::Le, Ix::Var(size.clone()), Ix::Const(bound)),
+                kind: PreconditionKind::IndexRange,
+                reason: format!(
+                    "size `{size}` is at most {bound}, so that index arithmetic stays within \
+                     64 bits"
+                ),
+            },
+        );
+    }
+    Ok(kernel)
 }
 
 /// The loop hints of definition `def`. They name loops by binder, and binder names

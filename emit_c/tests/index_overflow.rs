@@ -1,0 +1,187 @@
+//! Issue 17, hole 5: what the emitted C computes with must exist and must not
+//! overflow. Helpers used only by an entry check (`assume`) are emitted; sizes for
+//! which an index expression could overflow `int64_t` are refused on entry (E0937)
+//! — by the compiled C itself, which is called here directly, below the Rust-side
+//! check — and a kernel that overflows at every size is refused by lowering (E0938).
+//! Each compiled run is a harness under `-fsanitize=address,undefined` with
+//! `ATL_SANITIZE=1`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use atl_emit_c::{EmitOptions, Tensor, compile, emit};
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(path).expect("fixture")
+}
+
+fn lowered(source: &str, def: &str) -> Result<atl_lower::Kernel, atl_lang::diag::Diagnostic> {
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    atl_lower::lower_def(&checked.program, &checked.shapes, def, &Default::default())
+}
+
+fn sizes(n: i64) -> BTreeMap<String, i64> {
+    BTreeMap::from([("n".to_string(), n)])
+}
+
+fn input(data: Vec<f64>) -> BTreeMap<String, Tensor> {
+    let n = data.len();
+    BTreeMap::from([("f".to_string(), Tensor::new(vec![n], data).expect("shape"))])
+}
+
+#[test]
+fn helpers_used_only_by_assumes_are_emitted() {
+    let kernel = lowered(&fixture("assume_helpers.atl"), "a").expect("lowers");
+    let compiled =
+        compile(&kernel, &EmitOptions::default(), &common::compile_options()).expect("compiles");
+    let out = compiled
+        .run(&sizes(3), &input(vec![1.0, 2.0, 3.0]))
+        .expect("runs");
+    assert_eq!(out.output.data, vec![2.0, 4.0, 6.0]);
+    for helper in [
+        "atl_floordiv",
+        "atl_floormod",
+        "atl_cdiv",
+        "atl_min",
+        "atl_max",
+    ] {
+        assert!(
+            compiled
+                .code()
+                .source
+                .contains(&format!("{helper}(int64_t")),
+            "{helper} is defined"
+        );
+    }
+    // `max(n, 2) <= 100` is checked: n = 101 is refused.
+    let err = compiled
+        .run(&sizes(101), &input(vec![0.0; 101]))
+        .expect_err("refused");
+    assert_eq!(err.code, "E0603", "{err:?}");
+}
+
+/// Compiles `kernel` with a `main` that calls it at size `n` on `f = 1, 2, …` (at
+/// most 4 elements are read) with the output filled with -7, and prints the first
+/// `shown` output elements. Sanitized under `ATL_SANITIZE=1`; `-O2` otherwise (the
+/// optimizer is what turns an overflowing loop bound into a hang).
+fn run_c(kernel: &atl_lower::Kernel, n: i64, shown: usize) -> Vec<f64> {
+    let code = emit(kernel, &EmitOptions::default()).expect("emits");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let main = format!(
+        "{}\n#include <stdio.h>\nint main(void) {{\n  float f[4] = {{1, 2, 3, 4}};\n  \
+         float out[4] = {{-7, -7, -7, -7}};\n  {sym}(INT64_C({n}), f, out);\n  \
+         for (int k = 0; k < {shown}; ++k)\n    printf(\"%g\\n\", out[k]);\n  return 0;\n}}\n",
+        code.source,
+        sym = code.symbol
+    );
+    let src = dir.path().join("k.c");
+    std::fs::write(&src, main).expect("write");
+    let exe = dir.path().join("k");
+    let mut cc = std::process::Command::new("cc");
+    cc.arg("-std=c99").arg("-o").arg(&exe).arg(&src);
+    if common::sanitize() {
+        cc.args([
+            "-O1",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+        ]);
+    } else {
+        cc.arg("-O2");
+    }
+    let status = cc.status().expect("cc runs");
+    assert!(status.success(), "compiles");
+    let mut child = std::process::Command::new(&exe)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    // A hang is a failure, not a stuck test.
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the kernel hangs at n = {n}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "n = {n}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().expect("a number"))
+        .collect()
+}
+
+#[test]
+fn a_huge_ceiling_division_factor_is_refused_on_entry() {
+    let kernel = lowered(&fixture("cdiv_huge_factor.atl"), "a").expect("lowers");
+    // cdiv(1, 2^63 - 1) = 1: out = [f[0]].
+    assert_eq!(run_c(&kernel, 1, 1), vec![1.0]);
+    // n = 3 would compute `3 + 9223372036854775806`: refused, out untouched.
+    assert_eq!(run_c(&kernel, 3, 1), vec![-7.0]);
+    let err = atl_lower::check_call(&kernel, &sizes(3), &input(vec![1.0, 2.0, 3.0]))
+        .expect_err("refused");
+    assert_eq!(err.code, "E0937", "{err:?}");
+    let header = emit(&kernel, &EmitOptions::default())
+        .expect("emits")
+        .header;
+    assert!(header.contains("satisfy: n <= 1"), "{header}");
+}
+
+#[test]
+fn a_guard_with_a_huge_factor_is_refused_beyond_its_bound() {
+    let kernel = lowered(&fixture("guard_huge_factor.atl"), "a").expect("lowers");
+    // n = 2: i = 0 passes (0 < 2), i = 1 does not (2^62 >= 2).
+    assert_eq!(run_c(&kernel, 2, 2), vec![1.0, 0.0]);
+    // n = 3: `2 * 2^62` would overflow: refused, out untouched.
+    assert_eq!(run_c(&kernel, 3, 3), vec![-7.0, -7.0, -7.0]);
+}
+
+#[test]
+fn an_assume_that_multiplies_is_checked_after_the_bound() {
+    let kernel = lowered(&fixture("assume_overflow.atl"), "a").expect("lowers");
+    assert_eq!(run_c(&kernel, 1, 1), vec![1.0]);
+    // n = 2: `2 * 2^62` in the assume's own check would overflow.
+    assert_eq!(run_c(&kernel, 2, 2), vec![-7.0, -7.0]);
+}
+
+#[test]
+fn a_kernel_that_overflows_at_every_size_is_refused() {
+    let src =
+        "size n\ninput f : [n]\ndef a = gen i < n: [n * 9223372036854775807 + n > 0] * f[i]\n";
+    let err = lowered(src, "a").expect_err("refused");
+    assert_eq!(err.code, "E0938", "{err:?}");
+}
+
+#[test]
+fn the_tile_id_derivation_with_a_huge_factor_runs() {
+    let (checked, diags) = atl_lang::check_source(&fixture("tile_id_huge_k.atl"));
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let (library, _) = atl_rewrites::Library::standard();
+    let solver = atl_solver::Solver::new();
+    let env = atl_rewrites::Env {
+        program: &checked.program,
+        shapes: &checked.shapes,
+        library: &library,
+        solver: &solver,
+    };
+    let (derivations, failures) = atl_rewrites::run_derivations(&env);
+    assert!(failures.is_empty(), "{failures:?}");
+    let (program, shapes) =
+        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    let kernel = atl_lower::lower_def(&program, &shapes, "b", &Default::default()).expect("lowers");
+    assert_eq!(run_c(&kernel, 3, 3), vec![1.0, 2.0, 3.0]);
+}
