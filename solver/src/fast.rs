@@ -19,6 +19,12 @@
 //!
 //! Every step is a valid inference over the integers, so a "proved" here is a proof;
 //! everything else falls through to z3.
+//!
+//! Overflow. Coefficients and bounds are `i128` and every operation on them is
+//! checked (`checked_*`, never `+ - * / abs` on values, which wrap in release builds):
+//! an overflow drops the bound, the fact or the elimination step it would have
+//! produced. Dropping is always sound (fewer hypotheses, weaker bounds); a wrapped
+//! value could turn a huge bound into a contradiction and "prove" anything.
 
 use std::collections::HashMap;
 
@@ -114,9 +120,16 @@ impl Lin {
     }
 
     /// Divides by the gcd of the coefficients, rounding the constant down: for integer
-    /// monomials `Σ g·aᵢ·mᵢ + c >= 0` iff `Σ aᵢ·mᵢ + floor(c/g) >= 0`.
+    /// monomials `Σ g·aᵢ·mᵢ + c >= 0` iff `Σ aᵢ·mᵢ + floor(c/g) >= 0`. Left as is when
+    /// a coefficient has no absolute value in `i128` (an equivalent form either way).
     fn tighten(mut self) -> Lin {
-        let g = self.terms.iter().fold(0i128, |g, (_, a)| gcd(g, a.abs()));
+        let Some(g) = self
+            .terms
+            .iter()
+            .try_fold(0i128, |g, (_, a)| Some(gcd(g, a.checked_abs()?)))
+        else {
+            return self;
+        };
         if g > 1 {
             for t in &mut self.terms {
                 t.1 /= g;
@@ -127,6 +140,7 @@ impl Lin {
     }
 }
 
+/// The gcd of two non-negative numbers (then no operation here can overflow).
 fn gcd(a: i128, b: i128) -> i128 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -218,18 +232,19 @@ impl Interval {
     }
 }
 
-fn floor_div_i(a: i128, k: i128) -> i128 {
-    // k != 0 is guaranteed by callers.
-    let q = a / k;
-    if (a % k != 0) && ((a < 0) != (k < 0)) {
-        q - 1
+/// `floor(a / k)` for `k != 0`; `None` on overflow (`i128::MIN / -1`).
+fn floor_div_i(a: i128, k: i128) -> Option<i128> {
+    let q = a.checked_div(k)?;
+    if (a.checked_rem(k)? != 0) && ((a < 0) != (k < 0)) {
+        q.checked_sub(1)
     } else {
-        q
+        Some(q)
     }
 }
 
-fn ceil_div_i(a: i128, k: i128) -> i128 {
-    -floor_div_i(-a, k)
+/// `ceil(a / k)` for `k != 0`; `None` on overflow.
+fn ceil_div_i(a: i128, k: i128) -> Option<i128> {
+    floor_div_i(a.checked_neg()?, k)?.checked_neg()
 }
 
 /// A goal decomposed into linear obligations.
@@ -481,16 +496,16 @@ impl Fast {
         let (a, k) = if k > 0 {
             (a.clone(), k)
         } else {
-            match a.neg() {
-                Some(n) => (n, -k),
-                None => return,
+            match (a.neg(), k.checked_neg()) {
+                (Some(n), Some(k)) => (n, k),
+                _ => return,
             }
         };
         // k*q <= a <= k*q + k - 1
         if let Some(f) = a.combine(1, q, -k, 0) {
             self.add_fact(f);
         }
-        if let Some(f) = q.combine(k, &a, -1, k - 1) {
+        if let Some(f) = k.checked_sub(1).and_then(|k1| q.combine(k, &a, -1, k1)) {
             self.add_fact(f);
         }
     }
@@ -524,7 +539,7 @@ impl Fast {
             (IndexOp::Div | IndexOp::CDiv, Some(0)) => Interval::point(0),
             (IndexOp::Mod, Some(0)) => ia,
             (IndexOp::Div, Some(k)) => {
-                let f = |x: Option<i128>| x.map(|x| floor_div_i(x, k));
+                let f = |x: Option<i128>| x.and_then(|x| floor_div_i(x, k));
                 if k > 0 {
                     Interval::new(f(ia.lo), f(ia.hi))
                 } else {
@@ -532,7 +547,7 @@ impl Fast {
                 }
             }
             (IndexOp::CDiv, Some(k)) => {
-                let f = |x: Option<i128>| x.map(|x| ceil_div_i(x, k));
+                let f = |x: Option<i128>| x.and_then(|x| ceil_div_i(x, k));
                 if k > 0 {
                     Interval::new(f(ia.lo), f(ia.hi))
                 } else {
@@ -541,9 +556,9 @@ impl Fast {
             }
             (IndexOp::Mod, Some(k)) => {
                 let range = if k > 0 {
-                    Interval::new(Some(0), Some(k - 1))
+                    Interval::new(Some(0), k.checked_sub(1))
                 } else {
-                    Interval::new(Some(k + 1), Some(0))
+                    Interval::new(k.checked_add(1), Some(0))
                 };
                 // An argument already inside the range is unchanged by `%`.
                 match (ia.lo, ia.hi) {
@@ -553,7 +568,7 @@ impl Fast {
             }
             (IndexOp::Mod, None) => match ib.lo {
                 Some(blo) if blo >= 1 => {
-                    let range = Interval::new(Some(0), ib.hi.map(|h| h - 1));
+                    let range = Interval::new(Some(0), ib.hi.and_then(|h| h.checked_sub(1)));
                     match (ia.lo, ia.hi) {
                         (Some(lo), Some(hi)) if lo >= 0 && hi < blo => ia,
                         _ => range,
@@ -565,7 +580,13 @@ impl Fast {
                 // For b >= 1: a >= 0 gives 0 <= a/b <= a/lo(b); a < 0 gives a <= a/b <= -1.
                 Some(blo) if blo >= 1 => {
                     let lo = ia.lo.map(|l| l.min(0));
-                    let hi = ia.hi.map(|h| if h >= 0 { floor_div_i(h, blo) } else { -1 });
+                    let hi = ia.hi.and_then(|h| {
+                        if h >= 0 {
+                            floor_div_i(h, blo)
+                        } else {
+                            Some(-1)
+                        }
+                    });
                     Interval::new(lo, hi)
                 }
                 _ => Interval::TOP,
@@ -603,7 +624,9 @@ impl Fast {
     }
 
     /// Tightens monomial bounds from one fact `Σ aᵢ·mᵢ + c >= 0`:
-    /// `aⱼ·mⱼ >= -(c + Σ_{i≠j} max(aᵢ·mᵢ))`.
+    /// `aⱼ·mⱼ >= -(c + Σ_{i≠j} max(aᵢ·mᵢ))`. A bound whose computation overflows is
+    /// not produced (issue 17: a wrapped `total - u` made consistent facts look
+    /// contradictory, and then every goal was "proved").
     fn propagate(&mut self, f: usize) -> bool {
         let fact = &self.facts[f];
         let uppers: Vec<Option<i128>> = fact
@@ -625,17 +648,23 @@ impl Fast {
         let mut updates = Vec::new();
         for (j, (m, a)) in fact.terms.iter().enumerate() {
             let rest = match uppers[j] {
-                Some(u) if unbounded == 0 => total - u,
-                None => total,
+                Some(u) if unbounded == 0 => total.checked_sub(u),
+                None => Some(total),
                 _ => continue,
             };
             // a·m >= -rest
             let bound = if *a > 0 {
-                Interval::new(Some(ceil_div_i(-rest, *a)), None)
+                rest.and_then(i128::checked_neg)
+                    .and_then(|r| ceil_div_i(r, *a))
+                    .map(|lo| Interval::new(Some(lo), None))
             } else {
-                Interval::new(None, Some(floor_div_i(rest, -*a)))
+                rest.zip(a.checked_neg())
+                    .and_then(|(r, na)| floor_div_i(r, na))
+                    .map(|hi| Interval::new(None, Some(hi)))
             };
-            updates.push((*m, bound));
+            if let Some(bound) = bound {
+                updates.push((*m, bound));
+            }
         }
         let mut changed = false;
         for (m, b) in updates {
@@ -742,7 +771,14 @@ impl Fast {
                 if (b > 0) != (a > 0) {
                     continue;
                 }
-                let Some(r) = d.combine(b.abs(), f, -a.abs(), b.abs() - 1) else {
+                // r = |b|·d + (|b| - 1) - |a|·f, every operation checked.
+                let (Some(ab), Some(aa)) = (b.checked_abs(), a.checked_abs()) else {
+                    continue;
+                };
+                let Some(r) = ab
+                    .checked_sub(1)
+                    .and_then(|extra| d.combine(ab, f, -aa, extra))
+                else {
                     continue;
                 };
                 if self.nonneg(&r.tighten(), by_mono, depth + 1, budget) {

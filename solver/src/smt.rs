@@ -19,7 +19,29 @@
 //! Determinism: every query gets a fresh z3 context and solver, so its outcome cannot
 //! depend on earlier queries (z3's term ids and learned state would otherwise leak
 //! between queries, and rayon decides which thread ran what before). Effort is bounded
-//! by z3's `rlimit` (a count of internal operations), never by wall-clock time.
+//! by z3's `rlimit` (a count of internal operations, independent of machine load)
+//! wherever z3 honours it.
+//!
+//! Bounded queries (issue 17). z3 4.8.12's `smt` tactic does not count the work of
+//! its non-linear arithmetic (the nlsat calls of the arithmetic solver) against
+//! `rlimit`: on `n³ + m³ == k³ ⇒ i + 1 < n` it ran for minutes with an `rlimit` count
+//! below 20,000, and no parameter we tried bounds it deterministically (`max_conflicts`
+//! counts other conflicts; `arith.nl.nra = false` makes it count, but loses the
+//! symbolic-divisor proofs the index rules need, and `nlsat.max_conflicts` makes nlsat
+//! report wrong models). So:
+//!
+//! - a linear query goes to the `smt` tactic, bounded by `rlimit`;
+//! - a non-linear query goes to the `smt` tactic bounded by `rlimit` *and* by a
+//!   wall-clock limit ([`NONLINEAR_SMT_TIMEOUT_MS`]), then, if that gave up, to z3's
+//!   `QF_NIA` strategy, which honours `rlimit` (≈3 s at `DEFAULT_RLIMIT`);
+//! - every check also carries a wall-clock backstop ([`TIMEOUT_BACKSTOP_MS`]) for any
+//!   other path that ignores `rlimit`.
+//!
+//! A time limit that is reached gives `Unknown` (a refusal), never "proved". The only
+//! answers that can depend on machine load are non-linear queries the `smt` tactic
+//! needs more than [`NONLINEAR_SMT_TIMEOUT_MS`] for and `QF_NIA` cannot decide: those
+//! are refused under load and decided otherwise, both sound; the cache keeps an
+//! answer stable within a process.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -33,6 +55,16 @@ use crate::query::{Counterexample, Facts, Verdict};
 /// Variables of a counterexample are first searched in `[-SMALL_MODEL, SMALL_MODEL]`
 /// so that diagnostics show small numbers when small numbers exist.
 const SMALL_MODEL: i64 = 32;
+
+/// z3's wall-clock limit per check, in milliseconds: a backstop behind `rlimit`, for
+/// z3 code that does not count its work. Reaching it gives `Unknown`.
+pub(crate) const TIMEOUT_BACKSTOP_MS: u32 = 10_000;
+
+/// Wall-clock limit of the `smt` tactic on a non-linear query (it ignores `rlimit`
+/// there; see the module documentation). The slowest non-linear proofs of the tests
+/// (symbolic-divisor index rules) take about 2 s on a loaded machine; `QF_NIA` gets
+/// its own, `rlimit`-bounded, attempt afterwards.
+pub(crate) const NONLINEAR_SMT_TIMEOUT_MS: u32 = 6_000;
 
 /// Encodes ATL index expressions over one z3 context.
 pub(crate) struct Encoder<'c> {
@@ -238,12 +270,14 @@ enum Check {
     Unknown(String),
 }
 
-/// The two z3 configurations tried in order. The plain `smt` tactic is fast for the
-/// linear queries that dominate; z3's `QF_NIA` strategy (with nlsat) is slower to set
-/// up but decides more non-linear queries.
+/// The z3 configurations. The plain `smt` tactic is fast for the linear queries that
+/// dominate; on non-linear ones it needs a wall-clock bound (`NonlinearSmt`). z3's
+/// `QF_NIA` strategy (with nlsat) is slower to set up but decides more non-linear
+/// queries, and honours `rlimit`.
 #[derive(Clone, Copy)]
 enum Strategy {
     Smt,
+    NonlinearSmt,
     Nia,
 }
 
@@ -259,7 +293,7 @@ fn model_values(solver: &z3::Solver<'_>, enc: &Encoder<'_>) -> Option<BTreeMap<S
 fn check(facts: &Facts, goal: &Pred, rlimit: u32, strategy: Strategy) -> Check {
     let ctx = Context::new(&Config::new());
     let solver = match strategy {
-        Strategy::Smt => Tactic::new(&ctx, "smt").solver(),
+        Strategy::Smt | Strategy::NonlinearSmt => Tactic::new(&ctx, "smt").solver(),
         Strategy::Nia => match z3::Solver::new_for_logic(&ctx, "QF_NIA") {
             Some(s) => s,
             None => z3::Solver::new(&ctx),
@@ -267,6 +301,13 @@ fn check(facts: &Facts, goal: &Pred, rlimit: u32, strategy: Strategy) -> Check {
     };
     let mut params = Params::new(&ctx);
     params.set_u32("rlimit", rlimit);
+    params.set_u32(
+        "timeout",
+        match strategy {
+            Strategy::NonlinearSmt => NONLINEAR_SMT_TIMEOUT_MS,
+            Strategy::Smt | Strategy::Nia => TIMEOUT_BACKSTOP_MS,
+        },
+    );
     solver.set_params(&params);
 
     let mut enc = Encoder::new(&ctx);
@@ -326,7 +367,7 @@ pub(crate) fn decide(facts: &Facts, goal: &Pred, rlimit: u32) -> Verdict {
     let strategies: &[Strategy] = if is_linear(facts, goal) {
         &[Strategy::Smt]
     } else {
-        &[Strategy::Smt, Strategy::Nia]
+        &[Strategy::NonlinearSmt, Strategy::Nia]
     };
     for &strategy in strategies {
         match check(facts, goal, rlimit, strategy) {
