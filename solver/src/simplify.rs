@@ -254,10 +254,11 @@ fn finish_bare(bare: &[String], residual: &Terms, env: &Env, out: &mut Vec<Env>)
 
 /// Matches one pattern term `kp · mono` against one expression term `ek · em`.
 fn match_term(mono: &Monomial, kp: i64, em: &Monomial, ek: i64, env: &Env, out: &mut Vec<Env>) {
-    if kp == 0 || ek % kp != 0 {
+    // Checked: `i64::MIN / -1` overflows (and panics even in release builds).
+    if ek.checked_rem(kp) != Some(0) {
         return;
     }
-    let k = ek / kp;
+    let Some(k) = ek.checked_div(kp) else { return };
     let mut cmetas = Vec::new();
     let mut gmetas = Vec::new();
     let mut structs = Vec::new();
@@ -278,12 +279,10 @@ fn match_term(mono: &Monomial, kp: i64, em: &Monomial, ek: i64, env: &Env, out: 
         let mut env = env;
         if let Some(c) = cmetas.first() {
             match env.get(c).and_then(IndexExpr::as_const) {
-                Some(v) => {
-                    if v == 0 || k % v != 0 {
-                        continue;
-                    }
-                    k /= v;
-                }
+                Some(v) => match (k.checked_rem(v), k.checked_div(v)) {
+                    (Some(0), Some(q)) => k = q,
+                    _ => continue,
+                },
                 None if env.contains_key(c) => continue,
                 None => {
                     env.insert(c.clone(), IndexExpr::Const(k));
@@ -331,7 +330,7 @@ fn finish_general(gmetas: &[String], mut rem: Monomial, mut k: i64, env: &Env, o
         let Some((vm, vk)) = vt.iter().next().filter(|_| vt.len() == 1) else {
             return;
         };
-        if *vk == 0 || k % vk != 0 {
+        if k.checked_rem(*vk) != Some(0) {
             return;
         }
         for f in vm {
@@ -342,7 +341,8 @@ fn finish_general(gmetas: &[String], mut rem: Monomial, mut k: i64, env: &Env, o
                 None => return,
             }
         }
-        k /= vk;
+        let Some(q) = k.checked_div(*vk) else { return };
+        k = q;
     }
     match unbound.as_slice() {
         [] if rem.is_empty() && k == 1 => out.push(env.clone()),
