@@ -4,7 +4,8 @@
 //!   [`Verdict::Refuted`] (with a counterexample checked by evaluation) or
 //!   [`Verdict::Unknown`]. A cache and a linear/interval fast path answer the common
 //!   side conditions of a derivation in microseconds; z3 decides the rest, with floor
-//!   division encoded exactly (DESIGN §3.2) and deterministic resource limits.
+//!   division encoded exactly (DESIGN §3.2) and deterministic resource limits (plus
+//!   wall-clock backstops where z3 ignores them; see `smt.rs`).
 //! - [`simplify_index`] and [`simplify_pred`] clean up index expressions and guards with
 //!   rewrite rules that are data (`rules/index.rules`), each proved by z3 and oriented
 //!   by a documented reduction order, so simplification always terminates.
