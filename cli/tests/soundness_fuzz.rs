@@ -267,6 +267,12 @@ fn soundness_fuzz() {
     for case in range {
         let t = Instant::now();
         if let Some(f) = run_one(&judges, seed, case, &mut stats) {
+            // Reported at once, unminimized, so that a long run cut short still shows it.
+            eprintln!(
+                "case {case}: {:?}: {}",
+                f.failure.kind,
+                f.failure.detail.lines().next().unwrap_or("")
+            );
             found.push(f);
         }
         if t.elapsed() > slowest.0 {
