@@ -404,12 +404,17 @@ fn collect_free_tensor_vars(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSe
 #[derive(Clone, Debug, Default)]
 pub struct NameSupply {
     used: HashSet<String>,
+    /// Per stem, a `k` such that `stem1` … `stem(k-1)` are all in `used` (which only
+    /// grows), so the search for a fresh name does not rescan them: without it, naming
+    /// thousands of binders is quadratic. The names chosen are the same.
+    next_free: std::collections::HashMap<String, usize>,
 }
 
 impl NameSupply {
     pub fn new(used: impl IntoIterator<Item = String>) -> NameSupply {
         NameSupply {
             used: used.into_iter().collect(),
+            next_free: Default::default(),
         }
     }
 
@@ -440,14 +445,20 @@ impl NameSupply {
             self.used.insert(stem.to_string());
             return stem.to_string();
         }
-        let mut k = 1usize;
+        let mut k = self.next_free.get(stem).copied().unwrap_or(1);
+        let mut all_used_so_far = true;
         loop {
             let candidate = format!("{stem}{k}");
-            if !self.used.contains(&candidate) && !taken(&candidate) {
+            let used = self.used.contains(&candidate);
+            if !used && !taken(&candidate) {
                 self.used.insert(candidate.clone());
                 return candidate;
             }
             k += 1;
+            all_used_so_far &= used;
+            if all_used_so_far {
+                self.next_free.insert(stem.to_string(), k);
+            }
         }
     }
 }

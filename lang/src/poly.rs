@@ -103,12 +103,13 @@ impl Poly {
 
     /// Divides every coefficient by `k` if all are multiples of it.
     fn exact_div(&self, k: i64) -> Option<Poly> {
-        if k == 0 || self.terms.values().any(|c| c % k != 0) {
+        // Checked: `i64::MIN % -1` and `i64::MIN / -1` overflow (a panic, not a value).
+        if k == 0 || self.terms.values().any(|c| c.checked_rem(k) != Some(0)) {
             return None;
         }
         let mut out = Poly::zero();
         for (m, c) in &self.terms {
-            out.add_term(m.clone(), c / k)?;
+            out.add_term(m.clone(), c.checked_div(k)?)?;
         }
         Some(out)
     }
@@ -250,6 +251,17 @@ mod tests {
         let a = I::mul(I::Const(2), I::add(v("n"), I::Const(1)));
         let b = I::add(I::add(v("n"), v("n")), I::Const(2));
         assert!(same(&a, &b));
+    }
+
+    #[test]
+    fn division_of_the_most_negative_coefficient_by_minus_one_does_not_panic() {
+        // (-9223372036854775807*n - n) / -1: the coefficient is i64::MIN, and
+        // i64::MIN / -1 does not fit; the division stays opaque (found by the solver's
+        // soundness test through `atl prove`, which exited with a panic).
+        let num = I::sub(I::mul(I::Const(-i64::MAX), v("n")), v("n"));
+        let e = I::bin(IndexOp::Div, num, I::Const(-1));
+        let out = normalize(&e);
+        assert!(matches!(out, I::Bin(IndexOp::Div, _, _)), "{out:?}");
     }
 
     #[test]

@@ -98,6 +98,18 @@ fn child_context(env: &ShapeEnv, e: &Expr, k: usize, ctx: &Context) -> Context {
     c
 }
 
+/// The largest program (in nodes) a derivation step may produce: far above the
+/// examples' programs (whose printed forms are under 2,000 characters), low enough
+/// that a derivation duplicating a term at every step stops within seconds.
+pub const MAX_TERM_SIZE: usize = 20_000;
+
+/// The number of nodes of `e`.
+pub fn term_size(e: &Expr) -> usize {
+    let mut n = 0;
+    e.walk(&mut |_| n += 1);
+    n
+}
+
 /// The context at `path` (empty if the path leaves the tree).
 pub fn context_at(env: &ShapeEnv, root: &Expr, path: &[usize]) -> Context {
     let mut ctx = Context::default();
@@ -973,6 +985,18 @@ pub fn run_step(
             .at(name.span, "directive"));
         }
     };
+    // Terms stay small enough that every later pass (and the checker) is quick: a
+    // derivation that duplicates a term again and again is stopped here.
+    let size = term_size(&outcome.expr);
+    if size > MAX_TERM_SIZE {
+        return Err(Diagnostic::error(
+            "E0848",
+            format!("the step would make the program {size} nodes large (the limit is {MAX_TERM_SIZE})"),
+        )
+        .at(step.span, "this step")
+        .with_note("steps that duplicate terms (`unfold_let` of a value used many times, `inline`) can grow a program exponentially")
+        .with_help("bind the duplicated value with a `let` instead of inlining it"));
+    }
     // The shape discipline: the result is well-shaped under the declarations alone,
     // and the rewritten term keeps its shape (for `simpl`, every node does).
     let step_name = step_word(step);
