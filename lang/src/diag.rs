@@ -112,9 +112,20 @@ pub fn render(
     Ok(())
 }
 
-fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
-    let start = span.start.min(len);
-    let end = span.end.clamp(start, len);
+/// The byte range of `span` inside `source`, shrunk to the text's length and widened to
+/// character boundaries: ariadne slices the source with it, which panics inside a
+/// multi-byte character (a span computed on other text, such as the offset of an
+/// invalid UTF-8 byte in a file shown with replacement characters, can land there).
+fn clamp(span: Span, source: &str) -> std::ops::Range<usize> {
+    let len = source.len();
+    let mut start = span.start.min(len);
+    while !source.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = span.end.clamp(start, len);
+    while !source.is_char_boundary(end) {
+        end += 1;
+    }
     start..end
 }
 
@@ -146,7 +157,6 @@ fn render_one(
         }
         return Ok(());
     };
-    let len = source.len();
     let name = file_name.to_string();
     let config = Config::default()
         .with_color(color)
@@ -156,19 +166,19 @@ fn render_one(
     } else {
         Color::Yellow
     };
-    let mut report = Report::build(kind, (name.clone(), clamp(primary.span, len)))
+    let mut report = Report::build(kind, (name.clone(), clamp(primary.span, source)))
         .with_config(config)
         .with_code(d.code)
         .with_message(&d.message)
         .with_label(
-            ALabel::new((name.clone(), clamp(primary.span, len)))
+            ALabel::new((name.clone(), clamp(primary.span, source)))
                 .with_message(&primary.message)
                 .with_color(primary_color)
                 .with_order(0),
         );
     for (k, label) in d.secondary.iter().enumerate() {
         report = report.with_label(
-            ALabel::new((name.clone(), clamp(label.span, len)))
+            ALabel::new((name.clone(), clamp(label.span, source)))
                 .with_message(&label.message)
                 .with_color(Color::Blue)
                 .with_order(k as i32 + 1),

@@ -497,6 +497,7 @@ fn run<T>(
     eoi: usize,
     what: &str,
 ) -> Result<T, Diagnostic> {
+    token_nesting(tokens, what)?;
     let stream = Stream::from_iter(eoi..eoi, tokens.iter().map(|(t, s)| (t.clone(), s.range())));
     parser.then_ignore(end()).parse(stream).map_err(|errs| {
         // Report the first error of an item: later ones are usually consequences.
@@ -567,7 +568,10 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 end,
                 "an assumption",
             )
-            .map(|p| Item::Assume(p, whole)),
+            .and_then(|p| {
+                check_depth(Tree::P(&p), "an assumption")?;
+                Ok(Item::Assume(p, whole))
+            }),
             Token::Input => run(
                 just(Token::Input)
                     .ignore_then(ident())
@@ -582,10 +586,15 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 end,
                 "an input declaration",
             )
-            .map(|(name, shape)| Item::Input {
-                name,
-                shape,
-                span: whole,
+            .and_then(|(name, shape)| {
+                for d in &shape {
+                    check_depth(Tree::I(d), "an input declaration")?;
+                }
+                Ok(Item::Input {
+                    name,
+                    shape,
+                    span: whole,
+                })
             }),
             Token::Def => run(
                 just(Token::Def)
@@ -596,10 +605,13 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 end,
                 "a definition",
             )
-            .map(|(name, body)| Item::Def {
-                name,
-                body,
-                span: whole,
+            .and_then(|(name, body)| {
+                check_depth(Tree::E(&body), "a definition")?;
+                Ok(Item::Def {
+                    name,
+                    body,
+                    span: whole,
+                })
             }),
             ref t if is_rule_keyword(source, t, first.1) => {
                 rule_item(source, chunk, whole, &lines).map(Item::Rule)
@@ -634,6 +646,7 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
             }
         }
     }
+    check_inlined_depth(&file, &mut diags);
     (file, diags)
 }
 
@@ -965,6 +978,7 @@ fn parse_rewrite(
                 })?;
                 let inner = &rest[k + 2..close];
                 let pattern = run(expr_parser(), inner, rest[close].1.start, "a pattern")?;
+                check_depth(Tree::E(&pattern), "a pattern")?;
                 site.around = Some(Box::new(pattern));
                 k = close + 1;
             }
@@ -1020,6 +1034,7 @@ fn parse_rewrite(
                                 value.last().map(|t| t.1.end).unwrap_or(cs.end),
                                 "an instantiation",
                             )?;
+                            check_depth(Tree::I(&v), "an instantiation")?;
                             with.push((
                                 Ident {
                                     name: n.clone(),
@@ -1121,6 +1136,8 @@ fn parse_window(head_span: Span, rest: &[(Token, Span)]) -> Result<StepKind, Dia
             range.last().map(|t| t.1.end).unwrap_or(0),
             "a window bound",
         )?;
+        check_depth(Tree::I(&lo), "a window bound")?;
+        check_depth(Tree::I(&hi), "a window bound")?;
         dims.push((lo, hi));
     }
     Ok(StepKind::Window {
@@ -1157,35 +1174,276 @@ fn parse_standalone<T>(
     source: &str,
     parser: impl Parser<Token, T, Error = PErr>,
     what: &str,
+    tree: for<'t> fn(&'t T) -> Tree<'t>,
 ) -> Result<T, Vec<Diagnostic>> {
     let (tokens, diags) = lex(source);
     if !diags.is_empty() {
         return Err(diags);
     }
-    run(parser, &tokens, source.len(), what).map_err(|d| vec![d])
+    let out = run(parser, &tokens, source.len(), what).map_err(|d| vec![d])?;
+    check_depth(tree(&out), what).map_err(|d| vec![d])?;
+    Ok(out)
 }
 
 /// Parses a standalone predicate (command-line facts, tests). Every name is a free
 /// integer variable; metavariables are rejected.
 pub fn parse_pred_str(source: &str) -> Result<Pred, Vec<Diagnostic>> {
-    let p = parse_standalone(source, pred_parser(index_parser()), "a predicate")?;
+    let p = parse_standalone(source, pred_parser(index_parser()), "a predicate", |t| Tree::P(t))?;
     crate::resolve::lower_pred_free(&p).map_err(|d| vec![d])
 }
 
 /// Parses a standalone index expression; names are free integer variables.
 pub fn parse_index_str(source: &str) -> Result<IndexExpr, Vec<Diagnostic>> {
-    let e = parse_standalone(source, index_parser(), "an index expression")?;
+    let e = parse_standalone(source, index_parser(), "an index expression", |t| Tree::I(t))?;
     crate::resolve::lower_index_free(&e).map_err(|d| vec![d])
 }
 
 /// Parses a standalone index expression into the surface AST (keeps spans).
 pub fn parse_index_ast(source: &str) -> Result<SIndex, Vec<Diagnostic>> {
-    parse_standalone(source, index_parser(), "an index expression")
+    parse_standalone(source, index_parser(), "an index expression", |t| Tree::I(t))
 }
 
 /// Parses a standalone expression in surface syntax (patterns, tests).
 pub fn parse_expr_str(source: &str) -> Result<SExpr, Vec<Diagnostic>> {
-    parse_standalone(source, expr_parser(), "an expression")
+    parse_standalone(source, expr_parser(), "an expression", |t| Tree::E(t))
+}
+
+// ---------------------------------------------------------------------------------------
+// Nesting limit
+// ---------------------------------------------------------------------------------------
+
+/// The deepest nesting the front end accepts, in levels of the syntax tree (each
+/// operator, binder, `let`, guard, access index, parenthesis and index or predicate
+/// operator is one level; a definition's references count with the nesting of the
+/// definitions they name, as if inlined).
+///
+/// Every later stage (resolution, shapes, the interpreter, the rewrite engine, pad
+/// types, lowering, emission, the printer) walks terms recursively, so a bound on the
+/// depth of the trees they are given is what keeps them from exhausting the stack. The
+/// value leaves a wide margin: the CLI runs on a 256 MB stack and every stage handles
+/// several times this depth on the default 8 MB main-thread stack (release and debug
+/// builds; `lang/tests/limits.rs`), while the examples nest fewer than 40 levels.
+pub const MAX_NESTING: usize = 256;
+
+/// Why a term was refused: the place where the limit is crossed.
+fn too_deep(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E0210",
+        format!("{what} is nested too deeply (more than {MAX_NESTING} levels)"),
+    )
+    .at(span, format!("nesting level {} starts here", MAX_NESTING + 1))
+    .with_note(format!(
+        "ATL limits nesting to {MAX_NESTING} levels so that no stage of the compiler can run out of stack"
+    ))
+    .with_help("name intermediate results with separate `def`s, or write long sums and chains as a `sum`/`gen` over an index")
+}
+
+/// A cheap bound on the parser's own recursion, computed from the tokens before the
+/// parser runs: open brackets, the binder heads (`gen`, `sum`, `let`) and guards
+/// (`] *`) inside them, and runs of prefix `-`/`!`. It over-approximates the tree depth
+/// of bracketed and binder nesting (the exact depth is checked on the tree afterwards),
+/// and stops pathological inputs before the parser spends time on them.
+fn token_nesting(tokens: &[(Token, Span)], what: &str) -> Result<(), Diagnostic> {
+    let mut depth = 0usize;
+    let mut saved: Vec<usize> = Vec::new();
+    let mut prefix_run = 0usize;
+    let mut prev_close_bracket = false;
+    for (tok, span) in tokens {
+        match tok {
+            Token::Minus | Token::Bang => prefix_run += 1,
+            _ => prefix_run = 0,
+        }
+        match tok {
+            Token::LParen | Token::LBracket | Token::LBrace => {
+                saved.push(depth);
+                depth += 1;
+            }
+            Token::RParen | Token::RBracket | Token::RBrace => {
+                // Unbalanced closers are the parser's to report.
+                depth = saved.pop().unwrap_or(0);
+            }
+            Token::Gen | Token::Sum | Token::Let => depth += 1,
+            Token::Star if prev_close_bracket => depth += 1,
+            _ => {}
+        }
+        prev_close_bracket = matches!(tok, Token::RBracket);
+        if depth + prefix_run > MAX_NESTING {
+            return Err(too_deep(*span, what));
+        }
+    }
+    Ok(())
+}
+
+/// A node of the surface syntax, for the iterative depth walk.
+#[derive(Clone, Copy)]
+enum Tree<'a> {
+    E(&'a SExpr),
+    I(&'a SIndex),
+    P(&'a SPred),
+}
+
+/// The depth of a surface tree and, if it exceeds [`MAX_NESTING`], the span of a node
+/// where the limit is crossed. `name_depth` gives the depth that a name stands for (a
+/// reference to a definition counts as its body; other names as 0). Iterative, so that
+/// it is safe on any input.
+fn tree_depth(root: Tree<'_>, name_depth: &dyn Fn(&str) -> usize) -> Result<usize, Span> {
+    let mut stack = vec![(root, 1usize)];
+    let mut max = 0;
+    while let Some((node, d)) = stack.pop() {
+        let span = match node {
+            Tree::E(e) => e.span,
+            Tree::I(i) => i.span,
+            Tree::P(p) => p.span,
+        };
+        if d > MAX_NESTING {
+            return Err(span);
+        }
+        let mut leaf = d;
+        match node {
+            Tree::E(e) => match &e.kind {
+                // An inlined definition replaces the name: its root takes the name's level.
+                SExprKind::Name(n) => leaf = (d + name_depth(n)).saturating_sub(1).max(d),
+                SExprKind::Num(_) | SExprKind::Meta(_) | SExprKind::Error => {}
+                SExprKind::Paren(a)
+                | SExprKind::Neg(a)
+                | SExprKind::Transpose(a)
+                | SExprKind::Flatten(a) => stack.push((Tree::E(a), d + 1)),
+                SExprKind::Bind { binders, body, .. } => {
+                    // Resolution nests one binder per level.
+                    for (k, b) in binders.iter().enumerate() {
+                        match &b.range {
+                            SRange::Below(hi) => stack.push((Tree::I(hi), d + k + 1)),
+                            SRange::Between(lo, hi) => {
+                                stack.push((Tree::I(lo), d + k + 1));
+                                stack.push((Tree::I(hi), d + k + 1));
+                            }
+                        }
+                    }
+                    stack.push((Tree::E(body), d + binders.len().max(1)));
+                }
+                SExprKind::Guard { pred, body } => {
+                    stack.push((Tree::P(pred), d + 1));
+                    stack.push((Tree::E(body), d + 1));
+                }
+                SExprKind::Let { value, body, .. } => {
+                    stack.push((Tree::E(value), d + 1));
+                    stack.push((Tree::E(body), d + 1));
+                }
+                SExprKind::Access { tensor, indices } => {
+                    // `e[i, j]` is `e[i][j]`: one level per index.
+                    for (k, i) in indices.iter().enumerate() {
+                        stack.push((Tree::I(i), d + indices.len() - k));
+                    }
+                    stack.push((Tree::E(tensor), d + indices.len().max(1)));
+                }
+                SExprKind::Binary { lhs: a, rhs: b, .. } | SExprKind::Concat(a, b) => {
+                    stack.push((Tree::E(a), d + 1));
+                    stack.push((Tree::E(b), d + 1));
+                }
+                SExprKind::Amount { amount, arg, .. } => {
+                    stack.push((Tree::I(amount), d + 1));
+                    stack.push((Tree::E(arg), d + 1));
+                }
+                SExprKind::Subst { body, value, .. } => {
+                    stack.push((Tree::I(value), d + 1));
+                    stack.push((Tree::E(body), d + 1));
+                }
+            },
+            Tree::I(i) => match &i.kind {
+                SIndexKind::Int(_) | SIndexKind::Name(_) | SIndexKind::Meta(_) => {}
+                SIndexKind::Neg(a) | SIndexKind::Paren(a) => stack.push((Tree::I(a), d + 1)),
+                SIndexKind::Bin(_, a, b) => {
+                    stack.push((Tree::I(a), d + 1));
+                    stack.push((Tree::I(b), d + 1));
+                }
+            },
+            Tree::P(p) => match &p.kind {
+                SPredKind::Bool(_) | SPredKind::Meta(_) => {}
+                SPredKind::Cmp(_, a, b) => {
+                    stack.push((Tree::I(a), d + 1));
+                    stack.push((Tree::I(b), d + 1));
+                }
+                SPredKind::And(a, b) | SPredKind::Or(a, b) => {
+                    stack.push((Tree::P(a), d + 1));
+                    stack.push((Tree::P(b), d + 1));
+                }
+                SPredKind::Not(a) => stack.push((Tree::P(a), d + 1)),
+            },
+        }
+        if leaf > MAX_NESTING {
+            return Err(span);
+        }
+        max = max.max(leaf);
+    }
+    Ok(max)
+}
+
+/// Checks a tree against [`MAX_NESTING`] (names count 0).
+fn check_depth(root: Tree<'_>, what: &str) -> Result<(), Diagnostic> {
+    tree_depth(root, &|_| 0)
+        .map(|_| ())
+        .map_err(|span| too_deep(span, what))
+}
+
+/// The depth of every definition of a file with references to definitions counted as
+/// their bodies (the nesting after inlining, which lowering and `unfold` produce), in
+/// order. A definition whose inlined depth crosses the limit is reported (E0211) at the
+/// reference where it does; definitions that use it are not reported again.
+fn check_inlined_depth(file: &File, diags: &mut Vec<Diagnostic>) {
+    use std::cell::Cell;
+    use std::collections::{HashMap, HashSet};
+    let mut depth: HashMap<&str, usize> = HashMap::new();
+    let mut broken: HashSet<&str> = HashSet::new();
+    for item in &file.items {
+        match item {
+            Item::Def { name, body, .. } => {
+                let uses_broken = Cell::new(false);
+                let result = {
+                    let lookup = |n: &str| {
+                        uses_broken.set(uses_broken.get() || broken.contains(n));
+                        depth.get(n).copied().unwrap_or(0)
+                    };
+                    tree_depth(Tree::E(body), &lookup)
+                };
+                match result {
+                    Ok(d) if !uses_broken.get() => {
+                        depth.insert(&name.name, d);
+                    }
+                    Ok(_) => {
+                        broken.insert(&name.name);
+                    }
+                    Err(span) => {
+                        broken.insert(&name.name);
+                        if !uses_broken.get() {
+                            diags.push(
+                                Diagnostic::error(
+                                    "E0211",
+                                    format!(
+                                        "definition `{}` is nested too deeply once the definitions it uses are inlined (more than {MAX_NESTING} levels)",
+                                        name.name
+                                    ),
+                                )
+                                .at(span, "inlining this definition here crosses the limit")
+                                .with_note(format!(
+                                    "lowering and `unfold` inline definitions; ATL limits nesting to {MAX_NESTING} levels so that no stage of the compiler can run out of stack"
+                                ))
+                                .with_help("compute a deep chain of definitions as fewer, flatter ones (a `gen` or `sum` over an index instead of one definition per step)"),
+                            );
+                        }
+                    }
+                }
+            }
+            Item::Derive { name, from, .. } => {
+                if broken.contains(from.name.as_str()) {
+                    broken.insert(&name.name);
+                } else {
+                    let d = depth.get(from.name.as_str()).copied().unwrap_or(0);
+                    depth.insert(&name.name, d);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]
