@@ -20,7 +20,7 @@
 //! code never prints.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 use atl_lang::diag::Diagnostic;
@@ -529,6 +529,8 @@ pub(crate) struct Checker<'a> {
     /// Shape obligations proved under the declarations (by their text).
     shape_known: RefCell<BTreeSet<String>>,
     warnings: Vec<String>,
+    /// Programs already parsed, by text.
+    parsed: RefCell<HashMap<String, (Expr, Shape)>>,
 }
 
 impl<'a> Checker<'a> {
@@ -609,6 +611,7 @@ impl<'a> Checker<'a> {
             proved: Cell::new(0),
             shape_known: RefCell::new(BTreeSet::new()),
             warnings: Vec::new(),
+            parsed: RefCell::new(HashMap::new()),
         };
         // Under contradictory assumptions every side condition would hold: refused when
         // the solver proves `false`; when it cannot decide, the report says so (a
@@ -729,8 +732,21 @@ impl<'a> Checker<'a> {
             })
     }
 
-    /// Parses and checks (names, shapes) one program over the declarations.
+    /// Parses and checks (names, shapes) one program over the declarations. The same
+    /// text always gives the same program, so results are kept (a step's `after` is
+    /// the next step's `before`, and parsing is most of the checker's time).
     pub fn parse_program(&self, text: &str) -> Res<(Expr, Shape)> {
+        if let Some(hit) = self.parsed.borrow().get(text) {
+            return Ok(hit.clone());
+        }
+        let out = self.parse_uncached(text)?;
+        self.parsed
+            .borrow_mut()
+            .insert(text.to_string(), out.clone());
+        Ok(out)
+    }
+
+    fn parse_uncached(&self, text: &str) -> Res<(Expr, Shape)> {
         let src = format!(
             "{}def {} =\n  {}\n",
             self.declarations,
