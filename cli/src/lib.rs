@@ -389,6 +389,7 @@ fn library(out: &mut Output<'_>) -> Result<atl_rewrites::Library, i32> {
 fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
     let (source, checked) = load(out, file)?;
     let solver = atl_solver::Solver::new();
+    declarations_sound(out, file, &source, &checked, &solver)?;
     let lib = library_with_user_rules(out, file, &source, &checked.program, &solver)?;
     let env = atl_rewrites::Env {
         program: &checked.program,
@@ -403,6 +404,7 @@ fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
     }
     let (program, shapes) =
         atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    checked_independently(out, file, &source, &program, &derivations, &lib, &solver)?;
     Ok(Loaded {
         source,
         program,
@@ -410,6 +412,90 @@ fn load_derived(out: &mut Output<'_>, file: &Path) -> Result<Loaded, i32> {
         derivations,
         library: lib,
     })
+}
+
+/// The declarations must be satisfiable (under contradictory `assume`s every side
+/// condition would hold vacuously) and every written definition and input must be
+/// well-shaped under them (the shape discipline, `atl_rewrites::well_shaped`).
+fn declarations_sound(
+    out: &mut Output<'_>,
+    file: &Path,
+    source: &str,
+    checked: &atl_lang::Checked,
+    solver: &atl_solver::Solver,
+) -> Result<(), i32> {
+    let program = &checked.program;
+    if !program.assumes.is_empty() {
+        let facts = atl_rewrites::well_shaped::declaration_facts(program);
+        if solver
+            .prove(&facts, &atl_lang::index::Pred::Bool(false))
+            .is_proved()
+        {
+            let mut d = Diagnostic::error(
+                "E0414",
+                "the `assume`s contradict each other (or the sizes being at least 1)",
+            )
+            .with_note("under contradictory facts every side condition would hold, so no derivation could be trusted")
+            .with_help("remove or correct the contradicting `assume`");
+            for a in &program.assumes {
+                d = d.with_secondary(a.span, "assumed here");
+            }
+            out.diagnostics(&[d], file, source);
+            return Err(EXIT_USER);
+        }
+    }
+    let diags = atl_rewrites::well_shaped::check_program(program, &checked.shapes, solver);
+    if !diags.is_empty() {
+        out.diagnostics(&diags, file, source);
+        return Err(EXIT_USER);
+    }
+    Ok(())
+}
+
+/// Defence in depth: every derivation the command uses is re-checked by the
+/// independent certificate checker (`atl-proofs`, what `atl verify` runs) before its
+/// result is evaluated, lowered or reported; a derivation it refuses stops the command
+/// even though the engine accepted it (that would be an engine bug).
+fn checked_independently(
+    out: &mut Output<'_>,
+    file: &Path,
+    source: &str,
+    program: &atl_lang::ir::Program,
+    derivations: &[atl_rewrites::Derivation],
+    library: &atl_rewrites::Library,
+    solver: &atl_solver::Solver,
+) -> Result<(), i32> {
+    if derivations.is_empty() {
+        return Ok(());
+    }
+    let (standard, _) = atl_rewrites::Library::standard();
+    let mut diags = Vec::new();
+    for d in derivations {
+        let cert = atl_rewrites::cert::Certificate::new(d, program, library);
+        if let Err(e) = atl_proofs::verify_certificate(&cert, &standard, solver) {
+            let span = program
+                .derive(&d.name)
+                .map(|x| x.name_span)
+                .unwrap_or_default();
+            diags.push(
+                Diagnostic::error(
+                    "E0847",
+                    format!(
+                        "the independent checker refuses derivation `{}`, which the rewrite engine accepted",
+                        d.name
+                    ),
+                )
+                .at(span, "this derivation")
+                .with_note(e.to_string())
+                .with_help("this is a bug of the rewrite engine; please report it with this file. `atl derive --cert` writes the certificate, `atl verify` shows the failing step"),
+            );
+        }
+    }
+    if diags.is_empty() {
+        return Ok(());
+    }
+    out.diagnostics(&diags, file, source);
+    Err(EXIT_USER)
 }
 
 /// The standard library plus the file's user rules, each checked before any

@@ -1106,6 +1106,15 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
         let Ok(original_shape) = shapes::infer(env.shapes, &initial) else {
             continue;
         };
+        // The starting point must itself be well-shaped (a written definition is
+        // checked by the front end's caller too; this keeps the engine's promise on
+        // its own).
+        if let Err(diag) =
+            crate::well_shaped::check_expr(env.program, env.shapes, env.solver, &initial)
+        {
+            diags.push(diag.with_secondary(d.name_span, format!("in derivation `{}`", d.name)));
+            continue;
+        }
         let mut expr = initial.clone();
         let mut steps: Vec<StepRecord> = Vec::new();
         let mut hints: Vec<LoopHint> = Vec::new();

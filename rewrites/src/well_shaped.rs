@@ -86,6 +86,22 @@ pub fn check_program(program: &Program, env: &ShapeEnv, solver: &Solver) -> Vec<
     diags
 }
 
+/// Checks one program (a derivation's starting point) like a written definition:
+/// E0413 for the first obligation that is not proved under the declarations.
+pub fn check_expr(
+    program: &Program,
+    env: &ShapeEnv,
+    solver: &Solver,
+    expr: &Expr,
+) -> Result<(), Diagnostic> {
+    let (_, obligations) = shapes::infer_with_obligations(env, &mut Vec::new(), expr)?;
+    let facts = declaration_facts(program);
+    match first_unproved(&facts, &obligations, solver, &mut HashSet::new()) {
+        Some((o, v)) => Err(program_error(&o, &v)),
+        None => Ok(()),
+    }
+}
+
 fn program_error(o: &ShapeObligation, v: &Verdict) -> Diagnostic {
     Diagnostic::error(
         "E0413",
