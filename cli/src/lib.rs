@@ -588,7 +588,12 @@ fn cmd_derive(
     }
     let _ = writeln!(out.stdout, "def {} =\n{}", d.name, show(&d.result));
     if let Some(path) = cert {
-        let certificate = atl_rewrites::cert::Certificate::new(d, &loaded.program, &loaded.library);
+        let certificate = atl_rewrites::cert::Certificate::chained(
+            d,
+            &loaded.derivations,
+            &loaded.program,
+            &loaded.library,
+        );
         let text = match serde_json::to_string_pretty(&certificate) {
             Ok(t) => t,
             Err(e) => return out.arg_error(&format!("cannot serialize the certificate: {e}")),

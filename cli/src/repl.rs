@@ -851,6 +851,45 @@ impl Session {
                 return None;
             }
         }
+        // Defence in depth, as in `atl check`/`emit`: the steps taken are re-checked
+        // by the independent certificate checker before anything is lowered.
+        if !self.steps.is_empty() {
+            let (Some(focus), Some(original)) = (&self.focus, &self.original) else {
+                return None;
+            };
+            let mut with_focus = checked.program.clone();
+            for (name, body) in &self.derived {
+                if with_focus.def(name).is_none() {
+                    with_focus.defs.push(Def {
+                        name: name.clone(),
+                        name_span: Span::DUMMY,
+                        body: body.clone(),
+                        span: Span::DUMMY,
+                        hints: Vec::new(),
+                    });
+                }
+            }
+            let derivation = atl_rewrites::Derivation {
+                name: "__current".to_string(),
+                from: focus.clone(),
+                initial: original.clone(),
+                result: current.clone(),
+                steps: self.steps.iter().map(|(_, _, r)| r.clone()).collect(),
+            };
+            let cert =
+                atl_rewrites::cert::Certificate::new(&derivation, &with_focus, &self.library);
+            let (standard, _) = Library::standard();
+            if let Err(e) = atl_proofs::verify_certificate(&cert, &standard, &self.solver) {
+                let d = Diagnostic::error(
+                    "E0847",
+                    "the independent checker refuses the steps taken, which the rewrite engine accepted",
+                )
+                .with_note(e.to_string())
+                .with_help("this is a bug of the rewrite engine; please report it with the steps (`:history`)");
+                self.render(&[d], "<program>", "", out);
+                return None;
+            }
+        }
         let diags = atl_padtypes::check_definition(&program, &shapes, &self.solver, "__current");
         if diag::has_errors(&diags) {
             self.render(&diags, "<program>", "", out);
