@@ -219,8 +219,14 @@ const PROGRAMS: &[(&str, &[(&str, i64)])] = &[
         &[("n", 2), ("m", 3)],
     ),
     (
-        "size n\ninput f : [n]\ndef main = (gen i in n..2: f[i]) ++ (gen i < n: sum j in n..1: f[j]) ++ (gen i < 1: sum j < n: f[j] * f[j])",
+        "size n\ninput f : [n]\ndef main = (gen i in n..n: f[i]) ++ (gen i < n: sum j in n..1: f[j]) ++ (gen i < 1: sum j < n: f[j] * f[j])",
         &[("n", 3)],
+    ),
+    // A guarded zero and an empty sum have their body's static shape, and `++`
+    // offsets by it (issue 17, hole 2: the two semantics must agree here).
+    (
+        "size n\ninput f : [n]\ndef main = (([n >= 4] * (gen i < n: f[i])) ++ f) ++ ((sum s < n - 3: gen i < n + 1: f[i]) ++ f)",
+        &[("n", 2)],
     ),
     (
         "size n\ninput f : [n]\ndef main = gen i < n + 1: [i < 2 || !(i >= 3) && i == i] * f[i] + [i > 1 && i <= 2] * 3",
