@@ -427,10 +427,22 @@ fn declarations_sound(
     let program = &checked.program;
     if !program.assumes.is_empty() {
         let facts = atl_rewrites::well_shaped::declaration_facts(program);
-        if solver
-            .prove(&facts, &atl_lang::index::Pred::Bool(false))
-            .is_proved()
-        {
+        let verdict = solver.prove(&facts, &atl_lang::index::Pred::Bool(false));
+        if let atl_solver::Verdict::Unknown(reason) = &verdict {
+            let mut d = Diagnostic::warning(
+                "E0414",
+                "the solver could not decide whether the `assume`s are consistent",
+            )
+            .with_note(format!(
+                "{reason}; if they contradict each other, every side condition holds vacuously"
+            ))
+            .with_help("check that some sizes satisfy every `assume` (e.g. `atl eval --sizes …`)");
+            for a in &program.assumes {
+                d = d.with_secondary(a.span, "assumed here");
+            }
+            out.diagnostics(&[d], file, source);
+        }
+        if verdict.is_proved() {
             let mut d = Diagnostic::error(
                 "E0414",
                 "the `assume`s contradict each other (or the sizes being at least 1)",
