@@ -15,6 +15,15 @@
 //!    is what gives an empty `gen`/`sum` or a false guard the shape of its zero. Shapes
 //!    of well-shaped programs do not depend on binder values; if a program's do (a
 //!    jagged tensor), the run-time checks below notice and report E0505. Every node's
+//!    concrete shape is also compared with its **static shape** (shape inference's rule
+//!    for that node, `shapes::infer_with_lets`, applied to the node with its children's
+//!    static shapes) evaluated at the sizes: a negative static extent is E0508 (a range
+//!    is never clamped to empty), any other difference E0507. This covers nodes that are
+//!    never evaluated (bodies of empty ranges and false guards) and costs one shape
+//!    comparison per node, not per element. Nodes without a static shape (ill-shaped
+//!    programs, which `atl check` refuses) are left to the run-time checks. Definitions
+//!    are compiled in program order before the expression, so a chain of definitions
+//!    does not nest the compiler's recursion. Every node's
 //!    element count is checked against `EvalOptions::max_elements` here, before anything
 //!    is allocated.
 //! 3. **Evaluation** is destination-passing: a node writes its value into a slice the
@@ -56,7 +65,8 @@
 //! larger than `max_elements`, `E0504` an invalid reshape amount, `E0505` a shape
 //! mismatch at run time (an ill-shaped or jagged program that escaped the shape
 //! checker), `E0506` a name or metavariable that cannot be evaluated (an unresolved
-//! program); `E0601` missing size, `E0602` size below 1, `E0603` failed `assume`,
+//! program), `E0507` a concrete shape that differs from the static shape at the sizes,
+//! `E0508` a static extent that is negative at the sizes; `E0601` missing size, `E0602` size below 1, `E0603` failed `assume`,
 //! `E0604` missing input, `E0605` input of the wrong shape, `E0606` unknown definition.
 
 // The API returns the project's `Diagnostic` by value (the CLI and tests expect exactly
@@ -72,6 +82,7 @@ use rayon::prelude::*;
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexEvalError, IndexExpr, IndexOp, Pred, apply_index_op};
 use crate::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
+use crate::shapes::{Shape, ShapeEnv, infer_with_lets, show_shape};
 use crate::span::Span;
 
 // ---------------------------------------------------------------------------------------
@@ -202,6 +213,7 @@ pub fn eval_def(
     let size_env = validate_sizes(program, sizes)?;
     let pos = find_def(program, def_name)?;
     let mut compiler = Compiler::new(program, &size_env, options.max_elements, pos);
+    compiler.precompile_defs(&program.defs[pos].body);
     let node = compiler.compile(&program.defs[pos].body)?;
     run(compiler, &node, inputs, options)
 }
@@ -217,6 +229,7 @@ pub fn eval_expr(
 ) -> Result<Tensor, Diagnostic> {
     let size_env = validate_sizes(program, sizes)?;
     let mut compiler = Compiler::new(program, &size_env, options.max_elements, program.defs.len());
+    compiler.precompile_defs(expr);
     let node = compiler.compile(expr)?;
     run(compiler, &node, inputs, options)
 }
@@ -231,6 +244,7 @@ pub fn concrete_shape(
 ) -> Result<Vec<usize>, Diagnostic> {
     let size_env = validate_sizes(program, sizes)?;
     let mut compiler = Compiler::new(program, &size_env, usize::MAX, program.defs.len());
+    compiler.precompile_defs(expr);
     Ok(compiler.compile(expr)?.shape)
 }
 
@@ -578,6 +592,10 @@ struct Node {
     /// output is empty, so that `gen i < 3: gen j < i: …` (jagged, but with an empty
     /// representative row) is reported instead of evaluating to an empty tensor.
     checks: bool,
+    /// The static shape of the node's expression (shape inference, `shapes.rs`, one
+    /// node at a time), `None` where it has none (an ill-shaped program, which the
+    /// run-time checks report instead).
+    stat: Option<Shape>,
     span: Span,
 }
 
@@ -659,11 +677,17 @@ struct Compiler<'a> {
     idx_rep: Vec<i64>,
     /// `let` variables in scope, outermost first, with the shape of their value.
     lets: Vec<(&'a str, Vec<usize>)>,
+    /// The static shapes of the `let` values in scope, parallel to `lets`.
+    lets_static: Vec<Option<Shape>>,
+    /// Shape inference's environment (sizes, input shapes) for the static shapes.
+    shape_env: ShapeEnv,
     /// References may only name definitions at positions below this (earlier ones),
     /// which also rules out cycles.
     def_limit: usize,
     /// Compiled definitions reachable from the compiled expression, by position.
     defs: Vec<Option<Node>>,
+    /// Definitions whose compilation failed, by position (reported when reached).
+    def_errors: Vec<Option<Diagnostic>>,
     /// Declared shapes of referenced inputs, by position.
     inputs: Vec<Option<Vec<usize>>>,
 }
@@ -682,8 +706,11 @@ impl<'a> Compiler<'a> {
             idx_names: Vec::new(),
             idx_rep: Vec::new(),
             lets: Vec::new(),
+            lets_static: Vec::new(),
+            shape_env: ShapeEnv::of_program(program),
             def_limit,
             defs: (0..program.defs.len()).map(|_| None).collect(),
+            def_errors: vec![None; program.defs.len()],
             inputs: vec![None; program.inputs.len()],
         }
     }
@@ -716,6 +743,7 @@ impl<'a> Compiler<'a> {
             shape,
             suffix,
             checks,
+            stat: None,
             span,
         })
     }
@@ -848,7 +876,190 @@ impl<'a> Compiler<'a> {
         Ok(shape)
     }
 
+    /// Compiles `e` and checks its concrete shape against its static shape at these
+    /// sizes (E0507, E0508). Every node is checked, also those that are never
+    /// evaluated (the bodies of empty `gen`s and `sum`s, of false guards, values only
+    /// read out of bounds), because their shapes are observed all the same.
     fn compile(&mut self, e: &'a Expr) -> Result<Node, Diagnostic> {
+        let mut node = self.compile_node(e)?;
+        let stat = self.static_shape(e, &node);
+        if let Some(stat) = &stat {
+            self.check_static(e, stat, &node.shape)?;
+        }
+        node.stat = stat;
+        Ok(node)
+    }
+
+    /// The static shape of `e`, from shape inference (`shapes::infer_with_lets`) applied
+    /// to `e` alone, with its children replaced by variables that have the children's
+    /// static shapes: the same rules as for the whole program, at one node's cost.
+    fn static_shape(&self, e: &Expr, node: &Node) -> Option<Shape> {
+        let children: Vec<&Node> = match &node.kind {
+            Kind::Lit(_) => return Some(Vec::new()),
+            Kind::Load(Src::Input(pos)) => {
+                return self
+                    .shape_env
+                    .globals
+                    .get(&self.program.inputs.get(*pos)?.name)
+                    .cloned();
+            }
+            Kind::Load(Src::Def(pos)) => {
+                return self.defs.get(*pos)?.as_ref()?.stat.clone();
+            }
+            Kind::Load(Src::Let(slot)) => return self.lets_static.get(*slot)?.clone(),
+            Kind::Gen { body, .. } | Kind::Sum { body, .. } | Kind::Guard { body, .. } => {
+                vec![body]
+            }
+            Kind::Let { value, body, .. } => vec![value, body],
+            Kind::Access { tensor: a, .. }
+            | Kind::Neg(a)
+            | Kind::Transpose(a)
+            | Kind::Flatten(a)
+            | Kind::Amount { arg: a, .. } => vec![a],
+            Kind::Binary { lhs: a, rhs: b, .. } | Kind::Concat(a, b) => vec![a, b],
+        };
+        // Placeholder names cannot clash with program names (they contain a control
+        // character).
+        let names: Vec<String> = (0..children.len()).map(|k| format!("\u{1}{k}")).collect();
+        let mut lets: Vec<(String, Shape)> = Vec::with_capacity(children.len());
+        for (name, child) in names.iter().zip(&children) {
+            lets.push((name.clone(), child.stat.clone()?));
+        }
+        let hole = |k: usize| Box::new(Expr::var(names[k].clone()));
+        let kind = match &e.kind {
+            ExprKind::Gen { var, lo, hi, .. } => ExprKind::Gen {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: hole(0),
+            },
+            ExprKind::Sum { var, lo, hi, .. } => ExprKind::Sum {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: hole(0),
+            },
+            ExprKind::Guard { pred, .. } => ExprKind::Guard {
+                pred: pred.clone(),
+                body: hole(0),
+            },
+            ExprKind::Let { var, .. } => ExprKind::Let {
+                var: var.clone(),
+                value: hole(0),
+                body: hole(1),
+            },
+            ExprKind::Access { index, .. } => ExprKind::Access {
+                tensor: hole(0),
+                index: index.clone(),
+            },
+            ExprKind::Neg(_) => ExprKind::Neg(hole(0)),
+            ExprKind::Transpose(_) => ExprKind::Transpose(hole(0)),
+            ExprKind::Flatten(_) => ExprKind::Flatten(hole(0)),
+            ExprKind::Amount { op, amount, .. } => ExprKind::Amount {
+                op: *op,
+                amount: amount.clone(),
+                arg: hole(0),
+            },
+            ExprKind::Binary { op, .. } => ExprKind::Binary {
+                op: *op,
+                lhs: hole(0),
+                rhs: hole(1),
+            },
+            ExprKind::Concat(..) => ExprKind::Concat(hole(0), hole(1)),
+            // Leaves were handled above; a mismatch of node and expression is a bug
+            // that the shape comparison cannot judge.
+            _ => return None,
+        };
+        infer_with_lets(&self.shape_env, &mut lets, &Expr::new(kind, e.span)).ok()
+    }
+
+    /// `n = 2, m = 3` for the sizes the expressions mention ("all sizes" if none).
+    fn size_values<'e>(&self, exprs: impl Iterator<Item = &'e IndexExpr>) -> String {
+        let mut names = std::collections::BTreeSet::new();
+        for e in exprs {
+            names.extend(e.vars());
+        }
+        let parts: Vec<String> = names
+            .iter()
+            .filter_map(|n| self.sizes.get(n).map(|v| format!("{n} = {v}")))
+            .collect();
+        if parts.is_empty() {
+            "all sizes".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Compares a node's concrete shape with its static shape evaluated at the sizes:
+    /// a negative static extent is E0508 (the interpreter does not clamp it to an
+    /// empty range), any other difference E0507.
+    fn check_static(
+        &self,
+        e: &Expr,
+        stat: &[IndexExpr],
+        concrete: &[usize],
+    ) -> Result<(), Diagnostic> {
+        let sizes = |name: &str| self.sizes.get(name).copied();
+        let mut values = Vec::with_capacity(stat.len());
+        for extent in stat {
+            match extent.eval(&sizes) {
+                Ok(v) => values.push(v),
+                Err(IndexEvalError::Overflow) => return Err(overflow(e.span)),
+                // Static shapes mention only sizes; anything else has no value to
+                // compare with.
+                Err(_) => return Ok(()),
+            }
+        }
+        let at_sizes = || self.size_values(stat.iter());
+        if let Some(d) = values.iter().position(|&v| v < 0) {
+            let message = match &e.kind {
+                ExprKind::Gen { var, lo, hi, .. } if d == 0 => format!(
+                    "the range `{lo}..{hi}` of `gen {var}` has the negative length {} at {}",
+                    values[0],
+                    at_sizes()
+                ),
+                _ => format!(
+                    "this expression has the static shape {}, with the negative extent {} at {}",
+                    show_shape(stat),
+                    values[d],
+                    at_sizes()
+                ),
+            };
+            return Err(at(
+                Diagnostic::error("E0508", message),
+                e.span,
+                "negative extent",
+            )
+            .with_note("an extent is never clamped to 0: the shape of a value is observed even where the value is not (an empty `gen`, a false guard)")
+            .with_help("choose sizes where every extent is non-negative, or add an `assume` that rules these sizes out"));
+        }
+        let same = values.len() == concrete.len()
+            && values
+                .iter()
+                .zip(concrete)
+                .all(|(&v, &c)| u64::try_from(v).ok() == u64::try_from(c).ok());
+        if !same {
+            return Err(at(
+                Diagnostic::error(
+                    "E0507",
+                    format!(
+                        "the interpreter computed the shape {} where the static shape {} is {} at {}",
+                        fmt_shape(concrete),
+                        show_shape(stat),
+                        fmt_shape(&values.iter().map(|&v| v as usize).collect::<Vec<_>>()),
+                        at_sizes()
+                    ),
+                ),
+                e.span,
+                "in this expression",
+            )
+            .with_note("the interpreter and shape inference disagree; this is a bug in one of them")
+            .with_help("report it with this program and these sizes"));
+        }
+        Ok(())
+    }
+
+    fn compile_node(&mut self, e: &'a Expr) -> Result<Node, Diagnostic> {
         let span = e.span;
         match &e.kind {
             ExprKind::Lit(v) => self.node(Kind::Lit(*v), Vec::new(), span),
@@ -877,20 +1088,10 @@ impl<'a> Compiler<'a> {
                     return Err(unbound(span, message));
                 };
                 if self.defs[pos].is_none() {
-                    // A definition is closed: compile it in empty scopes, allowing only
-                    // references to definitions before it.
-                    let program = self.program;
-                    let body = &program.defs[pos].body;
-                    let saved = (
-                        std::mem::take(&mut self.idx_names),
-                        std::mem::take(&mut self.idx_rep),
-                        std::mem::take(&mut self.lets),
-                        self.def_limit,
-                    );
-                    self.def_limit = pos;
-                    let compiled = self.compile(body);
-                    (self.idx_names, self.idx_rep, self.lets, self.def_limit) = saved;
-                    self.defs[pos] = Some(compiled?);
+                    if let Some(d) = &self.def_errors[pos] {
+                        return Err(d.clone());
+                    }
+                    self.compile_def(pos)?;
                 }
                 let shape = match &self.defs[pos] {
                     Some(def) => def.shape.clone(),
@@ -914,6 +1115,31 @@ impl<'a> Compiler<'a> {
             )),
             ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body } => {
                 let (lo, hi, lo_r, extent) = self.range(lo, hi, span)?;
+                // A backwards `gen` range is a negative extent, never an empty one (a
+                // backwards `sum` range is an empty sum: no extent is involved). This
+                // also covers ranges without a static shape (constant ones like `4..2`
+                // are refused by shape inference, E0402).
+                if let ExprKind::Gen {
+                    var, lo: l, hi: h, ..
+                } = &e.kind
+                    && extent == 0
+                    && self.rep(&hi, span)? < lo_r
+                {
+                    let length = i128::from(self.rep(&hi, span)?) - i128::from(lo_r);
+                    return Err(at(
+                        Diagnostic::error(
+                            "E0508",
+                            format!(
+                                "the range `{l}..{h}` of `gen {var}` has the negative length {length} at {}",
+                                self.size_values([l, h].into_iter())
+                            ),
+                        ),
+                        span,
+                        "negative extent",
+                    )
+                    .with_note("an extent is never clamped to 0: the shape of a value is observed even where the value is not (an empty `gen`, a false guard)")
+                    .with_help("choose sizes where every extent is non-negative, or add an `assume` that rules these sizes out"));
+                }
                 // Shapes are computed with the binder at its lower bound, also when the
                 // range is empty: that is where an empty gen/sum gets its element shape.
                 self.idx_names.push(var);
@@ -946,8 +1172,10 @@ impl<'a> Compiler<'a> {
                 let cache = closed.then(OnceLock::new);
                 let value = Box::new(self.compile(value)?);
                 self.lets.push((var, value.shape.clone()));
+                self.lets_static.push(value.stat.clone());
                 let body = self.compile(body);
                 self.lets.pop();
+                self.lets_static.pop();
                 let body = Box::new(body?);
                 let shape = body.shape.clone();
                 self.node(Kind::Let { value, body, cache }, shape, span)
@@ -1060,6 +1288,64 @@ impl<'a> Compiler<'a> {
                 self.node(Kind::Flatten(a), shape, span)
             }
             ExprKind::Amount { op, amount, arg } => self.compile_amount(*op, amount, arg, span),
+        }
+    }
+
+    /// Compiles definition `pos`. A definition is closed: it is compiled in empty
+    /// scopes, allowing only references to definitions before it.
+    fn compile_def(&mut self, pos: usize) -> Result<(), Diagnostic> {
+        let program = self.program;
+        let body = &program.defs[pos].body;
+        let saved = (
+            std::mem::take(&mut self.idx_names),
+            std::mem::take(&mut self.idx_rep),
+            std::mem::take(&mut self.lets),
+            std::mem::take(&mut self.lets_static),
+            self.def_limit,
+        );
+        self.def_limit = pos;
+        let compiled = self.compile(body);
+        (
+            self.idx_names,
+            self.idx_rep,
+            self.lets,
+            self.lets_static,
+            self.def_limit,
+        ) = saved;
+        self.defs[pos] = Some(compiled?);
+        Ok(())
+    }
+
+    /// Compiles the definitions `root` reaches, in program order, before `root`
+    /// itself, keeping their errors for the reference that reaches them first. Each
+    /// definition then finds the ones it uses already compiled, so a chain of
+    /// definitions does not nest the compiler's recursion: its depth is that of one
+    /// body, which the front end bounds.
+    fn precompile_defs(&mut self, root: &'a Expr) {
+        let program = self.program;
+        let mut reached = vec![false; program.defs.len()];
+        let mut work: Vec<(&'a Expr, usize)> = vec![(root, self.def_limit)];
+        while let Some((e, limit)) = work.pop() {
+            e.walk(&mut |n| {
+                if let ExprKind::DefRef(name) = &n.kind
+                    && let Some(pos) = program.defs[..limit.min(program.defs.len())]
+                        .iter()
+                        .rposition(|d| &d.name == name)
+                    && !reached[pos]
+                {
+                    reached[pos] = true;
+                    work.push((&program.defs[pos].body, pos));
+                }
+            });
+        }
+        for (pos, reached) in reached.into_iter().enumerate() {
+            if reached
+                && self.defs[pos].is_none()
+                && self.def_errors[pos].is_none()
+                && let Err(d) = self.compile_def(pos)
+            {
+                self.def_errors[pos] = Some(d);
+            }
         }
     }
 
@@ -2138,7 +2424,11 @@ mod tests {
 
     #[test]
     fn empty_gens_keep_their_element_shape() {
+        // A backwards range is a negative extent (E0508), not an empty one: the shape
+        // discipline (ARCHITECTURE.md) never clamps extents.
         let e = Expr::gen_("i", c(3), c(1), get(inp("A"), v("i")));
+        assert_eq!(eval_err(&e).code, "E0508");
+        let e = Expr::gen_("i", c(3), c(3), get(inp("A"), v("i")));
         assert_eq!(eval(&e), t(vec![0, 3], vec![]));
         let e = Expr::gen_("i", c(0), c(0), gen_("j", v("m"), get(inp("f"), v("j"))));
         assert_eq!(eval(&e), t(vec![0, 3], vec![]));
@@ -2750,6 +3040,38 @@ mod tests {
         for e in cases {
             assert_eq!(eval_err(&e).code, "E0505", "{e:?}");
         }
+    }
+
+    /// The comparison with the static shape reports a difference (E0507) and a negative
+    /// extent (E0508); the interpreter and shape inference agree on every program the
+    /// other tests evaluate, so the difference is fed in directly here.
+    #[test]
+    fn static_shape_differences_are_reported() {
+        let p = program();
+        let size_env = validate_sizes(&p, &sizes(5, 3)).expect("sizes");
+        let compiler = Compiler::new(&p, &size_env, usize::MAX, 0);
+        let e = with_span(inp("A"), 3, 8);
+        let stat = vec![v("n"), v("m")];
+        assert!(compiler.check_static(&e, &stat, &[5, 3]).is_ok());
+        for wrong in [vec![5, 4], vec![5], vec![5, 3, 1], vec![3, 5]] {
+            let d = compiler
+                .check_static(&e, &stat, &wrong)
+                .expect_err("differs");
+            assert_eq!(d.code, "E0507", "{wrong:?}");
+            assert_eq!(d.primary.map(|l| l.span), Some(Span::new(3, 8)));
+        }
+        let negative = vec![I::sub(v("m"), v("n"))];
+        let d = compiler
+            .check_static(&e, &negative, &[0])
+            .expect_err("negative");
+        assert_eq!(d.code, "E0508");
+        assert!(d.message.contains("-2"), "{}", d.message);
+        // The static shape of every node is computed: a node whose concrete shape
+        // came out of the clamp is caught (gen i in 4..2 at any sizes).
+        let e = gen_("i", c(0), Expr::lit(1.0));
+        assert_eq!(eval(&e).shape, vec![0]);
+        let backwards = Expr::gen_("i", c(4), c(2), Expr::lit(1.0));
+        assert_eq!(eval_err(&backwards).code, "E0508");
     }
 
     #[test]

@@ -1188,19 +1188,25 @@ fn parse_standalone<T>(
 /// Parses a standalone predicate (command-line facts, tests). Every name is a free
 /// integer variable; metavariables are rejected.
 pub fn parse_pred_str(source: &str) -> Result<Pred, Vec<Diagnostic>> {
-    let p = parse_standalone(source, pred_parser(index_parser()), "a predicate", |t| Tree::P(t))?;
+    let p = parse_standalone(source, pred_parser(index_parser()), "a predicate", |t| {
+        Tree::P(t)
+    })?;
     crate::resolve::lower_pred_free(&p).map_err(|d| vec![d])
 }
 
 /// Parses a standalone index expression; names are free integer variables.
 pub fn parse_index_str(source: &str) -> Result<IndexExpr, Vec<Diagnostic>> {
-    let e = parse_standalone(source, index_parser(), "an index expression", |t| Tree::I(t))?;
+    let e = parse_standalone(source, index_parser(), "an index expression", |t| {
+        Tree::I(t)
+    })?;
     crate::resolve::lower_index_free(&e).map_err(|d| vec![d])
 }
 
 /// Parses a standalone index expression into the surface AST (keeps spans).
 pub fn parse_index_ast(source: &str) -> Result<SIndex, Vec<Diagnostic>> {
-    parse_standalone(source, index_parser(), "an index expression", |t| Tree::I(t))
+    parse_standalone(source, index_parser(), "an index expression", |t| {
+        Tree::I(t)
+    })
 }
 
 /// Parses a standalone expression in surface syntax (patterns, tests).
