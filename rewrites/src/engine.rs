@@ -1088,6 +1088,30 @@ pub fn run_step_expanded(
     }
 }
 
+/// The written definitions `e` uses, directly or through other definitions (each
+/// once).
+fn used_definitions<'p>(program: &'p Program, e: &Expr) -> Vec<&'p ir::Def> {
+    let mut out: Vec<&ir::Def> = Vec::new();
+    let mut scanned = 0;
+    let visit = |cur: &Expr, out: &mut Vec<&'p ir::Def>| {
+        cur.walk(&mut |n| {
+            if let ExprKind::DefRef(name) = &n.kind
+                && let Some(def) = program.def(name)
+                && !out.iter().any(|d| d.name == def.name)
+            {
+                out.push(def);
+            }
+        });
+    };
+    visit(e, &mut out);
+    while scanned < out.len() {
+        let body = &out[scanned].body;
+        scanned += 1;
+        visit(body, &mut out);
+    }
+    out
+}
+
 /// Runs every derivation of a program in order. Returns the derivations that succeeded
 /// and one diagnostic per failing derivation (its first failing step).
 pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
@@ -1109,8 +1133,16 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
         // The starting point must itself be well-shaped (a written definition is
         // checked by the front end's caller too; this keeps the engine's promise on
         // its own).
-        if let Err(diag) =
-            crate::well_shaped::check_expr(env.program, env.shapes, env.solver, &initial)
+        let starting_point = std::iter::once(&initial).chain(
+            used_definitions(env.program, &initial)
+                .into_iter()
+                .map(|def| &def.body),
+        );
+        if let Some(diag) = starting_point
+            .filter_map(|e| {
+                crate::well_shaped::check_expr(env.program, env.shapes, env.solver, e).err()
+            })
+            .next()
         {
             diags.push(diag.with_secondary(d.name_span, format!("in derivation `{}`", d.name)));
             continue;
