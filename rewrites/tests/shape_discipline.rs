@@ -8,25 +8,15 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+
 use atl_lang::diag::render_to_string;
 use atl_lang::interp::{EvalOptions, Tensor, eval_def, input_shapes};
-use atl_rewrites::{Env, Library, run_derivations, with_derived};
-use atl_solver::Solver;
+use atl_rewrites::with_derived;
 
 /// Derives `b` from `a` and compares them bit for bit at n = 1..=9.
 fn derives_and_agrees(source: &str) {
-    let (lib, diags) = Library::standard();
-    assert!(diags.is_empty());
-    let solver = Solver::new();
-    let (checked, diags) = atl_lang::check_source(source);
-    let checked = checked.unwrap_or_else(|| panic!("front end: {diags:?}\n{source}"));
-    let env = Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &lib,
-        solver: &solver,
-    };
-    let (derivations, diags) = run_derivations(&env);
+    let (checked, derivations, diags) = common::derive(source);
     assert!(
         diags.is_empty(),
         "{}",
@@ -106,17 +96,10 @@ fn simpl_still_simplifies_values_under_a_guard() {
     // Values may use the guard's facts: `min(n, 4)` in an index becomes `n` there.
     let source = program("gen j < n: [n <= 4] * f[min(n, 4) - 1 - j]", "simpl");
     derives_and_agrees(&source);
-    let (lib, _) = Library::standard();
-    let solver = Solver::new();
-    let (checked, _) = atl_lang::check_source(&source);
-    let checked = checked.expect("front end");
-    let env = Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &lib,
-        solver: &solver,
-    };
-    let (derivations, _) = run_derivations(&env);
+    let (_, derivations, _) = common::derive(&source);
     let text = atl_lang::pretty::expr_to_string(&derivations[0].result, Default::default());
-    assert!(!text.contains("min"), "the guard's fact was not used: {text}");
+    assert!(
+        !text.contains("min"),
+        "the guard's fact was not used: {text}"
+    );
 }
