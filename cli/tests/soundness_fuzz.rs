@@ -25,7 +25,7 @@ use fuzz_support::rng::Rng;
 use fuzz_support::steps;
 
 /// Cases of a default run: about a minute of a debug build on the 2-core CI machine.
-const DEFAULT_CASES: u64 = 90;
+const DEFAULT_CASES: u64 = 240;
 const DEFAULT_SEED: u64 = 17;
 /// Derivations compiled to C in a default run (compiling is slow).
 const COMPILE_EVERY: u64 = 15;
@@ -40,6 +40,11 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
+/// `ATL_FUZZ_CASE=C`: a single case is replayed.
+fn replaying() -> bool {
+    env_u64("ATL_FUZZ_CASE").is_some()
+}
+
 /// `ATL_FUZZ_VERBOSE=1`: every program and step with its verdict on stderr.
 fn verbose() -> bool {
     std::env::var("ATL_FUZZ_VERBOSE").is_ok_and(|v| v == "1")
@@ -49,6 +54,8 @@ fn verbose() -> bool {
 struct Stats {
     programs_generated: u64,
     programs_rejected: u64,
+    /// Programs whose derivation the engine refused at its starting point (E0413).
+    programs_ill_shaped: u64,
     derivations_attempted: u64,
     derivations_accepted: u64,
     evaluated: u64,
@@ -121,7 +128,10 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     let mut current = checked.program.def(&from)?.body.clone();
     let defs: Vec<String> = prog.defs.iter().map(|d| d.0.clone()).collect::<Vec<_>>();
     let defs_before: Vec<String> = defs[..defs.len() - 1].to_vec();
-    if case.is_multiple_of(COMPILE_EVERY) {
+    // A replayed case (`ATL_FUZZ_CASE`) compiles its first accepted derivation, as
+    // the case may have done in the run it comes from (the due compile carries over
+    // from earlier cases).
+    if case.is_multiple_of(COMPILE_EVERY) || replaying() {
         stats.compile_due = true;
     }
     let nsteps = rng.range(1, 6) as usize;
@@ -179,6 +189,20 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                     stats.compile_due = false;
                 }
             }
+            // A program the shape discipline refuses (E0413: the starting point, in
+            // the engine, or another definition, as the CLI checks) refuses every
+            // derivation of it: no need to try more steps.
+            if out.caller_refused
+                || !out.engine_accepted
+                    && out
+                        .engine_error
+                        .as_deref()
+                        .is_some_and(|e| e.starts_with("[E0413]"))
+            {
+                stats.programs_ill_shaped += 1;
+                prog.steps.pop();
+                return None;
+            }
             if let Some(failure) = out.failure {
                 return Some(Found {
                     case,
@@ -203,8 +227,8 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     None
 }
 
-/// Greedy shrinking: the first simplification that keeps a failure of the same kind,
-/// again and again, within a budget.
+/// Greedy shrinking: the first simplification that keeps a failure of the same kind
+/// (and the same diagnostic code, if any), again and again, within a budget.
 fn minimize(judges: &Judges, found: &Found) -> (Program, Failure) {
     let mut best = found.program.clone();
     let mut failure = found.failure.clone();
@@ -217,7 +241,7 @@ fn minimize(judges: &Judges, found: &Found) -> (Program, Failure) {
             runs += 1;
             let out = oracle::run_case(judges, &cand.text(), &found.options);
             if let Some(f) = out.failure
-                && f.kind == found.failure.kind
+                && f.signature() == found.failure.signature()
             {
                 best = cand;
                 failure = f;
@@ -303,13 +327,15 @@ fn soundness_fuzz() {
     }
     std::panic::set_hook(hook);
     eprintln!(
-        "soundness fuzz (seed {seed}): {} programs generated ({} rejected by the front end), \
+        "soundness fuzz (seed {seed}): {} programs generated ({} rejected by the front end, \
+         {} refused as ill-shaped starting points), \
          {} derivations attempted, {} accepted by the engine, {} evaluated ({} size \
          assignments), {} certificates verified ({} refused by the checker), {} mutated \
          certificates ({} accepted), {} compiled to C; {:.1} s (slowest case {} in {:.1} s), \
          {} failing case(s)",
         stats.programs_generated,
         stats.programs_rejected,
+        stats.programs_ill_shaped,
         stats.derivations_attempted,
         stats.derivations_accepted,
         stats.evaluated,

@@ -37,6 +37,11 @@ pub enum Kind {
     CError,
     /// The source evaluates, the accepted derivation does not (or has another shape).
     EvalError,
+    /// The engine accepted a derivation from a program that the interpreter finds
+    /// ill-shaped at a size the declarations allow (a negative extent, a value whose
+    /// actual shape is not its static one: E0507, E0508), which the shape discipline
+    /// should have refused (issue 17, hole 3).
+    IllShaped,
     /// A panic anywhere.
     Panic,
     /// The engine accepted, the checker refused, the values agree (the softer class).
@@ -58,6 +63,9 @@ impl Kind {
             Kind::EvalError => {
                 "source evaluates but the accepted derivation does not (or its shape differs)"
             }
+            Kind::IllShaped => {
+                "engine accepted a derivation whose source is ill-shaped at an allowed size"
+            }
             Kind::Panic => "panic",
             Kind::CheckerRefused => "engine accepted, checker refused (values agree)",
         }
@@ -70,10 +78,26 @@ pub struct Failure {
     pub detail: String,
 }
 
+impl Failure {
+    /// What the minimizer keeps: the kind, and the first diagnostic code of the
+    /// detail if it has one (so that a checker refusal is not minimized into a
+    /// different refusal).
+    pub fn signature(&self) -> (Kind, Option<String>) {
+        let code = self.detail.find("[E").and_then(|k| {
+            let rest = &self.detail[k + 1..];
+            rest.find(']').map(|e| rest[..e].to_string())
+        });
+        (self.kind, code)
+    }
+}
+
 /// What one case did; counters feed the final report.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
     pub front_end_ok: bool,
+    /// The CLI would refuse the program before the engine runs: a definition other
+    /// than the derivation's starting point is ill-shaped (E0413).
+    pub caller_refused: bool,
     pub engine_accepted: bool,
     /// The engine's diagnostic when it refused (for the step search).
     pub engine_error: Option<String>,
@@ -143,6 +167,27 @@ fn run_case_inner(j: &Judges, text: &str, opts: &Options, out: &mut Outcome) {
     let (checked, _) = atl_lang::check_source(text);
     let Some(checked) = checked else { return };
     out.front_end_ok = true;
+    // `atl check` / `atl derive` check every written definition against the shape
+    // discipline (E0413) before the engine runs; the engine checks a derivation's
+    // starting point itself (that check is under test here). The other definitions a
+    // derivation may refer to are the caller's duty: a program whose other definitions
+    // the CLI would refuse is not judged.
+    let mut others = checked.program.clone();
+    let starts: Vec<String> = others.derives.iter().map(|d| d.from.clone()).collect();
+    others.defs.retain(|d| !starts.contains(&d.name));
+    if !atl_rewrites::well_shaped::check_program(&others, &checked.shapes, &j.solver).is_empty() {
+        out.caller_refused = true;
+        return;
+    }
+    // The CLI also refuses contradictory `assume`s (E0414). That check asks the
+    // solver, which is under test (issue 17, hole 7: a wrapped bound made consistent
+    // facts look contradictory); the fuzzer decides by itself instead: declarations
+    // that no sizes in `1..=9` satisfy are not judged (there would be nothing to
+    // evaluate, and the checker rightly refuses them when they are contradictory).
+    if assignments(&checked.program, 1).is_empty() {
+        out.caller_refused = true;
+        return;
+    }
     let env = atl_rewrites::Env {
         program: &checked.program,
         shapes: &checked.shapes,
@@ -178,6 +223,13 @@ fn run_case_inner(j: &Judges, text: &str, opts: &Options, out: &mut Outcome) {
         out.failure = Some(Failure { kind, detail });
         return;
     }
+    if let Some(detail) = cmp.ill_shaped {
+        out.failure = Some(Failure {
+            kind: Kind::IllShaped,
+            detail,
+        });
+        return;
+    }
     if let Some(detail) = cmp.eval_error {
         out.failure = Some(Failure {
             kind: Kind::EvalError,
@@ -194,7 +246,7 @@ fn run_case_inner(j: &Judges, text: &str, opts: &Options, out: &mut Outcome) {
         // of a program the checker refuses is what `atl emit` would compile today.
     }
     if opts.compile
-        && let Some(f) = compile_and_run(&program, &shapes, &from, exact, opts, out)
+        && let Some(f) = compile_and_run(&program, &shapes, &from, opts, out)
     {
         out.failure = Some(f);
         return;
@@ -218,7 +270,18 @@ struct Comparison {
     evaluated: usize,
     differs: Option<String>,
     eval_error: Option<String>,
+    /// The source failed a shape check of the interpreter at an allowed size.
+    ill_shaped: Option<String>,
 }
+
+/// The interpreter's shape-discipline errors: a negative static extent (E0508), an
+/// actual shape that is not the static one (E0507).
+fn is_shape_error(code: &str) -> bool {
+    matches!(code, "E0507" | "E0508")
+}
+
+/// Size assignments tried (against the `assume`s) before giving up.
+const MAX_TRIED_ASSIGNMENTS: usize = 20_000;
 
 /// Size assignments in `1..=9`, smallest maximum first (so that all-small corners such
 /// as `n = 3, x = y = z = w = 1` come early even with many sizes).
@@ -240,7 +303,9 @@ fn assignments(program: &Program, cap: usize) -> Vec<BTreeMap<String, i64>> {
                         return out;
                     }
                 }
-                if tried > 20 * cap {
+                // Checking an assignment is cheap; the bound only keeps programs with
+                // many sizes and high lower bounds (`n >= 6` with five sizes) finite.
+                if tried > MAX_TRIED_ASSIGNMENTS {
                     return out;
                 }
             }
@@ -326,6 +391,7 @@ fn compare(program: &Program, src: &str, der: &str, exact: bool, opts: &Options)
         evaluated: 0,
         differs: None,
         eval_error: None,
+        ill_shaped: None,
     };
     for (k, sizes) in assignments(program, opts.max_assignments)
         .into_iter()
@@ -334,10 +400,19 @@ fn compare(program: &Program, src: &str, der: &str, exact: bool, opts: &Options)
         let Some(inputs) = inputs_for(program, &sizes, opts.seed.wrapping_add(k as u64)) else {
             continue;
         };
-        let Ok(want) = eval_def(program, src, &sizes, &inputs, &eval_options()) else {
-            // The source itself does not evaluate here (overflow, too large): nothing
-            // to compare against.
-            continue;
+        let want = match eval_def(program, src, &sizes, &inputs, &eval_options()) {
+            Ok(w) => w,
+            Err(d) => {
+                if is_shape_error(d.code) && c.ill_shaped.is_none() {
+                    c.ill_shaped = Some(format!(
+                        "at {sizes:?}: `{src}` is ill-shaped: [{}] {}",
+                        d.code, d.message
+                    ));
+                }
+                // Otherwise the source itself does not evaluate here (overflow, too
+                // large): nothing to compare against.
+                continue;
+            }
         };
         c.evaluated += 1;
         match eval_def(program, der, &sizes, &inputs, &eval_options()) {
@@ -373,7 +448,6 @@ fn compile_and_run(
     program: &Program,
     shapes: &ShapeEnv,
     src: &str,
-    exact: bool,
     opts: &Options,
     out: &mut Outcome,
 ) -> Option<Failure> {
@@ -418,7 +492,11 @@ fn compile_and_run(
                 });
             }
         };
-        if let Err(why) = same_values(&want, &got, exact) {
+        // Within rounding, whatever the grade: the kernel may associate a sum
+        // differently from the interpreter (the C back end is tested against it with a
+        // tolerance, `emit_c/tests/differential.rs`); bit-exact `exact` grades are
+        // judged by the interpreter above.
+        if let Err(why) = same_values(&want, &got, false) {
             return Some(Failure {
                 kind: Kind::CMismatch,
                 detail: format!(

@@ -196,7 +196,20 @@ struct Gen<'r> {
     next_let: usize,
     /// Nodes left to generate: keeps programs small whatever the dice say.
     fuel: i32,
+    /// The factor of the product facts when the extra sizes' bounds were calibrated
+    /// (see [`calibrated_bounds`]).
+    product_k: Option<i64>,
 }
+
+/// Factors `K` and bounds `B` with `2 * K * B * B = 2^127`: under `x, y, z, w <= B`, the
+/// upper bound of `K*x*y + K*z*w` is exactly `i128::MAX + 1`, the edge at which an
+/// unchecked interval computation in the prover wraps (issue 17, hole 7: `4` and
+/// `2^62`). Random bounds almost never land on it, so a share of the programs does.
+const CALIBRATED: [(i64, i64); 3] = [
+    (4, 4_611_686_018_427_387_904),
+    (16, 2_305_843_009_213_693_952),
+    (64, 1_152_921_504_606_846_976),
+];
 
 impl Gen<'_> {
     fn fresh_binder(&mut self) -> String {
@@ -325,7 +338,9 @@ impl Gen<'_> {
 
     /// `K*x*y + K*z*w >= n` over the fact-only sizes (issue 17, hole 7).
     fn product_fact(&mut self) -> Pr {
-        let k = *self.rng.pick(&[1, 2, 4, 8]);
+        let k = self
+            .product_k
+            .unwrap_or_else(|| *self.rng.pick(&[1, 2, 4, 8]));
         let mut terms: Vec<Ix> = Vec::new();
         for pair in self.extra.chunks(2) {
             let mut t = c(k);
@@ -583,8 +598,15 @@ impl Gen<'_> {
                 E::Let(x, b(val), b(body))
             }
             12 | 13 => {
-                // Split the extent at another extent: `[S1] ++ [S - S1]`.
-                let s1 = self.extent();
+                // Split the extent at another extent: `[S1] ++ [S - S1]`. Often `S1` is
+                // `n - k`, negative for small sizes (issue 17, hole 3): then the whole
+                // is well-shaped only if the program assumes `n >= k`.
+                let s1 = if self.rng.chance(40) {
+                    let n = self.size();
+                    bin("-", n, c(self.rng.range(2, 6)))
+                } else {
+                    self.extent()
+                };
                 let mut sh1 = vec![s1.clone()];
                 sh1.extend_from_slice(rest);
                 let mut sh2 = vec![bin("-", s0.clone(), s1)];
@@ -677,7 +699,7 @@ pub fn program(rng: &mut Rng) -> Program {
     }
     let dims = sizes.clone();
     let mut extra: Vec<String> = Vec::new();
-    if rng.chance(15) {
+    if rng.chance(25) {
         let k = if rng.chance(60) { 4 } else { 2 };
         for v in ["x", "y", "z", "w"].iter().take(k) {
             extra.push(v.to_string());
@@ -706,6 +728,7 @@ pub fn program(rng: &mut Rng) -> Program {
         next_binder: 0,
         next_let: 0,
         fuel: 0,
+        product_k: None,
     };
     let mut assumes: Vec<Pr> = Vec::new();
     for _ in 0..g.rng.below(3) {
@@ -721,8 +744,11 @@ pub fn program(rng: &mut Rng) -> Program {
         };
         assumes.push(a);
     }
+    // Half of the time the extra sizes' bounds sit exactly on the prover's i128 edge.
+    let calibrated = (extra.len() == 4 && g.rng.chance(50)).then(|| *g.rng.pick(&CALIBRATED));
+    g.product_k = calibrated.map(|(k, _)| k);
     for v in &extra {
-        let h = *g.rng.pick(&HUGE);
+        let h = calibrated.map_or_else(|| *g.rng.pick(&HUGE), |(_, b)| b);
         assumes.push(Pr::Cmp("<=", var(v), c(h)));
     }
     if !extra.is_empty() {
@@ -737,7 +763,25 @@ pub fn program(rng: &mut Rng) -> Program {
         g.fuel = g.rng.range(6, 22) as i32;
         g.next_binder = 0;
         let depth = g.rng.range(2, 5) as u32;
-        let body = g.tensor(&shape, depth);
+        let body = if !shape.is_empty() && g.rng.chance(15) {
+            // The whole definition a `++` whose first operand's extent `n - k` is
+            // negative for small sizes (issue 17, hole 3), unless (half of the time)
+            // the program assumes `n >= k`.
+            let n = g.size();
+            let k = g.rng.range(2, 6);
+            if g.rng.chance(50) {
+                assumes.push(Pr::Cmp(">=", n.clone(), c(k)));
+            }
+            let s1 = bin("-", n, c(k));
+            let mut sh1 = vec![s1.clone()];
+            sh1.extend_from_slice(&shape[1..]);
+            let mut sh2 = vec![bin("-", shape[0].clone(), s1)];
+            sh2.extend_from_slice(&shape[1..]);
+            let d = depth.saturating_sub(1);
+            E::Concat(b(g.tensor(&sh1, d)), b(g.tensor(&sh2, d)))
+        } else {
+            g.tensor(&shape, depth)
+        };
         g.tensors.push((name.clone(), shape));
         defs.push((name, body));
     }

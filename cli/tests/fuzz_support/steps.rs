@@ -83,7 +83,11 @@ fn meta_sort(side: &str, m: &str) -> Sort {
             return Sort::Binder;
         }
     }
-    if side.contains(&format!("[{tok}")) || side.contains(&format!("&& {tok}")) {
+    // `[?p]` or `[?p && …]`, not `[?r <= ?i]` (an index metavariable in a guard).
+    if side.contains(&format!("[{tok}]"))
+        || side.contains(&format!("[{tok} &&"))
+        || side.contains(&format!("&& {tok}"))
+    {
         return Sort::Pred;
     }
     if ["e", "v", "a", "b", "w"].contains(&m) {
@@ -147,11 +151,18 @@ fn with_value(rng: &mut Rng, sizes: &[String], loops: &[String]) -> String {
 
 /// A binder name for a `with` on a binder metavariable or a directive's new loop:
 /// fresh, or one already bound (capture).
-fn binder_name(rng: &mut Rng, loops: &[String], fresh: &str) -> String {
+fn binder_name(rng: &mut Rng, loops: &[String], taken: &[String], fresh: &str) -> String {
     if !loops.is_empty() && rng.chance(35) {
         rng.pick(loops).clone()
     } else {
-        fresh.to_string()
+        // Fresh for real: an earlier step of the derivation may have used `fresh`.
+        let mut name = fresh.to_string();
+        let mut k = 2;
+        while taken.contains(&name) {
+            name = format!("{fresh}{k}");
+            k += 1;
+        }
+        name
     }
 }
 
@@ -175,6 +186,7 @@ pub fn step(
     defs: &[String],
 ) -> String {
     let (loops, lets) = names(e);
+    let taken: Vec<String> = loops.iter().chain(&lets).cloned().collect();
     let k = rng.below(100);
     if k < 55 {
         return rule_step(rng, lib, shapes, e, sizes, &loops);
@@ -220,13 +232,16 @@ pub fn step(
             format!(
                 "split {v} by {} into {}, {}{tail}",
                 factor(rng),
-                binder_name(rng, &loops, "fo"),
-                binder_name(rng, &loops, "fi")
+                binder_name(rng, &loops, &taken, "fo"),
+                binder_name(rng, &loops, &taken, "fi")
             )
         }
         3 => format!("tile {v2}, {w} by {}, {}", factor(rng), factor(rng)),
         4 | 5 => format!("reorder {v2}, {w}"),
-        6 => format!("fuse {v2}, {w} into {}", binder_name(rng, &loops, "ff")),
+        6 => format!(
+            "fuse {v2}, {w} into {}",
+            binder_name(rng, &loops, &taken, "ff")
+        ),
         7 if !lets.is_empty() => format!("compute_root {}", rng.pick(&lets)),
         8 if !lets.is_empty() => format!("compute_inline {}", rng.pick(&lets)),
         9 if !lets.is_empty() => format!("compute_at {} at {v}", rng.pick(&lets)),
@@ -235,6 +250,23 @@ pub fn step(
             let kind = rng.pick(&["parallel", "vectorize", "unroll"]);
             format!("{kind} {v}")
         }
+    }
+}
+
+/// A site of the kind issue 17's holes were found at: a `++` or a read of one (its
+/// operands' extents become offsets: holes 1 and 3), a guard (`guard_elim` under facts
+/// that only look true: hole 7), or any term under a guard on the sizes alone, whose
+/// fact does not hold where the term's shape is observed (hole 2).
+fn hot_site(site: &atl_rewrites::engine::Site<'_>, sizes: &[String]) -> bool {
+    let under_size_guard = site.ctx.facts.iter().any(|f| {
+        let vars = f.vars();
+        !vars.is_empty() && vars.iter().all(|v| sizes.contains(v))
+    });
+    match &site.expr.kind {
+        ExprKind::Concat(..) | ExprKind::Guard { .. } => true,
+        ExprKind::Access { tensor, .. } => matches!(tensor.kind, ExprKind::Concat(..)),
+        ExprKind::Gen { .. } | ExprKind::Sum { .. } => under_size_guard,
+        _ => false,
     }
 }
 
@@ -247,7 +279,21 @@ fn rule_step(
     loops: &[String],
 ) -> String {
     let sites = atl_rewrites::engine::sites(shapes, e);
-    let site = &sites[rng.below(sites.len())];
+    // Names a fresh binder must avoid: loop binders and `let` variables.
+    let taken: Vec<String> = {
+        let (mut all, lets) = names(e);
+        all.extend(lets);
+        all
+    };
+    // Half of the time a site of the holes' kind, if there is one.
+    let hot: Vec<usize> = (0..sites.len())
+        .filter(|&k| hot_site(&sites[k], sizes))
+        .collect();
+    let site = if !hot.is_empty() && rng.chance(50) {
+        &sites[*rng.pick(&hot)]
+    } else {
+        &sites[rng.below(sites.len())]
+    };
     let forward = rng.chance(75);
     let fitting: Vec<&atl_rewrites::rule::Rule> = lib
         .rules()
@@ -266,7 +312,22 @@ fn rule_step(
             )
         })
         .collect();
-    let rule = if fitting.is_empty() || rng.chance(8) {
+    // At a site of a hole's kind, often the rule of that hole (the others are tried
+    // there too, through `specific`).
+    let favourite = match &site.expr.kind {
+        ExprKind::Concat(..) if forward => Some("concat_def"),
+        ExprKind::Access { tensor, .. }
+            if forward && matches!(tensor.kind, ExprKind::Concat(..)) =>
+        {
+            Some(*rng.pick(&["get_concat_r", "get_concat_l"]))
+        }
+        ExprKind::Guard { .. } if forward => Some("guard_elim"),
+        _ => None,
+    }
+    .and_then(|name| lib.rules().iter().find(|r| r.name == name));
+    let rule = if let Some(r) = favourite.filter(|_| rng.chance(50)) {
+        r
+    } else if fitting.is_empty() || rng.chance(8) {
         &lib.rules()[rng.below(lib.rules().len())]
     } else if !specific.is_empty() && rng.chance(85) {
         specific[rng.below(specific.len())]
@@ -294,12 +355,30 @@ fn rule_step(
         .unwrap_or((&rule.equation, ""));
     let (from_side, to_side) = if forward { (lhs, rhs) } else { (rhs, lhs) };
     let known = metavars(from_side);
+    // Metavariables a `shape(?v) = [?r, ..]` condition binds from the match: a value
+    // given for them is only checked, so they are given now and then.
+    let shape_bound: Vec<String> = rule
+        .conditions
+        .iter()
+        .filter_map(|c| match c {
+            atl_rewrites::rule::Condition::Shape { dims, .. } => Some(dims),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|d| match d {
+            atl_lang::index::IndexExpr::Meta(m) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
     for m in metavars(to_side) {
         if known.contains(&m) || rule.params.contains(&m) || !rng.chance(60) {
             continue;
         }
+        if shape_bound.contains(&m) && !rng.chance(15) {
+            continue;
+        }
         let value = match meta_sort(to_side, &m) {
-            Sort::Binder => binder_name(rng, loops, &format!("fz{}", withs.len() + 1)),
+            Sort::Binder => binder_name(rng, loops, &taken, &format!("fz{}", withs.len() + 1)),
             Sort::Pred => pred_value(rng, sizes, loops),
             Sort::Expr => rng.pick(&["f[0]", "1.0", "0.0"]).to_string(),
             Sort::Index => with_value(rng, sizes, loops),
