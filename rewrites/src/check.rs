@@ -422,6 +422,35 @@ pub fn check_rule(
         let Ok(outcome) = rewrite(&env, &lhs, &rule_ident, false, &site, &with, Span::DUMMY) else {
             continue; // no match at the root, or a side condition that does not hold
         };
+        // Only instances the engine can produce: both sides obey the shape discipline
+        // (every extent in range for every size), as `run_step` requires of each step.
+        let mut known = std::collections::HashSet::new();
+        let well_shaped = crate::well_shaped::check_expr(&program, &shapes, solver, &lhs).is_ok()
+            && crate::well_shaped::check_preserved(
+                &program,
+                &shapes,
+                solver,
+                &[],
+                &lhs,
+                &outcome.expr,
+                false,
+                Span::DUMMY,
+                &rule.name,
+            )
+            .is_ok()
+            && crate::well_shaped::check_step(
+                &program,
+                &shapes,
+                solver,
+                &outcome.expr,
+                Span::DUMMY,
+                &rule.name,
+                &mut known,
+            )
+            .is_ok();
+        if !well_shaped {
+            continue;
+        }
         program.defs.push(atl_lang::ir::Def {
             name: "result".into(),
             name_span: Span::DUMMY,
