@@ -135,3 +135,14 @@ fn simpl_under_a_guard_keeps_the_extent() {
         assert_eq!(a.1, b.1, "n = {n}");
     }
 }
+
+#[test]
+fn window_names_its_binder_apart_from_the_sizes() {
+    // Found by the soundness fuzzer: `window` called its new binder `w`, the name of a
+    // size, and the independent checker refused the derivation (E0847).
+    let (code, _, err) = atl_on(
+        "size n, w\ndef a = (let u1 = (gen i < 1: 1.0) in 1.0)\nderive d from a { window u1 in 0..0 + min(n, 4) }\n",
+        &["check"],
+    );
+    assert_eq!(code, EXIT_OK, "{err}");
+}

@@ -422,11 +422,19 @@ pub fn check_rule(
         let Ok(outcome) = rewrite(&env, &lhs, &rule_ident, false, &site, &with, Span::DUMMY) else {
             continue; // no match at the root, or a side condition that does not hold
         };
-        // Only instances the engine can produce: both sides obey the shape discipline
-        // (every extent in range for every size), as `run_step` requires of each step.
-        let mut known = std::collections::HashSet::new();
-        let well_shaped = crate::well_shaped::check_expr(&program, &shapes, solver, &lhs).is_ok()
-            && crate::well_shaped::check_preserved(
+        // The shape discipline: an instance whose left side is ill-shaped cannot
+        // occur. One whose right side is ill-shaped (or changes the shape) is refused
+        // by the engine at every use (E0844, E0845), so it is no threat from a rule
+        // proved in Rocq (e.g. `let_hoist_sum` over a backwards range); an unproved
+        // rule (a user rule, a wrong rule) that produces one is suspicious and is
+        // still evaluated below, where the interpreter refuses the negative extent
+        // (E0508) and the rule fails.
+        if crate::well_shaped::check_expr(&program, &shapes, solver, &lhs).is_err() {
+            continue;
+        }
+        if rule.status == crate::rule::Status::Proved {
+            let mut known = std::collections::HashSet::new();
+            let result_well_shaped = crate::well_shaped::check_preserved(
                 &program,
                 &shapes,
                 solver,
@@ -438,18 +446,19 @@ pub fn check_rule(
                 &rule.name,
             )
             .is_ok()
-            && crate::well_shaped::check_step(
-                &program,
-                &shapes,
-                solver,
-                &outcome.expr,
-                Span::DUMMY,
-                &rule.name,
-                &mut known,
-            )
-            .is_ok();
-        if !well_shaped {
-            continue;
+                && crate::well_shaped::check_step(
+                    &program,
+                    &shapes,
+                    solver,
+                    &outcome.expr,
+                    Span::DUMMY,
+                    &rule.name,
+                    &mut known,
+                )
+                .is_ok();
+            if !result_well_shaped {
+                continue;
+            }
         }
         program.defs.push(atl_lang::ir::Def {
             name: "result".into(),

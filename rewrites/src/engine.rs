@@ -285,14 +285,35 @@ pub fn rewrite(
                 }
             }
         }
-        if !rule.params.contains(&key) && !rule.conditions.iter().any(|c| matches!(c, Condition::Shape { dims, .. } if dims.iter().any(|d| d == &IndexExpr::Meta(key.clone())))) {
-            return Err(Diagnostic::error("E0803", format!("`{key}` is not a parameter of rule `{}`", rule.name))
-                .at(name.span, "unknown parameter")
-                .with_help(if rule.params.is_empty() {
-                    "this rule takes no `with` values".to_string()
-                } else {
-                    format!("its parameters are: {}", rule.params.iter().map(|p| format!("?{p}")).collect::<Vec<_>>().join(", "))
-                }));
+        let shape_bound = rule.conditions.iter().any(|c| matches!(c, Condition::Shape { dims, .. } if dims.iter().any(|d| d == &IndexExpr::Meta(key.clone()))));
+        if shape_bound && !rule.params.contains(&key) {
+            // The shape condition determines it; a value given here would add a side
+            // condition the certificate checker does not derive (found by the fuzzer).
+            return Err(Diagnostic::error(
+                "E0803",
+                format!("`?{key}` is determined by the shape of the matched term and cannot be given with `with`"),
+            )
+            .at(name.span, "determined by the match")
+            .with_help(format!("remove `{key} := …`")));
+        }
+        if !rule.params.contains(&key) && !shape_bound {
+            return Err(Diagnostic::error(
+                "E0803",
+                format!("`{key}` is not a parameter of rule `{}`", rule.name),
+            )
+            .at(name.span, "unknown parameter")
+            .with_help(if rule.params.is_empty() {
+                "this rule takes no `with` values".to_string()
+            } else {
+                format!(
+                    "its parameters are: {}",
+                    rule.params
+                        .iter()
+                        .map(|p| format!("?{p}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }));
         }
         if pattern_metas.contains(&key) {
             return Err(Diagnostic::error(
@@ -1471,7 +1492,11 @@ pub fn window(
     }
 
     // Build the windowed let.
-    let mut supply = ir::NameSupply::new(ir::all_names(root));
+    let mut supply = ir::NameSupply::new(
+        ir::all_names(root)
+            .into_iter()
+            .chain(reserved_names(env.program)),
+    );
     let ws: Vec<String> = (0..d).map(|_| supply.fresh("w")).collect();
     let shifted: Vec<IndexExpr> = ws
         .iter()
