@@ -60,6 +60,9 @@ struct Stats {
     derivations_accepted: u64,
     evaluated: u64,
     size_assignments: u64,
+    /// Size assignments not judged because the derived program's index arithmetic
+    /// overflowed 64 bits (E0502).
+    overflowed: u64,
     certificates_verified: u64,
     checker_refused: u64,
     mutants: u64,
@@ -180,6 +183,7 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                     stats.evaluated += 1;
                 }
                 stats.size_assignments += out.evaluated_sizes as u64;
+                stats.overflowed += out.overflowed_sizes as u64;
                 stats.certificates_verified += out.checker_accepted as u64;
                 stats.checker_refused += (!out.checker_accepted) as u64;
                 stats.mutants += out.mutants as u64;
@@ -330,7 +334,7 @@ fn soundness_fuzz() {
         "soundness fuzz (seed {seed}): {} programs generated ({} rejected by the front end, \
          {} refused as ill-shaped starting points), \
          {} derivations attempted, {} accepted by the engine, {} evaluated ({} size \
-         assignments), {} certificates verified ({} refused by the checker), {} mutated \
+         assignments, {} not judged: 64-bit overflow), {} certificates verified ({} refused by the checker), {} mutated \
          certificates ({} accepted), {} compiled to C; {:.1} s (slowest case {} in {:.1} s), \
          {} failing case(s)",
         stats.programs_generated,
@@ -340,6 +344,7 @@ fn soundness_fuzz() {
         stats.derivations_accepted,
         stats.evaluated,
         stats.size_assignments,
+        stats.overflowed,
         stats.certificates_verified,
         stats.checker_refused,
         stats.mutants,

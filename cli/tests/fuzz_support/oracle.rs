@@ -105,6 +105,9 @@ pub struct Outcome {
     pub result: Option<atl_lang::ir::Expr>,
     pub checker_accepted: bool,
     pub evaluated_sizes: usize,
+    /// Size assignments where the derived program's index arithmetic overflowed 64
+    /// bits (E0502) though the source evaluated: not judged (see `compare`).
+    pub overflowed_sizes: usize,
     pub mutants: usize,
     pub mutants_accepted: usize,
     pub compiled: usize,
@@ -214,6 +217,7 @@ fn run_case_inner(j: &Judges, text: &str, opts: &Options, out: &mut Outcome) {
     let from = d.from.clone();
     let cmp = compare(&program, &from, DERIVED, exact, opts);
     out.evaluated_sizes = cmp.evaluated;
+    out.overflowed_sizes = cmp.overflowed;
     if let Some(detail) = cmp.differs {
         let kind = if out.checker_accepted {
             Kind::CertifiedUnsound
@@ -268,6 +272,7 @@ fn run_case_inner(j: &Judges, text: &str, opts: &Options, out: &mut Outcome) {
 
 struct Comparison {
     evaluated: usize,
+    overflowed: usize,
     differs: Option<String>,
     eval_error: Option<String>,
     /// The source failed a shape check of the interpreter at an allowed size.
@@ -389,6 +394,7 @@ fn show(t: &Tensor) -> String {
 fn compare(program: &Program, src: &str, der: &str, exact: bool, opts: &Options) -> Comparison {
     let mut c = Comparison {
         evaluated: 0,
+        overflowed: 0,
         differs: None,
         eval_error: None,
         ill_shaped: None,
@@ -428,8 +434,13 @@ fn compare(program: &Program, src: &str, der: &str, exact: bool, opts: &Options)
                 }
             }
             // The interpreter's element limit (a split by 2^40 makes a huge
-            // intermediate): a resource refusal, not a wrong value.
+            // intermediate): a resource refusal, not a wrong value. Likewise 64-bit
+            // overflow of index arithmetic (E0502, e.g. `shift_gen with d :=
+            // 9223372036854775807`): the semantics is over unbounded integers, where
+            // the step is right; evaluation fails loudly and lowering refuses such a
+            // kernel (E0938). Counted, and shown in the summary.
             Err(d) if d.code == "E0503" => {}
+            Err(d) if d.code == "E0502" => c.overflowed += 1,
             Err(d) => {
                 if c.eval_error.is_none() {
                     c.eval_error = Some(format!(
