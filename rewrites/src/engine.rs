@@ -47,15 +47,7 @@ pub struct Env<'a> {
 impl Env<'_> {
     /// The solver's facts for a context: sizes, assumes, then the context's facts.
     pub fn facts(&self, ctx: &Context) -> Facts {
-        let mut f = Facts {
-            sizes: self.program.sizes.iter().map(|s| s.name.clone()).collect(),
-            facts: self
-                .program
-                .assumes
-                .iter()
-                .map(|a| a.pred.clone())
-                .collect(),
-        };
+        let mut f = crate::well_shaped::declaration_facts(self.program);
         f.facts.extend(ctx.facts.iter().cloned());
         f
     }
@@ -388,10 +380,11 @@ pub fn rewrite(
     // A `with` value is evaluated in the site's scope: it may mention sizes and the
     // binders around the site, never a binder of the rewritten term itself (the rule's
     // binders would capture it; a rule parameter is a constant of the rule).
-    for ((key, v), (name, _)) in with_values.iter().zip(
-        with.iter()
-            .filter(|(n, _)| with_values.contains_key(n.name.trim_start_matches('?'))),
-    ) {
+    for (name, _) in with {
+        let key = name.name.trim_start_matches('?');
+        let Some(v) = with_values.get(key) else {
+            continue;
+        };
         for var in v.vars() {
             if env.program.is_size(&var) || site.ctx.bound.contains(&var) {
                 continue;
