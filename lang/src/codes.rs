@@ -4,9 +4,10 @@
 //! scans the workspace's sources so that every code raised is registered and every
 //! registered code is raised or retired), and `atl explain CODE` prints [`explain`].
 //!
-//! Adding a code: add an entry to [`CODES`] in its group, then regenerate the document
-//! with `ATL_BLESS=1 cargo test -p atl-lang --test error_codes`. Codes are never reused:
-//! a code no diagnostic raises any more stays here, marked retired.
+//! Adding a code: add an entry to [`CODES`] at its place in increasing order, then
+//! regenerate the document with `ATL_BLESS=1 cargo test -p atl-lang --test error_codes`.
+//! Codes are never reused: a code no diagnostic raises any more stays here, marked
+//! retired.
 
 /// One diagnostic code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +72,7 @@ pub static GROUPS: &[ErrorGroup] = &[
     group("E092", "the loop-IR interpreter"),
     group(
         "E093",
-        "the C kernel: its name, compiling, loading, running and timing it, its index arithmetic",
+        "the C kernel (its name and files, compiling, loading, running and timing it, its 64-bit index arithmetic)",
     ),
     group("E10", "the certificate checker (`atl verify`)"),
 ];
@@ -98,7 +99,7 @@ const fn retired(code: &'static str, title: &'static str, help: &'static str) ->
     }
 }
 
-/// Every code, in the order of `docs/errors.md`.
+/// Every code, in increasing order (a test checks it).
 pub static CODES: &[ErrorCode] = &[
     active("E0100", "the file is not valid UTF-8", "save it as UTF-8"),
     active(
@@ -640,81 +641,6 @@ pub static CODES: &[ErrorCode] = &[
         "check the expression's shapes first",
     ),
     active(
-        "E1001",
-        "`atl verify`: the file is not a certificate (not JSON, another `format`, a missing field)",
-        "pass a file written by `atl derive --cert`",
-    ),
-    active(
-        "E1002",
-        "`atl verify`: the certificate's declarations or one of its programs does not parse or shape-check, a program text holds more than one expression, or the declarations are contradictory",
-        "regenerate the certificate; programs that mention other definitions cannot be certified",
-    ),
-    active(
-        "E1003",
-        "`atl verify`: a step names a rule that neither the library nor the certificate's `user_rules` has, or whose statement differs from the one recorded (the rule changed after the certificate was made)",
-        "re-run the derivation with the current rules",
-    ),
-    active(
-        "E1004",
-        "`atl verify`: the program before a step does not contain the recorded subterm at the recorded path (or the path leads nowhere)",
-        "the certificate was edited or is from another program",
-    ),
-    active(
-        "E1005",
-        "`atl verify`: the subterm is not an instance of the rule's side (structural mismatch or a scoping refusal), or the recorded instantiation differs from the checker's match",
-        "",
-    ),
-    active(
-        "E1006",
-        "`atl verify`: a side condition or a tactic's obligation is false (with a counterexample) or could not be proved, re-proved from scratch",
-        "the step is not valid; the recorded verdict is not trusted",
-    ),
-    active(
-        "E1007",
-        "`atl verify`: the recorded side conditions differ from those the step has (one dropped, altered, added, or recorded under another context or verdict)",
-        "",
-    ),
-    active(
-        "E1008",
-        "`atl verify`: rewriting does not give the recorded program (`after_site`, `after`, `result`), or a step changed the program's shape",
-        "",
-    ),
-    active(
-        "E1009",
-        "`atl verify`: a step that cannot be checked independently (an `unfold` of a definition the certificate does not record; unknown steps)",
-        "regenerate the certificate with `atl derive --cert`",
-    ),
-    active(
-        "E1011",
-        "`atl verify`: a recorded user rule that does not load, whose text defines another rule (or several), that is recorded twice, or that has the name of a library rule",
-        "regenerate the certificate",
-    ),
-    active(
-        "E1010",
-        "`atl verify`: a step record that contradicts itself (command vs rule and direction, a grade that is not the rule's, rule data on a tactic, a malformed `window`)",
-        "",
-    ),
-    active(
-        "E1012",
-        "`atl verify`: `initial` is not bound to `from`: the certificate records neither the `from` definition (`from_definition`) nor the nested certificate of its base derivation (`base`), records both or another name, or `initial` is not the recorded body (or the base's verified `result`)",
-        "regenerate the certificate with `atl derive --cert`",
-    ),
-    active(
-        "E1013",
-        "`atl verify`: the nested certificate (`base`) is of another derivation than `from`, or has other declarations",
-        "regenerate the certificate",
-    ),
-    active(
-        "E1014",
-        "`atl verify`: the shape discipline: a `gen` range length or reshape amount of a program of the certificate (`initial`, a step's result, the `from` body, a recorded definition) or an input extent is not proved in range (length `>= 0`, `split` `>= 1`, `pad` `>= 0`, `0 <=` `trunc` `<=` extent) under the declarations alone",
-        "guards and enclosing ranges do not count: state the bound as an `assume`",
-    ),
-    active(
-        "E1015",
-        "`atl verify`: a step changes the shape of the term it rewrites for some size the declarations allow (a `simpl` that rewrites a `gen` bound or reshape amount using a guard's or range's facts; a rule whose shape condition holds only under a guard)",
-        "",
-    ),
-    active(
         "E0911",
         "a metavariable reached lowering (only from hand-built IR)",
         "report it",
@@ -782,6 +708,81 @@ pub static CODES: &[ErrorCode] = &[
         "lowering: an index expression of the kernel overflows 64-bit arithmetic at every size (a huge split factor or guard constant)",
         "use a smaller constant",
     ),
+    active(
+        "E1001",
+        "`atl verify`: the file is not a certificate (not JSON, another `format`, a missing field)",
+        "pass a file written by `atl derive --cert`",
+    ),
+    active(
+        "E1002",
+        "`atl verify`: the certificate's declarations or one of its programs does not parse or shape-check, a program text holds more than one expression, or the declarations are contradictory",
+        "regenerate the certificate; programs that mention other definitions cannot be certified",
+    ),
+    active(
+        "E1003",
+        "`atl verify`: a step names a rule that neither the library nor the certificate's `user_rules` has, or whose statement differs from the one recorded (the rule changed after the certificate was made)",
+        "re-run the derivation with the current rules",
+    ),
+    active(
+        "E1004",
+        "`atl verify`: the program before a step does not contain the recorded subterm at the recorded path (or the path leads nowhere)",
+        "the certificate was edited or is from another program",
+    ),
+    active(
+        "E1005",
+        "`atl verify`: the subterm is not an instance of the rule's side (structural mismatch or a scoping refusal), or the recorded instantiation differs from the checker's match",
+        "",
+    ),
+    active(
+        "E1006",
+        "`atl verify`: a side condition or a tactic's obligation is false (with a counterexample) or could not be proved, re-proved from scratch",
+        "the step is not valid; the recorded verdict is not trusted",
+    ),
+    active(
+        "E1007",
+        "`atl verify`: the recorded side conditions differ from those the step has (one dropped, altered, added, or recorded under another context or verdict)",
+        "",
+    ),
+    active(
+        "E1008",
+        "`atl verify`: rewriting does not give the recorded program (`after_site`, `after`, `result`), or a step changed the program's shape",
+        "",
+    ),
+    active(
+        "E1009",
+        "`atl verify`: a step that cannot be checked independently (an `unfold` of a definition the certificate does not record; unknown steps)",
+        "regenerate the certificate with `atl derive --cert`",
+    ),
+    active(
+        "E1010",
+        "`atl verify`: a step record that contradicts itself (command vs rule and direction, a grade that is not the rule's, rule data on a tactic, a malformed `window`)",
+        "",
+    ),
+    active(
+        "E1011",
+        "`atl verify`: a recorded user rule that does not load, whose text defines another rule (or several), that is recorded twice, or that has the name of a library rule",
+        "regenerate the certificate",
+    ),
+    active(
+        "E1012",
+        "`atl verify`: `initial` is not bound to `from`: the certificate records neither the `from` definition (`from_definition`) nor the nested certificate of its base derivation (`base`), records both or another name, or `initial` is not the recorded body (or the base's verified `result`)",
+        "regenerate the certificate with `atl derive --cert`",
+    ),
+    active(
+        "E1013",
+        "`atl verify`: the nested certificate (`base`) is of another derivation than `from`, or has other declarations",
+        "regenerate the certificate",
+    ),
+    active(
+        "E1014",
+        "`atl verify`: the shape discipline: a `gen` range length or reshape amount of a program of the certificate (`initial`, a step's result, the `from` body, a recorded definition) or an input extent is not proved in range (length `>= 0`, `split` `>= 1`, `pad` `>= 0`, `0 <=` `trunc` `<=` extent) under the declarations alone",
+        "guards and enclosing ranges do not count: state the bound as an `assume`",
+    ),
+    active(
+        "E1015",
+        "`atl verify`: a step changes the shape of the term it rewrites for some size the declarations allow (a `simpl` that rewrites a `gen` bound or reshape amount using a guard's or range's facts; a rule whose shape condition holds only under a guard)",
+        "",
+    ),
 ];
 
 /// The registry entry of `code` (`E0903`; a lower-case `e` is accepted too).
@@ -812,7 +813,7 @@ pub fn explain(code: &str) -> Option<String> {
     text.push('\n');
     push_wrapped(
         &mut text,
-        &format!("Group: {} {}.", group.pattern(), group.title),
+        &format!("Group {}: {}.", group.pattern(), group.title),
     );
     Some(text)
 }
@@ -849,23 +850,24 @@ const GENERATED_NOTE: &str = "<!-- Generated from the registry in lang/src/codes
 const INTRO: &str = "# Diagnostic codes
 
 Every diagnostic `atl` prints has a stable code. Codes are never reused for a different
-problem. Groups: `E01xx` reading and lexing, `E02xx` parsing, `E03xx` names and
-declarations, `E04xx` shapes, `E05xx` evaluation, `E06xx` sizes, inputs and definitions
-chosen on the command line, `E07xx` rule files and user rules (`rule` items), `E08xx` derivation steps, `E09xx` pad types
-and access safety (the gate before lowering).
-
+problem: a code no diagnostic raises any more keeps its entry, marked retired. The codes
+are grouped by the stage that raises them.
 ";
 
-/// The text of `docs/errors.md`, rendered from [`CODES`]. A test keeps the file equal
+/// The text of `docs/errors.md`, rendered from [`GROUPS`] and [`CODES`]: the
+/// introduction, then one section with a table per group. A test keeps the file equal
 /// to it.
 pub fn errors_markdown() -> String {
     let mut doc = String::new();
     doc.push_str(GENERATED_NOTE);
     doc.push('\n');
     doc.push_str(INTRO);
-    doc.push_str("| code | meaning | what to do |\n|---|---|---|\n");
-    for entry in CODES {
-        doc.push_str(&table_row(entry));
+    for group in GROUPS {
+        doc.push_str(&format!("\n## `{}`: {}\n\n", group.pattern(), group.title));
+        doc.push_str("| code | meaning | what to do |\n|---|---|---|\n");
+        for entry in CODES.iter().filter(|entry| entry.group() == group) {
+            doc.push_str(&table_row(entry));
+        }
     }
     doc
 }

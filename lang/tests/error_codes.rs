@@ -177,6 +177,22 @@ fn every_registered_code_is_raised_or_retired() {
 
 #[test]
 fn the_registry_is_well_formed() {
+    // Increasing order keeps the table easy to search and rules out duplicates.
+    for pair in CODES.windows(2) {
+        assert!(
+            pair[0].code < pair[1].code,
+            "the registry is not in increasing order (or repeats a code): {} before {}",
+            pair[0].code,
+            pair[1].code
+        );
+    }
+    for group in GROUPS {
+        assert!(
+            CODES.iter().any(|entry| entry.group() == group),
+            "group {} has no codes",
+            group.pattern()
+        );
+    }
     let mut seen = BTreeSet::new();
     for entry in CODES {
         let bytes = entry.code.as_bytes();
@@ -233,7 +249,7 @@ fn lookup_and_explain_find_registered_codes() {
         "{text}"
     );
     assert!(
-        flat.contains("Group: E090x pad types and access safety"),
+        flat.contains("Group E090x: pad types and access safety"),
         "{text}"
     );
     assert!(
