@@ -1,9 +1,10 @@
 //! Diagnostics: the one error type every stage returns, and the one place that renders
 //! them (with ariadne) into any `io::Write`.
 //!
-//! Codes are stable and grouped by stage; `docs/errors.md` lists them:
-//! `E01xx` lexing, `E02xx` parsing, `E03xx` names and declarations, `E04xx` shapes,
-//! `E05xx` evaluation, `E06xx` inputs and sizes given on the command line.
+//! Codes are stable and grouped by stage; the registry in `codes.rs` lists them all
+//! (`docs/errors.md` is generated from it): `E01xx` lexing, `E02xx` parsing, `E03xx`
+//! names and declarations, `E04xx` shapes, `E05xx` evaluation, `E06xx` inputs and sizes
+//! given on the command line.
 
 use std::io;
 
@@ -42,6 +43,13 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        // Every code is in the registry that docs/errors.md and `atl explain` are made
+        // from (the test lang/tests/error_codes.rs checks the literals; this catches a
+        // code that reaches here another way). `warning` goes through here too.
+        debug_assert!(
+            crate::codes::lookup(code).is_some_and(|entry| !entry.retired),
+            "diagnostic code {code} is not registered in lang/src/codes.rs (or is retired)"
+        );
         Diagnostic {
             severity: Severity::Error,
             code,

@@ -5,6 +5,7 @@
 //! `io::Write`.
 
 pub mod ast;
+pub mod codes;
 pub mod diag;
 pub mod index;
 pub mod interp;
