@@ -35,7 +35,7 @@ fn export_rocq_writes_the_committed_statements() {
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../proofs/rocq");
     // One statement file per rule file of the library, and `All.v`.
     let rule_files =
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../rewrites/rules"))
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../rules/library"))
             .expect("rules dir")
             .filter(|e| {
                 e.as_ref()

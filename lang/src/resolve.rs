@@ -55,22 +55,6 @@ struct Resolver<'a> {
     diags: &'a mut Vec<Diagnostic>,
 }
 
-/// Edit distance, for "did you mean" hints.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 fn suggestion<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Option<String> {
     // One-letter names are usually index variables: any other letter is "close", and
     // suggesting it would be noise.
@@ -79,12 +63,8 @@ fn suggestion<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Opti
         return None;
     }
     let limit = (len + 1) / 3;
-    candidates
-        .filter(|c| c.chars().count() >= 2)
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| format!("did you mean `{c}`?"))
+    crate::suggest::closest(name, candidates.filter(|c| c.chars().count() >= 2), limit)
+        .map(|c| format!("did you mean `{c}`?"))
 }
 
 /// Converts an index expression whose names are all free variables (command-line

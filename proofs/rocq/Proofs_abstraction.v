@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/abstraction.rules. A hoisted let's reads [y[i]] at an [i]
+(** Proofs of rules/library/abstraction.rules. A hoisted let's reads [y[i]] at an [i]
     in range are, pointwise, the value it replaced: once the range test is decided, the
     read [Acc (Gen 0 n v) i] is convertible (by iota and eta) to [v i], so the body
     [b i] receives the same tensor on both sides and no extensionality is needed. *)

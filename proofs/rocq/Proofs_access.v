@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/access.rules. *)
+(** Proofs of rules/library/access.rules. *)
 
 From Coq Require Import ZArith List Bool Ring Lia.
 From ATL Require Import Semantics Tactics Rules_access.

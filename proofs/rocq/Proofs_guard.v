@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/guard.rules. *)
+(** Proofs of rules/library/guard.rules. *)
 
 From Coq Require Import ZArith List Bool Ring Lia.
 From ATL Require Import Semantics Tactics Rules_guard.

@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/layout.rules. *)
+(** Proofs of rules/library/layout.rules. *)
 
 From Coq Require Import ZArith List Bool Ring Lia.
 From ATL Require Import Semantics Tactics Rules_layout.

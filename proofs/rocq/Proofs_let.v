@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/let.rules: a [let] is definitional ([let x := v in b]). *)
+(** Proofs of rules/library/let.rules: a [let] is definitional ([let x := v in b]). *)
 
 From Coq Require Import ZArith List Bool Ring Lia.
 From ATL Require Import Semantics Tactics Rules_let.

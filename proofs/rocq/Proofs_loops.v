@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/loops.rules. *)
+(** Proofs of rules/library/loops.rules. *)
 
 From Coq Require Import ZArith List Bool Ring Lia.
 From ATL Require Import Semantics Tactics Rules_loops.

@@ -1,4 +1,4 @@
-(** Proofs of rewrites/rules/reshape.rules. *)
+(** Proofs of rules/library/reshape.rules. *)
 
 From Coq Require Import ZArith List Bool Ring Lia.
 From ATL Require Import Semantics Tactics Rules_reshape.

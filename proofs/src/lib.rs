@@ -3,11 +3,13 @@
 //! A certificate (`docs/certificates.md`) claims that a chain of programs are equal, one
 //! rewrite at a time. This crate replays it with as little shared code as possible: it
 //! reuses the front end (parsing, the IR, alpha-equivalence, substitution, shapes, the
-//! printer), the solver and the rule-file *loader*, but not the rewrite engine's matcher,
-//! instantiation or tactics. For every step it re-parses the programs, finds the
-//! recorded subterm at the recorded path, matches the rule with its own matcher
-//! ([`matching`]), rebuilds the context facts along the path, re-proves every side
-//! condition from scratch, and checks that the replacement gives the recorded program.
+//! printer), the solver and the rule-file *loader* (`atl-rules`), but not the rewrite
+//! engine (`atl-rewrites`: its matcher, instantiation, tactics, certificate types),
+//! which is not a dependency of this crate (`tests/independence.rs` checks the crate
+//! graph). For every step it re-parses the programs, finds the recorded subterm at the
+//! recorded path, matches the rule with its own matcher ([`matching`]), rebuilds the
+//! context facts along the path, re-proves every side condition from scratch, and checks
+//! that the replacement gives the recorded program.
 //! Tactic steps are re-checked by [`tactics`]; a step it cannot check is rejected.
 //!
 //! Programs may mention the definitions the certificate records (`definitions`), which
@@ -31,8 +33,8 @@ use atl_lang::shapes::{
     Shape, ShapeEnv, ShapeObligation, infer_with_lets, infer_with_obligations, input_obligations,
     show_shape,
 };
-use atl_rewrites::Library;
-use atl_rewrites::rule::{Condition, Grade, Rule, metas_of};
+use atl_rules::Library;
+use atl_rules::rule::{Condition, Grade, Rule, metas_of};
 use atl_solver::{Facts, Solver, Verdict};
 use serde::Deserialize;
 
@@ -207,8 +209,12 @@ pub fn verify(cert_json: &str) -> Result<VerifyReport, VerifyError> {
 /// Checks a certificate the rewrite engine built in memory (the CLI's defence in depth:
 /// every derivation it uses is checked). `library` is the standard library, without the
 /// file's user rules (the certificate carries those, and they are read from it).
+///
+/// `cert` is any value that serializes to a certificate (the engine's
+/// `atl_rewrites::cert::Certificate`): it is checked as its JSON text, read back through
+/// this crate's own types, so the checker shares no code with the engine that made it.
 pub fn verify_certificate(
-    cert: &atl_rewrites::cert::Certificate,
+    cert: &impl serde::Serialize,
     library: &Library,
     solver: &Solver,
 ) -> Result<VerifyReport, VerifyError> {
@@ -434,7 +440,7 @@ fn with_user_rules(library: &Library, rules: &[UserRuleIn]) -> Res<Library> {
     let mut out = library.clone();
     for r in rules {
         let bad = |m: String| VerifyError::new("E1011", m);
-        let (loaded, diags) = atl_rewrites::rule::load_rules(&r.source, "certificate");
+        let (loaded, diags) = atl_rules::rule::load_rules(&r.source, "certificate");
         if let Some(d) = diags.first() {
             return Err(bad(format!(
                 "user rule `{}` does not load: {}",
@@ -1021,10 +1027,10 @@ impl<'a> Checker<'a> {
         for spec in rule.substs.values() {
             needed.insert(spec.meta.clone());
             match &spec.value {
-                atl_rewrites::rule::SubstValue::Index(v) => {
+                atl_rules::rule::SubstValue::Index(v) => {
                     metas_of(&Expr::access(Expr::input("_"), v.clone()), &mut needed)
                 }
-                atl_rewrites::rule::SubstValue::Expr(v) => {
+                atl_rules::rule::SubstValue::Expr(v) => {
                     needed.insert(v.clone());
                 }
             }

@@ -16,7 +16,7 @@ use atl_lang::ir::{
     Expr, ExprKind, alpha_eq, rename_index, rename_tensor, subst_index, subst_tensor,
 };
 use atl_lang::poly;
-use atl_rewrites::rule::{Rule, SubstValue, as_pred_meta};
+use atl_rules::rule::{Rule, SubstValue, as_pred_meta};
 
 use crate::show;
 

@@ -866,7 +866,7 @@ pub fn export(files: &[(String, Vec<&Rule>)]) -> R<Vec<ExportFile>> {
     for (file, rules) in files {
         out.push(statements_file(
             HEADER,
-            &format!("rewrites/rules/{file}"),
+            &format!("rules/library/{file}"),
             rules,
         )?);
         proved.extend(

@@ -1,24 +1,25 @@
-//! The rule library: every `rules/*.rules` file of this crate, embedded at build time
+//! The rule library: every `library/*.rules` file of this crate, embedded at build time
 //! so that the binary carries exactly the rules its tests checked.
 
 use std::collections::HashMap;
 
 use atl_lang::diag::Diagnostic;
+use atl_lang::suggest::closest;
 
 use crate::rule::{Rule, load_rules};
 
 /// The library's rule files: (file name, contents).
 pub const RULE_FILES: &[(&str, &str)] = &[
-    ("let.rules", include_str!("../rules/let.rules")),
-    ("access.rules", include_str!("../rules/access.rules")),
-    ("guard.rules", include_str!("../rules/guard.rules")),
-    ("loops.rules", include_str!("../rules/loops.rules")),
-    ("algebra.rules", include_str!("../rules/algebra.rules")),
-    ("reshape.rules", include_str!("../rules/reshape.rules")),
-    ("layout.rules", include_str!("../rules/layout.rules")),
+    ("let.rules", include_str!("../library/let.rules")),
+    ("access.rules", include_str!("../library/access.rules")),
+    ("guard.rules", include_str!("../library/guard.rules")),
+    ("loops.rules", include_str!("../library/loops.rules")),
+    ("algebra.rules", include_str!("../library/algebra.rules")),
+    ("reshape.rules", include_str!("../library/reshape.rules")),
+    ("layout.rules", include_str!("../library/layout.rules")),
     (
         "abstraction.rules",
-        include_str!("../rules/abstraction.rules"),
+        include_str!("../library/abstraction.rules"),
     ),
 ];
 
@@ -108,26 +109,10 @@ impl Library {
 
     /// The closest rule name, for "did you mean".
     pub fn suggest(&self, name: &str) -> Option<&str> {
-        self.rules
-            .iter()
-            .map(|r| (strsim(name, &r.name), r.name.as_str()))
-            .filter(|(d, _)| *d <= 2.max(name.len() / 3))
-            .min()
-            .map(|(_, n)| n)
+        closest(
+            name,
+            self.rules.iter().map(|r| r.name.as_str()),
+            2.max(name.len() / 3),
+        )
     }
-}
-
-fn strsim(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

@@ -685,7 +685,10 @@ pub fn load_rules(source: &str, file_name: &str) -> (Vec<Rule>, Vec<Diagnostic>)
     (rules, diags)
 }
 
-pub(crate) fn load_one(
+/// Loads one rule from its header line and indented body lines, each given as (line
+/// number, byte offset in the file, text); `doc` is its equation comment. Used by
+/// [`load_rules`] and by the rewrite engine for the `rule` items of a program file.
+pub fn load_one(
     header: (usize, usize, &str),
     body: &[(usize, usize, &str)],
     doc: Option<String>,
