@@ -818,9 +818,10 @@ impl Session {
         Control::Continue
     }
 
-    /// The checked program with the current expression added as `__current`, gated:
-    /// lowering only sees programs that pass pad types and access safety.
-    fn lowerable(&self, out: &mut dyn Write) -> Option<(Program, atl_lang::shapes::ShapeEnv)> {
+    /// The checked program with the current expression added as `__current`, gated and
+    /// lowered (`crate::lowering`): lowering only sees programs that pass pad types and
+    /// access safety.
+    fn lowerable(&self, out: &mut dyn Write) -> Option<atl_lower::Kernel> {
         let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
             let _ = writeln!(out, "no program in focus");
             return None;
@@ -890,34 +891,34 @@ impl Session {
                 return None;
             }
         }
-        let diags = atl_padtypes::check_definition(&program, &shapes, &self.solver, "__current");
-        if diag::has_errors(&diags) {
-            self.render(&diags, "<program>", "", out);
-            let _ = writeln!(out, "the program fails the gate before lowering");
-            return None;
+        match crate::lowering::gate_and_lower(&program, &shapes, "__current", &self.solver) {
+            Ok(kernel) => Some(kernel),
+            Err(crate::lowering::NotLowered::Gate(diags)) => {
+                self.render(&diags, "<program>", "", out);
+                let _ = writeln!(out, "the program fails the gate before lowering");
+                None
+            }
+            Err(crate::lowering::NotLowered::Lowering(diags)) => {
+                self.render(&diags, "<program>", "", out);
+                None
+            }
         }
-        Some((program, shapes))
     }
 
     fn cmd_ir(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        if let Some((program, shapes)) = self.lowerable(out) {
-            match crate::emit_cmd::ir_text(&program, &shapes, "__current") {
-                Ok(t) => {
-                    let _ = write!(out, "{t}");
-                }
-                Err(d) => self.render(&d, "<program>", "", out),
-            }
+        if let Some(kernel) = self.lowerable(out) {
+            let _ = write!(out, "{}", crate::commands::emit::ir_text(&kernel));
         }
         Control::Continue
     }
 
     fn cmd_c(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        if let Some((program, shapes)) = self.lowerable(out) {
-            let options = crate::emit_cmd::EmitOptions {
+        if let Some(kernel) = self.lowerable(out) {
+            let options = crate::commands::emit::EmitOptions {
                 symbol: self.focus.clone(),
                 ..Default::default()
             };
-            match crate::emit_cmd::c_text(&program, &shapes, "__current", &options) {
+            match crate::commands::emit::c_text(&kernel, &options) {
                 Ok(t) => {
                     let _ = write!(out, "{t}");
                 }

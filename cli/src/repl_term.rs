@@ -4,8 +4,8 @@
 //! input is not a terminal the session reads it as a script instead.
 
 use std::borrow::Cow;
-use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
 
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::Highlighter;
@@ -14,6 +14,9 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Context, Editor, Helper};
 
+use crate::EXIT_USER;
+use crate::ctx::Ctx;
+use crate::failure::{Failure, Report};
 use crate::repl::{Control, Session, run_script};
 
 struct ReplHelper {
@@ -77,42 +80,36 @@ fn history_path() -> Option<PathBuf> {
 }
 
 /// Runs `atl repl [FILE]` on the process's terminal (or on a piped standard input).
-pub fn run_repl(
-    file: Option<PathBuf>,
-    color: bool,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
-) -> i32 {
-    let mut session = match Session::new(color) {
+pub(crate) fn run_repl(file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
+    let stdout = &mut *ctx.stdout;
+    let mut session = match Session::new(ctx.color) {
         Ok(s) => s,
         Err(diags) => {
-            for d in diags {
-                let _ = writeln!(stderr, "error[{}]: {}", d.code, d.message);
-            }
-            return crate::EXIT_USER;
+            let lines: Vec<String> = diags
+                .iter()
+                .map(|d| format!("error[{}]: {}", d.code, d.message))
+                .collect();
+            return Err(Failure {
+                reports: lines.into_iter().map(Report::Line).collect(),
+                status: EXIT_USER,
+            });
         }
     };
-    if let Some(f) = &file
+    if let Some(f) = file
         && !session.load(f, stdout)
     {
-        return crate::EXIT_USER;
+        return Err(Failure::status(EXIT_USER));
     }
     if !std::io::stdin().is_terminal() {
         let mut input = String::new();
         if std::io::stdin().read_to_string(&mut input).is_err() {
-            let _ = writeln!(stderr, "error: standard input is not UTF-8 text");
-            return crate::EXIT_ARGS;
+            return Err(Failure::usage("standard input is not UTF-8 text"));
         }
         run_script(&mut session, &input, stdout);
-        return crate::EXIT_OK;
+        return Ok(());
     }
-    let mut editor: Editor<ReplHelper, DefaultHistory> = match Editor::new() {
-        Ok(e) => e,
-        Err(e) => {
-            let _ = writeln!(stderr, "error: cannot start the line editor: {e}");
-            return crate::EXIT_ARGS;
-        }
-    };
+    let mut editor: Editor<ReplHelper, DefaultHistory> =
+        Editor::new().map_err(|e| Failure::usage(format!("cannot start the line editor: {e}")))?;
     editor.set_helper(Some(ReplHelper { session }));
     let history = history_path();
     if let Some(h) = &history {
@@ -145,5 +142,5 @@ pub fn run_repl(
     if let Some(h) = &history {
         let _ = editor.save_history(h);
     }
-    crate::EXIT_OK
+    Ok(())
 }

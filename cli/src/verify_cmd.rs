@@ -1,7 +1,9 @@
-//! `atl verify CERT.json`: replays a derivation certificate with the independent checker
-//! of `atl-proofs` (not the rewrite engine) and reports the first failing step.
-//!
-//! Intended command line:
+//! The body of `atl verify CERT.json`: replays a derivation certificate with the
+//! independent checker of `atl-proofs` (not the rewrite engine) and reports the first
+//! failing step. The command (`crate::commands::verify`) writes an accepted report with
+//! [`write_accepted`]; [`verify_file`] is the whole command with plain writers and an
+//! exit status, which `proofs/tests/verify_cmd.rs` compiles on its own (by path) to test
+//! the checker's output, so this file uses nothing else of the CLI crate.
 //!
 //! ```text
 //! atl verify CERT.json
@@ -35,69 +37,7 @@ pub fn verify_file(
     };
     match atl_proofs::verify(&text) {
         Ok(r) => {
-            let _ = writeln!(
-                stdout,
-                "certificate accepted: `{}` from `{}`, {} step(s) ({} rule application(s), {} tactic step(s)), {} side condition(s) re-proved, grade {}",
-                r.derivation,
-                r.from,
-                r.steps,
-                r.rule_steps,
-                r.tactic_steps,
-                r.conditions_proved,
-                r.grade
-            );
-            let _ = writeln!(stdout, "{}", under(&r));
-            // The chain of bases, each verified from its own nested certificate.
-            let chain: Vec<&VerifyReport> =
-                std::iter::successors(Some(&r), |x| x.base.as_deref()).collect();
-            for b in &chain[1..] {
-                let _ = writeln!(
-                    stdout,
-                    "  `{}` verified from its nested certificate: from `{}`, {} step(s), grade {}",
-                    b.derivation, b.from, b.steps, b.grade
-                );
-            }
-            let root = chain[chain.len() - 1];
-            if root.from_unverified {
-                let _ = writeln!(
-                    stdout,
-                    "warning: `{}` is a derivation whose certificate is not nested: `initial` was checked only against its recorded result, which nothing verified; regenerate the certificate with `atl derive --cert`",
-                    root.from
-                );
-            } else {
-                let _ = writeln!(
-                    stdout,
-                    "note: the chain starts from the recorded body of `{}`; compare it with your source",
-                    root.from
-                );
-            }
-            for w in chain.iter().flat_map(|x| &x.warnings) {
-                let _ = writeln!(stdout, "warning: {w}");
-            }
-            let mut user_rules: Vec<&String> = Vec::new();
-            for n in chain.iter().flat_map(|x| &x.user_rules) {
-                if !user_rules.contains(&n) {
-                    user_rules.push(n);
-                }
-            }
-            if !user_rules.is_empty() {
-                let _ = writeln!(
-                    stdout,
-                    "note: this relies on user rule(s) {} from the program file: they were only tested (examples and random instances, bounded), not proved; the equality holds if they are sound",
-                    user_rules
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            let definitions: usize = chain.iter().map(|x| x.definitions).sum();
-            if definitions > 0 {
-                let _ = writeln!(
-                    stdout,
-                    "note: the programs refer to {definitions} recorded definition(s); compare them with your source as you compare the declarations"
-                );
-            }
+            write_accepted(&r, stdout);
             0
         }
         Err(e) => {
@@ -106,6 +46,68 @@ pub fn verify_file(
             let _ = diag::render(&[e.to_diagnostic()], &name, &text, color, stderr);
             if e.is_unreadable() { 2 } else { 1 }
         }
+    }
+}
+
+/// Writes what an accepted certificate establishes: the summary line, the declarations
+/// it holds under, the chain of bases, and a note or warning for each assumption
+/// beyond the library.
+pub fn write_accepted(r: &VerifyReport, stdout: &mut dyn Write) {
+    let _ = writeln!(
+        stdout,
+        "certificate accepted: `{}` from `{}`, {} step(s) ({} rule application(s), {} tactic step(s)), {} side condition(s) re-proved, grade {}",
+        r.derivation, r.from, r.steps, r.rule_steps, r.tactic_steps, r.conditions_proved, r.grade
+    );
+    let _ = writeln!(stdout, "{}", under(r));
+    // The chain of bases, each verified from its own nested certificate.
+    let chain: Vec<&VerifyReport> = std::iter::successors(Some(r), |x| x.base.as_deref()).collect();
+    for b in &chain[1..] {
+        let _ = writeln!(
+            stdout,
+            "  `{}` verified from its nested certificate: from `{}`, {} step(s), grade {}",
+            b.derivation, b.from, b.steps, b.grade
+        );
+    }
+    let root = chain[chain.len() - 1];
+    if root.from_unverified {
+        let _ = writeln!(
+            stdout,
+            "warning: `{}` is a derivation whose certificate is not nested: `initial` was checked only against its recorded result, which nothing verified; regenerate the certificate with `atl derive --cert`",
+            root.from
+        );
+    } else {
+        let _ = writeln!(
+            stdout,
+            "note: the chain starts from the recorded body of `{}`; compare it with your source",
+            root.from
+        );
+    }
+    for w in chain.iter().flat_map(|x| &x.warnings) {
+        let _ = writeln!(stdout, "warning: {w}");
+    }
+    let mut user_rules: Vec<&String> = Vec::new();
+    for n in chain.iter().flat_map(|x| &x.user_rules) {
+        if !user_rules.contains(&n) {
+            user_rules.push(n);
+        }
+    }
+    if !user_rules.is_empty() {
+        let _ = writeln!(
+            stdout,
+            "note: this relies on user rule(s) {} from the program file: they were only tested (examples and random instances, bounded), not proved; the equality holds if they are sound",
+            user_rules
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let definitions: usize = chain.iter().map(|x| x.definitions).sum();
+    if definitions > 0 {
+        let _ = writeln!(
+            stdout,
+            "note: the programs refer to {definitions} recorded definition(s); compare them with your source as you compare the declarations"
+        );
     }
 }
 

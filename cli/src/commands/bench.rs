@@ -22,13 +22,101 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use atl_emit_c::{CompileOptions, Compiled, Dtype};
 use atl_lang::diag::Diagnostic;
 use atl_lang::interp::{EvalOptions, Tensor};
 use atl_lang::ir::Program;
-use atl_lang::shapes::ShapeEnv;
+use clap::Args;
+
+use crate::ctx::Ctx;
+use crate::failure::Failure;
+use crate::load::{parse_dtype, parse_sizes, pick_def, prepare};
+use crate::lowering::{Gated, gate_loaded};
+
+// The command's about text is the doc comment of its variant in `crate::Command`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    pub file: PathBuf,
+    #[arg(long = "def")]
+    pub def: Option<String>,
+    /// Sizes to time at.
+    #[arg(long = "sizes", value_name = "NAME=VALUE,...")]
+    pub sizes: Vec<String>,
+    /// A second definition of the same file, timed interleaved with the first.
+    #[arg(long = "vs", value_name = "OTHER")]
+    pub vs: Option<String>,
+    /// OpenMP threads.
+    #[arg(long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Timed calls per kernel.
+    #[arg(long = "runs", default_value_t = 11)]
+    pub runs: usize,
+    /// Sizes of the check against the interpreter (default: each size, at most 19).
+    #[arg(long = "check-sizes", value_name = "NAME=VALUE,...")]
+    pub check_sizes: Vec<String>,
+    #[arg(long = "dtype", default_value = "f32")]
+    pub dtype: String,
+}
+
+/// `atl bench`.
+pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
+    let file = args.file.as_path();
+    let dtype = parse_dtype(&args.dtype)?;
+    if args.threads == 0 || args.runs == 0 {
+        return Err(Failure::usage(
+            "`--threads` and `--runs` must be at least 1",
+        ));
+    }
+    let prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &[])?;
+    let loaded = &prepared.loaded;
+    let program = &loaded.program;
+    let check_sizes = if args.check_sizes.is_empty() {
+        default_check_sizes(&prepared.sizes)
+    } else {
+        parse_sizes(&args.check_sizes)
+            .map_err(|m| Failure::usage(format!("`--check-sizes`: {m}")))?
+    };
+    if let Err(d) = atl_lang::interp::input_shapes(program, &check_sizes, &EvalOptions::default()) {
+        return Err(
+            Failure::diagnostics(vec![d], file, &loaded.source).then_line(
+                "help: the check against the interpreter runs at the sizes above; choose others \
+                 with `--check-sizes`",
+            ),
+        );
+    }
+    let vs = match &args.vs {
+        None => None,
+        Some(v) => Some(
+            pick_def(program, Some(v))
+                .map_err(|d| Failure::diagnostics(vec![d], file, &loaded.source))?
+                .to_string(),
+        ),
+    };
+    // Both definitions pass the gate before anything is lowered or compiled.
+    let mut gated = Vec::new();
+    for name in std::iter::once(&prepared.name).chain(&vs) {
+        gated.push(gate_loaded(ctx, file, loaded, name)?);
+    }
+    if args.threads > 1 && std::env::var_os("OMP_WAIT_POLICY").is_none() {
+        let _ = writeln!(
+            ctx.stderr,
+            "note: OMP_WAIT_POLICY is not set; on a machine whose cores are shared, \
+             spinning OpenMP threads distort multi-thread timings (set it to `passive`)"
+        );
+    }
+    let options = BenchOptions {
+        dtype,
+        threads: args.threads,
+        runs: args.runs,
+    };
+    let report = bench(&gated, &prepared.sizes, &check_sizes, &options)
+        .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
+    let _ = write_report(&report, ctx.stdout);
+    Ok(())
+}
 
 /// Options of `atl bench`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,13 +207,8 @@ pub fn random_inputs(
     Ok(inputs)
 }
 
-fn compile(
-    program: &Program,
-    shapes: &ShapeEnv,
-    def: &str,
-    dtype: Dtype,
-) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
-    let kernel = crate::emit_cmd::lower(program, shapes, def)?;
+fn compile(gated: &Gated<'_>, dtype: Dtype) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
+    let kernel = gated.lower()?;
     let t = Instant::now();
     let compiled = atl_emit_c::compile(
         &kernel,
@@ -180,22 +263,23 @@ fn check(
     Ok(err)
 }
 
-/// `atl bench`: see the module documentation.
+/// Compiles, checks and times the gated definitions (the first is the main one, the
+/// second, if any, the one it is compared with); see the module documentation. Each
+/// is lowered just before it is compiled.
 pub fn bench(
-    program: &Program,
-    shapes: &ShapeEnv,
-    def: &str,
-    vs: Option<&str>,
+    gated: &[Gated<'_>],
     sizes: &BTreeMap<String, i64>,
     check_sizes: &BTreeMap<String, i64>,
     options: &BenchOptions,
 ) -> Result<BenchReport, Vec<Diagnostic>> {
-    let mut defs = vec![def];
-    defs.extend(vs);
+    let Some(program) = gated.first().map(Gated::program) else {
+        return Err(Vec::new());
+    };
+    let defs: Vec<&str> = gated.iter().map(Gated::name).collect();
     let inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
     let mut compiled = Vec::new();
-    for d in &defs {
-        let (c, compile_time) = compile(program, shapes, d, options.dtype)?;
+    for (g, d) in gated.iter().zip(&defs) {
+        let (c, compile_time) = compile(g, options.dtype)?;
         let check_error = check(program, d, &c, check_sizes, options.dtype).map_err(|e| vec![e])?;
         c.set_threads(options.threads).map_err(|e| vec![e])?;
         compiled.push((c, compile_time, check_error));

@@ -8,23 +8,24 @@ use std::path::Path;
 use atl_rewrites::rule::Grade;
 use atl_rewrites::user_rules::{USER_RULE_ATTEMPTS, library_with_user_rules, load_user_rule};
 
-use crate::{EXIT_OK, EXIT_USER, Output, library, load};
+use crate::ctx::Ctx;
+use crate::failure::Failure;
+use crate::load::{load_front_end, standard_library};
 
 /// Whether `--file` names a program file rather than a rule file.
-pub(crate) fn is_program_file(path: &Path) -> bool {
+pub fn is_program_file(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "atl")
 }
 
-pub(crate) fn cmd_rules_of_program(
-    out: &mut Output<'_>,
+/// Lists (or with `check`, checks) the user rules of `file` whose name contains
+/// `filter`.
+pub fn run(
     file: &Path,
     filter: Option<&str>,
     check: bool,
-) -> i32 {
-    let (source, checked) = match load(out, file) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+    ctx: &mut Ctx<'_>,
+) -> Result<(), Failure> {
+    let (source, checked) = load_front_end(ctx, file)?;
     let items: Vec<_> = checked
         .program
         .rules
@@ -32,40 +33,34 @@ pub(crate) fn cmd_rules_of_program(
         .filter(|r| filter.is_none_or(|f| r.name.name.contains(f)))
         .collect();
     if items.is_empty() {
-        let _ = writeln!(
-            out.stderr,
+        return Err(Failure::message(format!(
             "no user rule{} in `{}`",
             filter
                 .map(|f| format!(" matches `{f}`"))
                 .unwrap_or_default(),
             file.display()
-        );
-        return EXIT_USER;
+        )));
     }
     let name = file.display().to_string();
     if check {
-        let standard = match library(out) {
-            Ok(l) => l,
-            Err(code) => return code,
-        };
+        let standard = standard_library()?;
         let solver = atl_solver::Solver::new();
         let (lib, diags) = library_with_user_rules(&standard, &checked.program, &name, &solver);
         for item in &items {
             if lib.user_source(&item.name.name).is_some() {
                 let _ = writeln!(
-                    out.stdout,
+                    ctx.stdout,
                     "ok      {}  (user rule: its examples and {USER_RULE_ATTEMPTS} random instances agreed; tested, not proved)",
                     item.name.name
                 );
             } else {
-                let _ = writeln!(out.stdout, "REFUSED {}", item.name.name);
+                let _ = writeln!(ctx.stdout, "REFUSED {}", item.name.name);
             }
         }
         if !diags.is_empty() {
-            out.diagnostics(&diags, file, &source);
-            return EXIT_USER;
+            return Err(Failure::diagnostics(diags, file, &source));
         }
-        return EXIT_OK;
+        return Ok(());
     }
     let mut failed = Vec::new();
     for item in items {
@@ -76,21 +71,20 @@ pub(crate) fn cmd_rules_of_program(
                     Grade::Real => "real",
                 };
                 let _ = writeln!(
-                    out.stdout,
+                    ctx.stdout,
                     "{}  [{grade}, user rule]  {}",
                     r.name, r.equation
                 );
-                let _ = writeln!(out.stdout, "    {}", r.doc);
+                let _ = writeln!(ctx.stdout, "    {}", r.doc);
                 for c in &r.conditions {
-                    let _ = writeln!(out.stdout, "    if {}: {}", c.name(), c.text());
+                    let _ = writeln!(ctx.stdout, "    if {}: {}", c.name(), c.text());
                 }
             }
             Err(d) => failed.push(d),
         }
     }
     if !failed.is_empty() {
-        out.diagnostics(&failed, file, &source);
-        return EXIT_USER;
+        return Err(Failure::diagnostics(failed, file, &source));
     }
-    EXIT_OK
+    Ok(())
 }

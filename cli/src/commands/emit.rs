@@ -1,0 +1,153 @@
+//! `atl emit`: lowers a definition to C (or prints its loop IR), after the pad-type and
+//! safety gate of [`crate::lowering`]; a definition that fails the gate is refused with
+//! the gate's diagnostic and nothing is written.
+//!
+//! ```text
+//! atl emit FILE --def NAME [-o OUT.c] [--header OUT.h] [--name SYMBOL] [--dtype f32|f64] [--ir]
+//!     Prints the C source of the definition (to stdout, or to OUT.c), and with
+//!     --header its header (prototype, documented shapes and preconditions) to OUT.h.
+//!     --name sets the C symbol (default: the definition's name), --dtype the element
+//!     type (default f32), --ir prints the loop IR instead of C.
+//! ```
+//!
+//! The printing functions work on a lowered [`Kernel`]; the REPL's `:ir` is
+//! [`ir_text`], its `:c` is [`c_text`].
+
+use std::path::{Path, PathBuf};
+
+use atl_emit_c::Dtype;
+use atl_lang::diag::Diagnostic;
+use atl_lang::ir::Program;
+use atl_lang::shapes::ShapeEnv;
+use atl_lower::Kernel;
+use clap::Args;
+
+use crate::ctx::Ctx;
+use crate::failure::Failure;
+use crate::load::{load_derived, parse_dtype, pick_loaded_def};
+use crate::lowering::gate_and_lower_loaded;
+
+// The command's about text is the doc comment of its variant in `crate::Command`.
+#[derive(Args, Debug)]
+pub struct EmitArgs {
+    pub file: PathBuf,
+    /// Definition or derivation to emit (default: the last definition).
+    #[arg(long = "def")]
+    pub def: Option<String>,
+    /// Write the C source here instead of standard output.
+    #[arg(short = 'o', value_name = "OUT.c")]
+    pub output: Option<PathBuf>,
+    /// Also write the header (prototype, shapes, preconditions).
+    #[arg(long = "header", value_name = "OUT.h")]
+    pub header: Option<PathBuf>,
+    /// The C symbol (default: the definition's name).
+    #[arg(long = "name", value_name = "SYMBOL")]
+    pub name: Option<String>,
+    /// Element type: f32 (default) or f64.
+    #[arg(long = "dtype", default_value = "f32")]
+    pub dtype: String,
+    /// Print the loop IR instead of C.
+    #[arg(long)]
+    pub ir: bool,
+}
+
+/// Options of the C printer for `atl emit`, `atl run` and the REPL's `:c`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmitOptions {
+    /// `--name SYMBOL`.
+    pub symbol: Option<String>,
+    /// `--dtype f32|f64`.
+    pub dtype: Dtype,
+}
+
+impl EmitOptions {
+    pub(crate) fn c_options(&self) -> atl_emit_c::EmitOptions {
+        atl_emit_c::EmitOptions {
+            dtype: self.dtype,
+            symbol: self.symbol.clone(),
+        }
+    }
+}
+
+/// `atl emit`.
+pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
+    let file = args.file.as_path();
+    let dtype = parse_dtype(&args.dtype)?;
+    let loaded = load_derived(ctx, file)?;
+    let name = pick_loaded_def(&loaded, file, args.def.as_deref())?;
+    let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
+    let options = EmitOptions {
+        symbol: args.name.clone(),
+        dtype,
+    };
+    let result = if args.ir {
+        let _ = write!(ctx.stdout, "{}", ir_text(&kernel));
+        Ok(())
+    } else {
+        match &args.output {
+            Some(path) => emit_files(&kernel, &options, path, args.header.as_deref()),
+            None => c_code(&kernel, &options).and_then(|code| {
+                // C on standard output; the header (if asked for) to its file.
+                if let Some(h) = &args.header {
+                    std::fs::write(h, &code.header).map_err(|e| {
+                        vec![Diagnostic::error(
+                            "E0935",
+                            format!("cannot write `{}`: {e}", h.display()),
+                        )]
+                    })?;
+                }
+                let _ = ctx.stdout.write_all(code.source.as_bytes());
+                Ok(())
+            }),
+        }
+    };
+    result.map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
+}
+
+/// Lowers `def` to the loop IR without the gate (the soundness fuzzer's oracle calls
+/// it); the commands lower through [`crate::lowering`].
+pub fn lower(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Kernel, Vec<Diagnostic>> {
+    crate::lowering::lower_ungated(program, shapes, def)
+}
+
+/// The loop IR, printed (`atl emit --ir`, the REPL's `:ir`).
+pub fn ir_text(kernel: &Kernel) -> String {
+    atl_lower::kernel_to_string(kernel)
+}
+
+/// The C source and header of a kernel.
+pub fn c_code(
+    kernel: &Kernel,
+    options: &EmitOptions,
+) -> Result<atl_emit_c::CCode, Vec<Diagnostic>> {
+    atl_emit_c::emit(kernel, &options.c_options()).map_err(|d| vec![d])
+}
+
+/// The C source of a kernel (the REPL's `:c`).
+pub fn c_text(kernel: &Kernel, options: &EmitOptions) -> Result<String, Vec<Diagnostic>> {
+    Ok(c_code(kernel, options)?.source)
+}
+
+/// `atl emit -o OUT.c [--header OUT.h]`: writes the files (nothing is written if
+/// emission fails).
+pub fn emit_files(
+    kernel: &Kernel,
+    options: &EmitOptions,
+    source_path: &Path,
+    header_path: Option<&Path>,
+) -> Result<(), Vec<Diagnostic>> {
+    let code = c_code(kernel, options)?;
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| {
+            vec![Diagnostic::error(
+                "E0935",
+                format!("cannot write `{}`: {e}", path.display()),
+            )]
+        })
+    };
+    write(source_path, &code.source)?;
+    if let Some(h) = header_path {
+        write(h, &code.header)?;
+    }
+    Ok(())
+}

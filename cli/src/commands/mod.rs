@@ -1,0 +1,16 @@
+//! One module per `atl` subcommand. Each has the clap arguments of its command and
+//! `pub fn run(args, ctx: &mut Ctx) -> Result<(), Failure>`; [`crate::run`] parses the
+//! command line, calls it, and renders a failure. Adding a command: a module here, a
+//! variant of `crate::Command` and its line in `crate::run`'s dispatch.
+
+pub mod bench;
+pub mod check;
+pub mod derive;
+pub mod emit;
+pub mod eval;
+pub mod fmt;
+pub mod prove;
+pub mod repl;
+pub mod rules;
+pub mod run;
+pub mod verify;
