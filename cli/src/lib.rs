@@ -79,6 +79,8 @@ enum Command {
     Rules(commands::rules::RulesArgs),
     /// Prove an index fact: `atl prove --size n --assume "i < n" "i + 1 <= n"`.
     Prove(commands::prove::ProveArgs),
+    /// Explain a diagnostic code: `atl explain E0903`.
+    Explain(commands::explain::ExplainArgs),
 }
 
 /// Runs `atl` with `args` (including the program name). `color` enables coloured
@@ -122,6 +124,7 @@ pub fn run(
         Command::Verify(args) => commands::verify::run(args, &mut ctx),
         Command::Rules(args) => commands::rules::run(args, &mut ctx),
         Command::Prove(args) => commands::prove::run(args, &mut ctx),
+        Command::Explain(args) => commands::explain::run(args, &mut ctx),
     };
     match result {
         Ok(()) => EXIT_OK,

@@ -512,3 +512,27 @@ fn loop_annotations_are_traced_certified_verified_and_emitted() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `atl explain` prints the registry's text for a code (the same text as the row of
+/// `docs/errors.md`), accepts a lower-case `e`, and refuses an unknown code with exit 2.
+#[test]
+fn explain_prints_a_code_from_the_registry() {
+    let (code, out, err) = atl(&["explain", "E0903"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.starts_with("E0903: an access index that can be out of bounds"), "{out}");
+    assert!(out.contains("What to do: guard the access"), "{out}");
+    // The text is the documentation's: every word of the docs' row is in the output.
+    let docs = std::fs::read_to_string(root().join("docs/errors.md")).unwrap();
+    let row = docs.lines().find(|l| l.starts_with("| E0903 |")).expect("E0903 documented");
+    for word in row.split(|c: char| c.is_whitespace() || c == '|') {
+        if !word.is_empty() && word != "E0903" {
+            assert!(out.contains(word), "`{word}` of the docs' row is missing from:\n{out}");
+        }
+    }
+    let (code, lower, _) = atl(&["explain", "e0903"]);
+    assert_eq!((code, lower.as_str()), (EXIT_OK, out.as_str()));
+    let (code, out, err) = atl(&["explain", "E9999"]);
+    assert_eq!(code, EXIT_ARGS);
+    assert!(out.is_empty());
+    assert!(err.contains("`E9999` is not a diagnostic code"), "{err}");
+}

@@ -851,7 +851,7 @@ const INTRO: &str = "# Diagnostic codes
 
 Every diagnostic `atl` prints has a stable code. Codes are never reused for a different
 problem: a code no diagnostic raises any more keeps its entry, marked retired. The codes
-are grouped by the stage that raises them.
+are grouped by the stage that raises them. `atl explain E0903` prints one entry.
 ";
 
 /// The text of `docs/errors.md`, rendered from [`GROUPS`] and [`CODES`]: the

@@ -8,6 +8,7 @@ pub mod check;
 pub mod derive;
 pub mod emit;
 pub mod eval;
+pub mod explain;
 pub mod fmt;
 pub mod prove;
 pub mod repl;
