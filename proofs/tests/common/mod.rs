@@ -1,5 +1,5 @@
 //! Certificates for the tests, made by the rewrite engine exactly as `atl derive --cert`
-//! makes them (cli/src/lib.rs `cmd_derive`).
+//! makes them (`cli/src/commands/derive.rs`).
 
 #![allow(dead_code)]
 
