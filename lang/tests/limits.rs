@@ -334,7 +334,7 @@ fn every_stage_runs_just_below_the_limit() {
 }
 
 /// The CLI reads a file as bytes; if they are not UTF-8 it renders E0100 at the first
-/// bad byte over the lossily decoded text (`cli/src/lib.rs`, `read_source`). The offset
+/// bad byte over the lossily decoded text (`cli/src/load.rs`, `read_source`). The offset
 /// then lands inside a replacement character (3 bytes), which made ariadne panic.
 fn render_like_the_cli(bytes: &[u8]) -> String {
     let err = String::from_utf8(bytes.to_vec()).expect_err("invalid UTF-8");
