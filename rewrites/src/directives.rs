@@ -52,8 +52,9 @@ use atl_lang::shapes::{Shape, ShapeEnv};
 use atl_lang::span::Span;
 use atl_solver::Verdict;
 
-use crate::cert::StepRecord;
-use crate::engine::{Env, StepOutcome, node_at, run_step, sites};
+use crate::context::{Env, StepOutcome, node_at, sites};
+use crate::record::StepRecord;
+use crate::step::run_step;
 
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
     Diagnostic::error("E0820", format!("malformed `{}` directive", name.name))
