@@ -16,6 +16,7 @@ pub mod pretty;
 pub mod resolve;
 pub mod shapes;
 pub mod span;
+pub mod steps;
 
 use diag::Diagnostic;
 use ir::Program;
