@@ -17,6 +17,7 @@ use atl_lang::ir::{Def, Expr, LoopHint, Program};
 use atl_lang::pretty::{Style, body_to_string};
 use atl_lang::shapes::show_shape;
 use atl_lang::span::Span;
+use atl_lang::steps::STEPS;
 use atl_rewrites::cert::StepRecord;
 use atl_rewrites::directives::check_hints;
 use atl_rewrites::engine::{list_sites, run_step_expanded};
@@ -43,7 +44,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "help",
         args: "",
-        help: "this list; steps are `rw RULE`, `rw<- RULE`, `unfold NAME`, `inline x`, `simpl`, `simpl_guard`, `check`",
+        help: "this list, then the steps and directives",
         run: Session::cmd_help,
     },
     Command {
@@ -208,18 +209,8 @@ impl Session {
         let mut candidates: Vec<String> = Vec::new();
         if word_start == 0 {
             candidates.extend(COMMANDS.iter().map(|c| format!(":{}", c.name)));
-            candidates.extend(
-                [
-                    "rw",
-                    "rw<-",
-                    "unfold",
-                    "inline",
-                    "simpl",
-                    "simpl_guard",
-                    "check",
-                ]
-                .map(String::from),
-            );
+            // Every step and directive of the step table.
+            candidates.extend(STEPS.iter().map(|s| s.name.to_string()));
         } else {
             let first = line.split_whitespace().next().unwrap_or("");
             match first {
@@ -473,6 +464,11 @@ impl Session {
         );
         for c in COMMANDS {
             let _ = writeln!(out, "  :{:<8} {:<10} {}", c.name, c.args, c.help);
+        }
+        // The steps and directives, from the step table (docs/directives.md has more).
+        let _ = writeln!(out, "Steps and directives:");
+        for s in STEPS {
+            let _ = writeln!(out, "  {:<52} {}", s.synopsis, s.help);
         }
         Control::Continue
     }

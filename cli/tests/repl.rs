@@ -177,6 +177,28 @@ fn completion_offers_commands_rules_and_definitions() {
     );
 }
 
+/// `:help` and completion list every step and directive of the step table (before the
+/// table, they knew only the rewrites and five tactics).
+#[test]
+fn help_and_completion_list_the_directives() {
+    let mut session = Session::new(false).expect("library loads");
+    assert_eq!(session.completions("win"), ["window"]);
+    assert_eq!(
+        session.completions("compute_"),
+        ["compute_at", "compute_inline", "compute_root"]
+    );
+    let mut out = Vec::new();
+    session.handle(":help", &mut out);
+    let help = String::from_utf8(out).unwrap();
+    for step in atl_lang::steps::STEPS {
+        assert!(
+            help.contains(step.synopsis),
+            "`{}` missing:\n{help}",
+            step.name
+        );
+    }
+}
+
 /// The real binary in a terminal: Tab completes a rule name, and the history recalls a
 /// previous line with the Up arrow. Skipped when tmux is not installed.
 #[test]

@@ -17,6 +17,7 @@ pub mod pretty;
 pub mod resolve;
 pub mod shapes;
 pub mod span;
+pub mod steps;
 pub mod suggest;
 
 use diag::Diagnostic;

@@ -839,9 +839,12 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
         Token::Split => "split",
         Token::Input => "input",
         other => {
-            return Err(Diagnostic::error("E0205", format!("expected a derivation step, found `{other}`"))
-                .at(*head_span, "not a step")
-                .with_help("steps are `rw RULE`, `rw<- RULE`, `unfold NAME`, `inline NAME`, `simpl`, `simpl_guard`, `check` or a scheduling directive, one per line"));
+            return Err(Diagnostic::error(
+                "E0205",
+                format!("expected a derivation step, found `{other}`"),
+            )
+            .at(*head_span, "not a step")
+            .with_help(crate::steps::not_a_step_help()));
         }
     };
     let name_arg = |what: &str| -> Result<Ident, Diagnostic> {
@@ -869,7 +872,11 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
             )
         }
     };
+    // The step table decides which words have a syntax of their own; every other word
+    // starts a directive, which the engine checks (and refuses if it does not know it).
+    let own_syntax = crate::steps::has_own_syntax(word);
     let kind = match word {
+        _ if !own_syntax => parse_directive(word, *head_span, rest)?,
         "rw" | "rw<-" => parse_rewrite(word == "rw<-", *head_span, rest)?,
         "unfold" => StepKind::Unfold(name_arg("a definition name")?),
         "inline" => StepKind::Inline(name_arg("a let-bound name")?),
@@ -886,44 +893,51 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
             no_args()?;
             StepKind::Check
         }
-        _ => {
-            let mut args = Vec::new();
-            for (tok, s) in rest {
-                args.push(match tok {
-                    Token::Ident(w) => DirectiveArg::Word(Ident {
-                        name: w.clone(),
-                        span: *s,
-                    }),
-                    Token::Int(v) => match v.parse::<i64>() {
-                        Ok(v) => DirectiveArg::Int(v, *s),
-                        Err(_) => {
-                            return Err(Diagnostic::error(
-                                "E0203",
-                                format!("integer `{v}` does not fit in 64 bits"),
-                            )
-                            .at(*s, "too large"));
-                        }
-                    },
-                    Token::Comma => DirectiveArg::Comma(*s),
-                    other => {
-                        return Err(Diagnostic::error(
-                            "E0207",
-                            format!("unexpected `{other}` in the arguments of `{word}`"),
-                        )
-                        .at(*s, "directive arguments are names, integers and commas"));
-                    }
-                });
-            }
-            StepKind::Directive {
-                name: Ident {
-                    name: word.to_string(),
-                    span: *head_span,
-                },
-                args,
-            }
-        }
+        other => unreachable!("`{other}` has a syntax of its own in the step table, and no parser"),
     };
     Ok(Step { kind, span })
+}
+
+/// A directive step: its name and its words, integers and commas.
+fn parse_directive(
+    word: &str,
+    head_span: Span,
+    rest: &[(Token, Span)],
+) -> Result<StepKind, Diagnostic> {
+    let mut args = Vec::new();
+    for (tok, s) in rest {
+        args.push(match tok {
+            Token::Ident(w) => DirectiveArg::Word(Ident {
+                name: w.clone(),
+                span: *s,
+            }),
+            Token::Int(v) => match v.parse::<i64>() {
+                Ok(v) => DirectiveArg::Int(v, *s),
+                Err(_) => {
+                    return Err(Diagnostic::error(
+                        "E0203",
+                        format!("integer `{v}` does not fit in 64 bits"),
+                    )
+                    .at(*s, "too large"));
+                }
+            },
+            Token::Comma => DirectiveArg::Comma(*s),
+            other => {
+                return Err(Diagnostic::error(
+                    "E0207",
+                    format!("unexpected `{other}` in the arguments of `{word}`"),
+                )
+                .at(*s, "directive arguments are names, integers and commas"));
+            }
+        });
+    }
+    Ok(StepKind::Directive {
+        name: Ident {
+            name: word.to_string(),
+            span: head_span,
+        },
+        args,
+    })
 }
 
 fn parse_rewrite(

@@ -23,6 +23,9 @@ use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_lang::ir::{Expr, ExprKind, NameSupply, all_names, alpha_eq, subst_tensor};
 use atl_lang::poly;
 use atl_lang::shapes::{Shape, infer_with_lets};
+// The names of the loop annotations come from the front end's step table (the front
+// end is part of the checker's trusted base); the checks of each step are this file's.
+use atl_lang::steps::is_loop_hint;
 
 use crate::{
     Checker, Ctx, Obligation, Res, StepIn, VerifyError, compare_conditions, replace_at, show,
@@ -84,7 +87,7 @@ pub(crate) fn check(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shap
     if !step.path.is_empty() {
         return Err(VerifyError::new("E1004", "this step applies at the root"));
     }
-    if matches!(words[0], "parallel" | "vectorize" | "unroll") {
+    if is_loop_hint(words[0]) {
         return annotation(ch, prog, step, &words);
     }
     let after = ch
@@ -159,8 +162,8 @@ pub(crate) fn uncheckable(command: &str) -> Option<&'static str> {
         | ["simpl_guard"]
         | ["check"]
         | ["inline", _]
-        | ["unfold", _]
-        | ["parallel" | "vectorize" | "unroll", _] => None,
+        | ["unfold", _] => None,
+        [hint, _] if is_loop_hint(hint) => None,
         _ => Some("this checker does not know the step"),
     }
 }
@@ -637,4 +640,21 @@ fn shift_reads(e: &Expr, x: &str, los: &[IndexExpr]) -> Expr {
         *c = shift_reads(c, x, los);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use atl_lang::steps::{STEPS, StepClass};
+
+    /// Every tactic and loop annotation of the front end's step table is a step this
+    /// checker checks (rule steps are checked by the rule checker; directives are
+    /// recorded as the steps they expand to).
+    #[test]
+    fn every_tactic_and_loop_annotation_of_the_step_table_is_checked() {
+        for s in STEPS {
+            if matches!(s.class, StepClass::Tactic | StepClass::LoopHint) {
+                assert_eq!(super::uncheckable(s.synopsis), None, "`{}`", s.synopsis);
+            }
+        }
+    }
 }

@@ -19,9 +19,10 @@ use atl_lang::ir::{BinOp, Expr, ExprKind};
 use atl_lang::span::Span;
 use atl_solver::Solver;
 
-use crate::engine::{Env, rewrite};
+use crate::context::Env;
 use crate::library::Library;
 use crate::matcher::{self, Bindings};
+use crate::rewrite::{Direction, RewriteRequest, rewrite};
 use crate::rule::{Condition, EXAMPLE_PRELUDE, Grade, Rule, metas_of};
 
 /// The outcome of checking one rule.
@@ -419,7 +420,17 @@ pub fn check_rule(
             name: rule.name.clone(),
             span: Span::DUMMY,
         };
-        let Ok(outcome) = rewrite(&env, &lhs, &rule_ident, false, &site, &with, Span::DUMMY) else {
+        let Ok(outcome) = rewrite(
+            &env,
+            &lhs,
+            &RewriteRequest {
+                rule: &rule_ident,
+                direction: Direction::Forward,
+                site: &site,
+                with: &with,
+                span: Span::DUMMY,
+            },
+        ) else {
             continue; // no match at the root, or a side condition that does not hold
         };
         // The shape discipline: an instance whose left side is ill-shaped cannot

@@ -50,10 +50,12 @@ use atl_lang::poly::{self, Poly};
 use atl_lang::pretty::{Style, expr_to_string};
 use atl_lang::shapes::{Shape, ShapeEnv};
 use atl_lang::span::Span;
+use atl_lang::steps::{self, StepInfo};
 use atl_solver::Verdict;
 
-use crate::cert::StepRecord;
-use crate::engine::{Env, StepOutcome, node_at, run_step, sites};
+use crate::context::{Env, StepOutcome, node_at, sites};
+use crate::record::StepRecord;
+use crate::step::run_step;
 
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
     Diagnostic::error("E0820", format!("malformed `{}` directive", name.name))
@@ -1043,6 +1045,46 @@ fn no_counterpart(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A directive as written: its name, its words and integers (commas dropped), its
+/// span, and its entry in the step table.
+struct Call<'c> {
+    name: &'c ast::Ident,
+    text: Vec<&'c str>,
+    span: Span,
+    info: &'static StepInfo,
+}
+
+impl Call<'_> {
+    /// E0820 with the directive's usage text from the step table.
+    fn usage(&self) -> Diagnostic {
+        usage(self.name, self.info.usage)
+    }
+
+    /// An integer argument, or the usage error.
+    fn int(&self, word: &str) -> Result<i64, Diagnostic> {
+        word.parse().map_err(|_| self.usage())
+    }
+}
+
+/// Expands one directive into the applier's steps.
+type Handler = fn(&mut Applier<'_, '_>, &Call<'_>) -> Result<(), Diagnostic>;
+
+/// The handler of every directive and loop annotation of the step table
+/// ([`atl_lang::steps::STEPS`]); a test checks that the two lists agree.
+const HANDLERS: &[(&str, Handler)] = &[
+    ("split", split_directive),
+    ("tile", tile_directive),
+    ("reorder", reorder_directive),
+    ("fuse", fuse_directive),
+    ("compute_root", compute_root_directive),
+    ("compute_inline", compute_inline_directive),
+    ("compute_at", compute_at_directive),
+    ("bound", bound_directive),
+    ("parallel", annotation_directive),
+    ("vectorize", annotation_directive),
+    ("unroll", annotation_directive),
+];
+
 /// Expands and applies a directive; returns one outcome per expanded step.
 pub fn apply_directive(
     env: &Env<'_>,
@@ -1063,6 +1105,32 @@ pub fn apply_directive(
     }
     let w = words(args);
     let text: Vec<&str> = w.iter().map(|(s, _)| s.as_str()).collect();
+    let handler = steps::lookup(&name.name)
+        .filter(|info| steps::is_directive(info.name))
+        .and_then(|info| {
+            HANDLERS
+                .iter()
+                .find(|(n, _)| *n == info.name)
+                .map(|(_, h)| (info, *h))
+        });
+    let Some((info, handler)) = handler else {
+        let other = name.name.as_str();
+        if let Some(why) = no_counterpart(other) {
+            return Err(Diagnostic::error(
+                "E0831",
+                format!("`{other}` has no sound counterpart here"),
+            )
+            .at(name.span, "refused")
+            .with_note(why)
+            .with_help("see docs/directives.md for what each Halide directive expands to"));
+        }
+        return Err(Diagnostic::error(
+            "E0815",
+            format!("`{other}` is not a step this version understands"),
+        )
+        .at(name.span, "unknown step")
+        .with_help(steps::unknown_step_help()));
+    };
     let mut applier = Applier {
         env,
         shape,
@@ -1071,159 +1139,168 @@ pub fn apply_directive(
         expr: expr.clone(),
         outcomes: Vec::new(),
     };
-    match name.name.as_str() {
-        "split" => {
-            const HELP: &str = "`split i by 8 into io, ii [tail guard|round|shift]`";
-            let (var, k, outer, inner, rest) = match text.as_slice() {
-                [var, "by", k, "into", outer, inner, rest @ ..] => (*var, *k, *outer, *inner, rest),
-                _ => return Err(usage(name, HELP)),
-            };
-            let tail = match rest {
-                [] => "guard",
-                ["tail", t @ ("guard" | "round" | "shift")] => *t,
-                _ => return Err(usage(name, HELP)),
-            };
-            let k: i64 = k.parse().map_err(|_| usage(name, HELP))?;
-            applier.split(var, k, outer, inner, tail, span)?;
-        }
-        "tile" => {
-            const HELP: &str = "`tile i, j by 64, 64` (new loops `io, ii, jo, ji`)";
-            let [a, b, "by", ka, kb] = text.as_slice() else {
-                return Err(usage(name, HELP));
-            };
-            let ka: i64 = ka.parse().map_err(|_| usage(name, HELP))?;
-            let kb: i64 = kb.parse().map_err(|_| usage(name, HELP))?;
-            applier.split(a, ka, &format!("{a}o"), &format!("{a}i"), "guard", span)?;
-            applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), "guard", span)?;
-        }
-        "reorder" => {
-            const HELP: &str = "`reorder a, b` exchanges two directly nested loops";
-            let [a, b] = text.as_slice() else {
-                return Err(usage(name, HELP));
-            };
-            let (pa, ga) = loop_path(expr, a, span)?;
-            let (pb, gb) = loop_path(expr, b, span)?;
-            // A guard between the two loops (a split's tail guard) is first moved into
-            // the inner loop (`rw<- guard_lift_gen`/`guard_lift_sum`, whose scoping
-            // refuses a guard that mentions the inner loop's variable).
-            let guarded = |outer: &Vec<usize>, inner: &Vec<usize>| {
-                inner.len() == outer.len() + 2
-                    && inner.starts_with(outer)
-                    && inner[outer.len()..] == [0, 0]
-                    && matches!(
-                        node_at(expr, &inner[..outer.len() + 1]).map(|n| &n.kind),
-                        Some(ExprKind::Guard { .. })
-                    )
-            };
-            let (pa, pb) = if guarded(&pa, &pb) || guarded(&pb, &pa) {
-                let (outer, inner_gen) = if pa.len() < pb.len() {
-                    (&pa, gb)
-                } else {
-                    (&pb, ga)
-                };
-                let mut guard = outer.clone();
-                guard.push(0);
-                let rule = if inner_gen {
-                    "guard_lift_gen"
-                } else {
-                    "guard_lift_sum"
-                };
-                applier.apply(rw(rule, true, guard.clone(), vec![], span))?;
-                let lift = |p: &Vec<usize>| {
-                    if p.len() > outer.len() + 1 {
-                        let mut q = p.clone();
-                        q.remove(outer.len() + 1);
-                        q
-                    } else {
-                        p.clone()
-                    }
-                };
-                (lift(&pa), lift(&pb))
-            } else {
-                (pa, pb)
-            };
-            let (outer_path, outer_gen, inner_gen) =
-                if pb.len() == pa.len() + 1 && pb.starts_with(&pa) {
-                    (pa, ga, gb)
-                } else if pa.len() == pb.len() + 1 && pa.starts_with(&pb) {
-                    (pb, gb, ga)
-                } else {
-                    return Err(Diagnostic::error(
-                        "E0824",
-                        format!("`{a}` and `{b}` are not directly nested loops"),
-                    )
-                    .at(span, "cannot exchange")
-                    .with_help("exchange adjacent loops one pair at a time"));
-                };
-            let rule = match (outer_gen, inner_gen) {
-                (true, true) => "gen_swap",
-                (false, false) => "sum_swap",
-                (true, false) => "gen_sum",
-                (false, true) => "sum_gen",
-            };
-            applier.apply(rw(rule, false, outer_path, vec![], span))?;
-        }
-        "fuse" => {
-            const HELP: &str = "`fuse i, j into t` makes one loop `t` of two directly nested loops";
-            let [a, b, "into", t] = text.as_slice() else {
-                return Err(usage(name, HELP));
-            };
-            applier.fuse(a, b, t, span)?;
-        }
-        "compute_root" => {
-            let [x] = text.as_slice() else {
-                return Err(usage(name, "`compute_root x` for a stage `let x = …`"));
-            };
-            applier.compute_root(x, span)?;
-        }
-        "compute_inline" => {
-            let [x] = text.as_slice() else {
-                return Err(usage(name, "`compute_inline x` for a stage `let x = …`"));
-            };
-            applier.compute_inline(x, span)?;
-        }
-        "compute_at" => {
-            const HELP: &str = "`compute_at x at io` computes the stage `let x` inside loop `io`";
-            let [x, "at", l] = text.as_slice() else {
-                return Err(usage(name, HELP));
-            };
-            applier.compute_at(x, l, span)?;
-        }
-        "bound" => {
-            const HELP: &str =
-                "`bound i to 2000`: loop `i` (or a size) is 2000, as `assume`s imply";
-            let [v, "to", n] = text.as_slice() else {
-                return Err(usage(name, HELP));
-            };
-            let n: i64 = n.parse().map_err(|_| usage(name, HELP))?;
-            applier.bound(v, n, span)?;
-        }
-        "parallel" | "vectorize" | "unroll" => {
-            let [var] = text.as_slice() else {
-                return Err(usage(
-                    name,
-                    "`parallel y`, `vectorize x`, `unroll k`: one loop, named by its binder",
-                ));
-            };
-            let outcome = annotation(env, expr, &name.name, var, span, &applier.origin)?;
-            return Ok(vec![outcome]);
-        }
-        other => {
-            if let Some(why) = no_counterpart(other) {
-                return Err(Diagnostic::error(
-                    "E0831",
-                    format!("`{other}` has no sound counterpart here"),
-                )
-                .at(name.span, "refused")
-                .with_note(why)
-                .with_help("see docs/directives.md for what each Halide directive expands to"));
-            }
-            return Err(Diagnostic::error("E0815", format!("`{other}` is not a step this version understands"))
-                .at(name.span, "unknown step")
-                .with_help("steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"));
-        }
-    }
+    let call = Call {
+        name,
+        text,
+        span,
+        info,
+    };
+    handler(&mut applier, &call)?;
     Ok(applier.outcomes)
+}
+
+fn split_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let (var, k, outer, inner, rest) = match call.text.as_slice() {
+        [var, "by", k, "into", outer, inner, rest @ ..] => (*var, *k, *outer, *inner, rest),
+        _ => return Err(call.usage()),
+    };
+    let tail = match rest {
+        [] => "guard",
+        ["tail", t @ ("guard" | "round" | "shift")] => *t,
+        _ => return Err(call.usage()),
+    };
+    let k = call.int(k)?;
+    applier.split(var, k, outer, inner, tail, call.span)
+}
+
+fn tile_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [a, b, "by", ka, kb] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    let ka = call.int(ka)?;
+    let kb = call.int(kb)?;
+    let span = call.span;
+    applier.split(a, ka, &format!("{a}o"), &format!("{a}i"), "guard", span)?;
+    applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), "guard", span)
+}
+
+fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [a, b] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    let span = call.span;
+    // The program before the directive (the guard lift below changes the applier's).
+    let expr = &applier.expr.clone();
+    let (pa, ga) = loop_path(expr, a, span)?;
+    let (pb, gb) = loop_path(expr, b, span)?;
+    // A guard between the two loops (a split's tail guard) is first moved into
+    // the inner loop (`rw<- guard_lift_gen`/`guard_lift_sum`, whose scoping
+    // refuses a guard that mentions the inner loop's variable).
+    let guarded = |outer: &Vec<usize>, inner: &Vec<usize>| {
+        inner.len() == outer.len() + 2
+            && inner.starts_with(outer)
+            && inner[outer.len()..] == [0, 0]
+            && matches!(
+                node_at(expr, &inner[..outer.len() + 1]).map(|n| &n.kind),
+                Some(ExprKind::Guard { .. })
+            )
+    };
+    let (pa, pb) = if guarded(&pa, &pb) || guarded(&pb, &pa) {
+        let (outer, inner_gen) = if pa.len() < pb.len() {
+            (&pa, gb)
+        } else {
+            (&pb, ga)
+        };
+        let mut guard = outer.clone();
+        guard.push(0);
+        let rule = if inner_gen {
+            "guard_lift_gen"
+        } else {
+            "guard_lift_sum"
+        };
+        applier.apply(rw(rule, true, guard.clone(), vec![], span))?;
+        let lift = |p: &Vec<usize>| {
+            if p.len() > outer.len() + 1 {
+                let mut q = p.clone();
+                q.remove(outer.len() + 1);
+                q
+            } else {
+                p.clone()
+            }
+        };
+        (lift(&pa), lift(&pb))
+    } else {
+        (pa, pb)
+    };
+    let (outer_path, outer_gen, inner_gen) = if pb.len() == pa.len() + 1 && pb.starts_with(&pa) {
+        (pa, ga, gb)
+    } else if pa.len() == pb.len() + 1 && pa.starts_with(&pb) {
+        (pb, gb, ga)
+    } else {
+        return Err(Diagnostic::error(
+            "E0824",
+            format!("`{a}` and `{b}` are not directly nested loops"),
+        )
+        .at(span, "cannot exchange")
+        .with_help("exchange adjacent loops one pair at a time"));
+    };
+    let rule = match (outer_gen, inner_gen) {
+        (true, true) => "gen_swap",
+        (false, false) => "sum_swap",
+        (true, false) => "gen_sum",
+        (false, true) => "sum_gen",
+    };
+    applier.apply(rw(rule, false, outer_path, vec![], span))
+}
+
+fn fuse_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [a, b, "into", t] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    applier.fuse(a, b, t, call.span)
+}
+
+fn compute_root_directive(
+    applier: &mut Applier<'_, '_>,
+    call: &Call<'_>,
+) -> Result<(), Diagnostic> {
+    let [x] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    applier.compute_root(x, call.span)
+}
+
+fn compute_inline_directive(
+    applier: &mut Applier<'_, '_>,
+    call: &Call<'_>,
+) -> Result<(), Diagnostic> {
+    let [x] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    applier.compute_inline(x, call.span)
+}
+
+fn compute_at_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [x, "at", l] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    applier.compute_at(x, l, call.span)
+}
+
+fn bound_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [v, "to", n] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    let n = call.int(n)?;
+    applier.bound(v, n, call.span)
+}
+
+/// `parallel x`, `vectorize x`, `unroll x`: one step, recorded as the directive's only
+/// outcome.
+fn annotation_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [var] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    let outcome = annotation(
+        applier.env,
+        &applier.expr,
+        &call.name.name,
+        var,
+        call.span,
+        &applier.origin,
+    )?;
+    applier.outcomes.push(outcome);
+    Ok(())
 }
 
 /// Longest constant trip count `unroll` accepts: full unrolling of a longer loop only
@@ -1427,4 +1504,26 @@ pub fn check_hints(shapes: &ShapeEnv, expr: &Expr, hints: &[LoopHint]) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HANDLERS;
+    use atl_lang::steps::{STEPS, is_directive};
+
+    /// Every directive and loop annotation of the step table has a handler, and every
+    /// handler belongs to one: adding a directive is a table entry plus its handler.
+    #[test]
+    fn every_directive_of_the_step_table_has_one_handler() {
+        for s in STEPS.iter().filter(|s| is_directive(s.name)) {
+            let count = HANDLERS.iter().filter(|(n, _)| *n == s.name).count();
+            assert_eq!(count, 1, "`{}` has {count} handlers", s.name);
+        }
+        for (name, _) in HANDLERS {
+            assert!(
+                is_directive(name),
+                "handler `{name}` is not a directive of the step table"
+            );
+        }
+    }
 }

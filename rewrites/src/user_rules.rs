@@ -19,7 +19,8 @@ use atl_lang::span::Span;
 use atl_solver::Solver;
 
 use crate::check::{RuleCheck, check_rule};
-use crate::engine::{Env, run_derivations, with_derived};
+use crate::context::Env;
+use crate::derivation::{run_derivations, with_derived};
 use crate::library::Library;
 use crate::rule::{EXAMPLE_PRELUDE, Example, Grade, Rule, load_one};
 

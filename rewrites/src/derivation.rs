@@ -1,0 +1,207 @@
+//! The derivation driver: runs the `derive` blocks of a program step by step, expanding
+//! directives ([`crate::directives`]) and running every other step with the primitive
+//! step layer ([`crate::step`]), checks the loop hints of each derivation, and adds the
+//! results to the program as definitions. It sits above both: neither calls back here.
+
+use std::collections::BTreeMap;
+
+use atl_lang::ast::{self, StepKind};
+use atl_lang::diag::Diagnostic;
+use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program};
+use atl_lang::shapes::{self, Shape, ShapeEnv};
+
+use crate::context::{Env, StepOutcome};
+use crate::directives::{apply_directive, check_hints};
+use crate::record::StepRecord;
+use crate::rule::Grade;
+use crate::step::run_step;
+
+/// The result of running a derivation.
+#[derive(Clone, Debug)]
+pub struct Derivation {
+    pub name: String,
+    pub from: String,
+    pub initial: Expr,
+    pub result: Expr,
+    pub steps: Vec<StepRecord>,
+}
+
+impl Derivation {
+    /// The loop hints of its annotation steps (`parallel x`, …), in order. A
+    /// derivation's hints are its own: one `from` another derivation does not inherit
+    /// the base's (its steps may rename or remove those loops).
+    pub fn hints(&self) -> Vec<LoopHint> {
+        self.steps.iter().filter_map(|s| s.hint.clone()).collect()
+    }
+
+    /// The weakest grade of the derivation's steps.
+    pub fn grade(&self) -> Grade {
+        if self.steps.iter().any(|s| s.grade == Grade::Real) {
+            Grade::Real
+        } else {
+            Grade::Exact
+        }
+    }
+}
+
+/// Runs one step, expanding scheduling directives into their rule steps (one outcome
+/// per rule application).
+pub fn run_step_expanded(
+    env: &Env<'_>,
+    expr: &Expr,
+    step: &ast::Step,
+    original_shape: &Shape,
+    derived: &BTreeMap<String, Expr>,
+) -> Result<Vec<StepOutcome>, Diagnostic> {
+    match &step.kind {
+        StepKind::Directive { name, args } => {
+            apply_directive(env, expr, name, args, step.span, original_shape, derived)
+        }
+        _ => run_step(env, expr, step, original_shape, derived).map(|o| vec![o]),
+    }
+}
+
+/// The written definitions `e` uses, directly or through other definitions (each
+/// once).
+fn used_definitions<'p>(program: &'p Program, e: &Expr) -> Vec<&'p ir::Def> {
+    let mut out: Vec<&ir::Def> = Vec::new();
+    let mut scanned = 0;
+    let visit = |cur: &Expr, out: &mut Vec<&'p ir::Def>| {
+        cur.walk(&mut |n| {
+            if let ExprKind::DefRef(name) = &n.kind
+                && let Some(def) = program.def(name)
+                && !out.iter().any(|d| d.name == def.name)
+            {
+                out.push(def);
+            }
+        });
+    };
+    visit(e, &mut out);
+    while scanned < out.len() {
+        let body = &out[scanned].body;
+        scanned += 1;
+        visit(body, &mut out);
+    }
+    out
+}
+
+/// Runs every derivation of a program in order. Returns the derivations that succeeded
+/// and one diagnostic per failing derivation (its first failing step).
+pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
+    let mut done: Vec<Derivation> = Vec::new();
+    let mut derived: BTreeMap<String, Expr> = BTreeMap::new();
+    let mut diags = Vec::new();
+    for d in &env.program.derives {
+        let initial = match derived
+            .get(&d.from)
+            .cloned()
+            .or_else(|| env.program.def(&d.from).map(|x| x.body.clone()))
+        {
+            Some(e) => e,
+            None => continue, // its base failed; already reported
+        };
+        let Ok(original_shape) = shapes::infer(env.shapes, &initial) else {
+            continue;
+        };
+        // The starting point must itself be well-shaped (a written definition is
+        // checked by the front end's caller too; this keeps the engine's promise on
+        // its own).
+        let starting_point = std::iter::once(&initial).chain(
+            used_definitions(env.program, &initial)
+                .into_iter()
+                .map(|def| &def.body),
+        );
+        if let Some(diag) = starting_point
+            .filter_map(|e| {
+                crate::well_shaped::check_expr(env.program, env.shapes, env.solver, e).err()
+            })
+            .next()
+        {
+            diags.push(diag.with_secondary(d.name_span, format!("in derivation `{}`", d.name)));
+            continue;
+        }
+        let mut expr = initial.clone();
+        let mut steps: Vec<StepRecord> = Vec::new();
+        let mut hints: Vec<LoopHint> = Vec::new();
+        let mut failed = false;
+        for step in &d.steps {
+            let result = run_step_expanded(env, &expr, step, &original_shape, &derived).and_then(
+                |outcomes| {
+                    // An annotation must also agree with the hints before it (one
+                    // parallel loop per nest, compatible hints on one loop).
+                    for o in &outcomes {
+                        if let Some(h) = &o.record.hint {
+                            hints.push(h.clone());
+                            check_hints(env.shapes, &o.expr, &hints)?;
+                        }
+                    }
+                    Ok(outcomes)
+                },
+            );
+            match result {
+                Ok(outcomes) => {
+                    for outcome in outcomes {
+                        expr = outcome.expr;
+                        steps.push(outcome.record);
+                    }
+                }
+                Err(diag) => {
+                    diags.push(
+                        diag.with_secondary(d.name_span, format!("in derivation `{}`", d.name)),
+                    );
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed {
+            continue;
+        }
+        // Steps after an annotation may have removed or changed its loop: the hints
+        // must still hold of the result, which is what lowering sees.
+        if let Err(diag) = check_hints(env.shapes, &expr, &hints) {
+            diags.push(
+                diag.with_note("a step after the annotation changed its loop; annotate at the end of the derivation")
+                    .with_secondary(d.name_span, format!("in derivation `{}`", d.name)),
+            );
+            continue;
+        }
+        derived.insert(d.name.clone(), expr.clone());
+        done.push(Derivation {
+            name: d.name.clone(),
+            from: d.from.clone(),
+            initial,
+            result: expr,
+            steps,
+        });
+    }
+    (done, diags)
+}
+
+/// The program with every successful derivation added as a definition (so that
+/// `--def NAME` finds it) and the shape environment extended accordingly.
+pub fn with_derived(
+    program: &Program,
+    shapes_env: &ShapeEnv,
+    derivations: &[Derivation],
+) -> (Program, ShapeEnv) {
+    let mut p = program.clone();
+    let mut env = shapes_env.clone();
+    for d in derivations {
+        let span = program
+            .derive(&d.name)
+            .map(|x| x.name_span)
+            .unwrap_or_default();
+        if let Ok(s) = shapes::infer(&env, &d.result) {
+            env.globals.insert(d.name.clone(), s);
+        }
+        p.defs.push(ir::Def {
+            name: d.name.clone(),
+            name_span: span,
+            body: d.result.clone(),
+            span,
+            hints: d.hints(),
+        });
+    }
+    (p, env)
+}
