@@ -82,6 +82,7 @@ use rayon::prelude::*;
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexEvalError, IndexExpr, IndexOp, Pred, apply_index_op};
 use crate::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
+use crate::rng::SplitMix64;
 use crate::shapes::{Shape, ShapeEnv, infer_with_lets, show_shape};
 use crate::span::Span;
 
@@ -103,20 +104,6 @@ pub fn shape_numel(shape: &[usize]) -> Option<usize> {
         return Some(0);
     }
     shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n))
-}
-
-/// The `splitmix64` generator (Steele, Lea, Flood 2014): tiny, fast, and fully specified,
-/// so `random:SEED` inputs are reproducible in other tools (tests, the C harness).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 impl Tensor {
@@ -147,11 +134,8 @@ impl Tensor {
     /// row-major order. Like [`Tensor::zeros`], the shape must be allocatable.
     pub fn random(shape: Vec<usize>, seed: u64) -> Tensor {
         let n = shape_numel(&shape).unwrap_or(usize::MAX);
-        let mut rng = SplitMix64(seed);
-        let scale = 1.0 / (1u64 << 53) as f64;
-        let data = (0..n)
-            .map(|_| (rng.next_u64() >> 11) as f64 * scale * 2.0 - 1.0)
-            .collect();
+        let mut rng = SplitMix64::new(seed);
+        let data = (0..n).map(|_| rng.uniform_signed_unit()).collect();
         Tensor { shape, data }
     }
 
