@@ -253,6 +253,50 @@ impl Expr {
         }
     }
 
+    /// A copy of this node with every direct child replaced by `f(child)`, in the order of
+    /// [`Expr::children`]; the node's own data (names, ranges, indices, predicates) and
+    /// span are kept.
+    pub fn map_children(&self, mut f: impl FnMut(&Expr) -> Expr) -> Expr {
+        let mut out = self.clone();
+        for c in out.children_mut() {
+            *c = f(c);
+        }
+        out
+    }
+
+    /// Whether two nodes have the same head: the same construct and, for `Binary` and
+    /// `Amount`, the same operator. Nothing else is compared: leaves' names and values,
+    /// binder names, ranges, index expressions and predicates mean different things to
+    /// alpha-equivalence, matching and checking, so each structural walk compares them
+    /// itself and then recurses into [`Expr::zip_children`].
+    pub fn same_head(&self, other: &Expr) -> bool {
+        use ExprKind as K;
+        match (&self.kind, &other.kind) {
+            (K::Binary { op: a, .. }, K::Binary { op: b, .. }) => a == b,
+            (K::Amount { op: a, .. }, K::Amount { op: b, .. }) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+
+    /// The pairs of corresponding direct children of two nodes with the same head (see
+    /// [`Expr::same_head`]), in the order of [`Expr::children`]; `None` when the heads
+    /// differ. Child `k` of a pair is in the scope of the nodes' binders exactly when
+    /// [`Expr::binds_in_child`] says so.
+    pub fn zip_children<'a>(&'a self, other: &'a Expr) -> Option<Vec<(&'a Expr, &'a Expr)>> {
+        self.same_head(other)
+            .then(|| self.children().into_iter().zip(other.children()).collect())
+    }
+
+    /// Whether child `k` (numbered as in [`Expr::children`]) is in the scope of the name
+    /// this node binds: the body of a `gen`, `sum` or `let`, not a `let`'s value.
+    pub fn binds_in_child(&self, k: usize) -> bool {
+        match &self.kind {
+            ExprKind::Gen { .. } | ExprKind::Sum { .. } => k == 0,
+            ExprKind::Let { .. } => k == 1,
+            _ => false,
+        }
+    }
+
     /// The name this node binds, and which child indices it scopes over.
     /// `gen`/`sum` bind an index variable over their body; `let` binds a tensor variable
     /// over its body (child 1) but not its value (child 0).
@@ -530,11 +574,8 @@ fn subst_index_rec(
             }
         }
         _ => {
-            let mut out = e.clone();
+            let mut out = e.map_children(|c| subst_index_rec(c, name, value, value_vars, supply));
             out.map_own_index(&mut |x| sub(x));
-            for c in out.children_mut() {
-                *c = subst_index_rec(c, name, value, value_vars, supply);
-            }
             return out;
         }
     };
@@ -619,13 +660,7 @@ fn subst_tensor_rec(
             }
             out
         }
-        _ => {
-            let mut out = e.clone();
-            for c in out.children_mut() {
-                *c = rec(c, supply);
-            }
-            out
-        }
+        _ => e.map_children(|c| rec(c, supply)),
     }
 }
 
@@ -684,110 +719,45 @@ fn pred_alpha(a: &Pred, b: &Pred, env: &[(String, String)]) -> bool {
 }
 
 fn alpha_rec(a: &Expr, b: &Expr, env: &mut Vec<(String, String)>) -> bool {
+    let Some(pairs) = a.zip_children(b) else {
+        return false;
+    };
+    if !own_alpha(a, b, env) {
+        return false;
+    }
+    let binders = a.binder().zip(b.binder());
+    pairs
+        .into_iter()
+        .enumerate()
+        .all(|(k, (x, y))| match binders {
+            Some(((v1, _), (v2, _))) if a.binds_in_child(k) => {
+                env.push((v1.to_string(), v2.to_string()));
+                let ok = alpha_rec(x, y, env);
+                env.pop();
+                ok
+            }
+            _ => alpha_rec(x, y, env),
+        })
+}
+
+/// The data two nodes with the same head hold themselves (leaves, ranges, indices,
+/// predicates), compared up to the binder renaming `env`.
+fn own_alpha(a: &Expr, b: &Expr, env: &[(String, String)]) -> bool {
     use ExprKind as K;
     match (&a.kind, &b.kind) {
         (K::Lit(x), K::Lit(y)) => x.to_bits() == y.to_bits(),
-        (K::Input(x), K::Input(y)) => x == y,
-        (K::DefRef(x), K::DefRef(y)) => x == y,
-        (K::Meta(x), K::Meta(y)) => x == y,
+        (K::Input(x), K::Input(y)) | (K::DefRef(x), K::DefRef(y)) | (K::Meta(x), K::Meta(y)) => {
+            x == y
+        }
         (K::Var(x), K::Var(y)) => var_alpha(x, y, env),
-        (
-            K::Gen {
-                var: v1,
-                lo: l1,
-                hi: h1,
-                body: b1,
-            },
-            K::Gen {
-                var: v2,
-                lo: l2,
-                hi: h2,
-                body: b2,
-            },
-        )
-        | (
-            K::Sum {
-                var: v1,
-                lo: l1,
-                hi: h1,
-                body: b1,
-            },
-            K::Sum {
-                var: v2,
-                lo: l2,
-                hi: h2,
-                body: b2,
-            },
-        ) => {
-            if !(index_alpha(l1, l2, env) && index_alpha(h1, h2, env)) {
-                return false;
-            }
-            env.push((v1.clone(), v2.clone()));
-            let ok = alpha_rec(b1, b2, env);
-            env.pop();
-            ok
+        (K::Gen { lo: l1, hi: h1, .. }, K::Gen { lo: l2, hi: h2, .. })
+        | (K::Sum { lo: l1, hi: h1, .. }, K::Sum { lo: l2, hi: h2, .. }) => {
+            index_alpha(l1, l2, env) && index_alpha(h1, h2, env)
         }
-        (K::Guard { pred: p1, body: b1 }, K::Guard { pred: p2, body: b2 }) => {
-            pred_alpha(p1, p2, env) && alpha_rec(b1, b2, env)
-        }
-        (
-            K::Let {
-                var: v1,
-                value: x1,
-                body: b1,
-            },
-            K::Let {
-                var: v2,
-                value: x2,
-                body: b2,
-            },
-        ) => {
-            if !alpha_rec(x1, x2, env) {
-                return false;
-            }
-            env.push((v1.clone(), v2.clone()));
-            let ok = alpha_rec(b1, b2, env);
-            env.pop();
-            ok
-        }
-        (
-            K::Access {
-                tensor: t1,
-                index: i1,
-            },
-            K::Access {
-                tensor: t2,
-                index: i2,
-            },
-        ) => index_alpha(i1, i2, env) && alpha_rec(t1, t2, env),
-        (K::Neg(x), K::Neg(y)) | (K::Transpose(x), K::Transpose(y)) => alpha_rec(x, y, env),
-        (K::Flatten(x), K::Flatten(y)) => alpha_rec(x, y, env),
-        (
-            K::Binary {
-                op: o1,
-                lhs: l1,
-                rhs: r1,
-            },
-            K::Binary {
-                op: o2,
-                lhs: l2,
-                rhs: r2,
-            },
-        ) => o1 == o2 && alpha_rec(l1, l2, env) && alpha_rec(r1, r2, env),
-        (K::Concat(a1, b1), K::Concat(a2, b2)) => alpha_rec(a1, a2, env) && alpha_rec(b1, b2, env),
-        (
-            K::Amount {
-                op: o1,
-                amount: k1,
-                arg: a1,
-            },
-            K::Amount {
-                op: o2,
-                amount: k2,
-                arg: a2,
-            },
-        ) => o1 == o2 && index_alpha(k1, k2, env) && alpha_rec(a1, a2, env),
-        _ => false,
+        (K::Guard { pred: p1, .. }, K::Guard { pred: p2, .. }) => pred_alpha(p1, p2, env),
+        (K::Access { index: i1, .. }, K::Access { index: i2, .. })
+        | (K::Amount { amount: i1, .. }, K::Amount { amount: i2, .. }) => index_alpha(i1, i2, env),
+        _ => true,
     }
 }
 

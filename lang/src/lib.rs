@@ -15,14 +15,18 @@ pub mod parser;
 pub mod poly;
 pub mod pretty;
 pub mod resolve;
+pub mod rng;
 pub mod shapes;
 pub mod span;
 pub mod steps;
 pub mod suggest;
+pub mod tensor;
 
 use diag::Diagnostic;
 use ir::Program;
 use shapes::ShapeEnv;
+
+pub use tensor::Tensor;
 
 /// A program that parsed, resolved and shape-checked, with the shapes of its inputs
 /// and definitions.

@@ -26,26 +26,8 @@ use proptest::prelude::*;
 
 mod common;
 
-/// splitmix64: a tiny deterministic generator driven by proptest's seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+// The shared splitmix64 generator, driven by proptest's seed.
+use atl_lang::rng::SplitMix64 as Rng;
 
 const HEADER: &str = "size n, m\ninput f : [n]\ninput g : [n, m]\n";
 
@@ -377,7 +359,7 @@ fn random_program(seed: u64, depth: usize) -> String {
     let (checked, _) = atl_lang::check_source(HEADER);
     let base = checked.expect("the header checks");
     let mut g = Gen {
-        rng: Rng(seed),
+        rng: Rng::new(seed),
         env: &base.shapes,
         fresh: 0,
         binders: Vec::new(),
@@ -388,7 +370,7 @@ fn random_program(seed: u64, depth: usize) -> String {
     let a_shape = g.shape(&a);
     env.globals.insert("a".to_string(), a_shape.clone());
     let mut g2 = Gen {
-        rng: Rng(seed ^ 0x5555),
+        rng: Rng::new(seed ^ 0x5555),
         env: &env,
         fresh: g.fresh,
         binders: Vec::new(),
@@ -597,7 +579,7 @@ fn with_derivations(base: &str, derivations: &[(&str, &str, Vec<String>)]) -> St
 /// fails (no match, unprovable side condition) is dropped, so that the derived programs
 /// are long chains of rule applications rather than mostly failures.
 fn run_derived(seed: u64, solver: &Solver) -> Tally {
-    let mut rng = Rng(seed.wrapping_mul(31).wrapping_add(17));
+    let mut rng = Rng::new(seed.wrapping_mul(31).wrapping_add(17));
     let base = random_program(seed, 2);
     let mut derivations: Vec<(&str, &str, Vec<String>)> =
         vec![("d1", "a", Vec::new()), ("d2", "b", Vec::new())];

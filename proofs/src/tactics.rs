@@ -334,17 +334,10 @@ impl Walk<'_, '_> {
             (K::Input(x), K::Input(y)) | (K::DefRef(x), K::DefRef(y)) => x == y,
             (K::Var(x), K::Var(y)) => *x == self.name(y),
             (K::Guard { pred: p, .. }, K::Guard { pred: q, .. }) => skeleton(p) == skeleton(q),
-            (K::Binary { op: o1, .. }, K::Binary { op: o2, .. }) => o1 == o2,
-            (K::Amount { op: o1, .. }, K::Amount { op: o2, .. }) => o1 == o2,
-            (K::Gen { .. }, K::Gen { .. })
-            | (K::Sum { .. }, K::Sum { .. })
-            | (K::Let { .. }, K::Let { .. })
-            | (K::Access { .. }, K::Access { .. })
-            | (K::Neg(_), K::Neg(_))
-            | (K::Transpose(_), K::Transpose(_))
-            | (K::Flatten(_), K::Flatten(_))
-            | (K::Concat(..), K::Concat(..)) => true,
-            _ => false,
+            // A program holds no metavariables.
+            (K::Meta(_), _) => false,
+            // The rest: same construct and operator (the IR's own head comparison).
+            _ => a.same_head(b),
         }
     }
 
@@ -382,17 +375,14 @@ impl Walk<'_, '_> {
         }
         for (k, (x, y)) in a.children().into_iter().zip(b.children()).enumerate() {
             let inner = self.ch.enter(ctx, a, k);
-            let binds = match (&a.kind, &b.kind) {
-                (ExprKind::Let { var: va, .. }, ExprKind::Let { var: vb, .. }) if k == 1 => {
-                    Some((vb, va))
-                }
-                (ExprKind::Gen { var: va, .. }, ExprKind::Gen { var: vb, .. })
-                | (ExprKind::Sum { var: va, .. }, ExprKind::Sum { var: vb, .. }) => Some((vb, va)),
-                _ => None,
-            };
-            if let Some((vb, va)) = binds {
-                self.ren.push((vb.clone(), va.clone()));
-            }
+            // The heads are the same, so both bind the same kind of name over child `k`.
+            let binds = a
+                .binder()
+                .zip(b.binder())
+                .filter(|_| a.binds_in_child(k))
+                .map(|((va, _), (vb, _))| (vb.to_string(), va.to_string()));
+            let renames = binds.is_some();
+            self.ren.extend(binds);
             let let_b = match &b.kind {
                 ExprKind::Let { var, value, .. } if k == 1 => {
                     infer_with_lets(&self.ch.shapes, &mut self.lets_b.clone(), value)
@@ -407,7 +397,7 @@ impl Walk<'_, '_> {
             if pushed {
                 self.lets_b.pop();
             }
-            if binds.is_some() {
+            if renames {
                 self.ren.pop();
             }
             r?;

@@ -41,25 +41,8 @@ pub enum RuleCheck {
     },
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+/// The shared deterministic generator; seeds keep their meaning across the project.
+type Rng = atl_lang::rng::SplitMix64;
 
 /// The example environment's inputs: name and shape.
 fn inputs() -> Vec<(&'static str, Vec<IndexExpr>)> {
@@ -360,7 +343,7 @@ pub fn check_rule(
     seed: u64,
 ) -> RuleCheck {
     let mut g = Generator {
-        rng: Rng(seed ^ 0x5EED),
+        rng: Rng::new(seed ^ 0x5EED),
         fresh: 0,
     };
     let mut accepted = 0;

@@ -174,124 +174,66 @@ impl Matcher<'_> {
     fn expr(&mut self, p: &Expr, t: &Expr) -> bool {
         use ExprKind as K;
         match (&p.kind, &t.kind) {
-            (K::Meta(m), _) => self.meta_expr(m, t),
-            (K::Lit(a), K::Lit(b)) => a.to_bits() == b.to_bits(),
-            (K::Var(pv), K::Var(tv)) if pv.starts_with('?') => self
-                .inner
-                .iter()
-                .rev()
-                .find(|(p, _)| p == pv)
-                .is_some_and(|(_, term)| term == tv),
+            (K::Meta(m), _) => return self.meta_expr(m, t),
+            (K::Lit(a), K::Lit(b)) => return a.to_bits() == b.to_bits(),
+            (K::Var(pv), K::Var(tv)) if pv.starts_with('?') => {
+                return self
+                    .inner
+                    .iter()
+                    .rev()
+                    .find(|(p, _)| p == pv)
+                    .is_some_and(|(_, term)| term == tv);
+            }
             (K::Input(a), K::Input(b)) | (K::DefRef(a), K::DefRef(b)) | (K::Var(a), K::Var(b)) => {
-                a == b
+                return a == b;
             }
-            (
-                K::Gen {
-                    var: pv,
-                    lo: pl,
-                    hi: ph,
-                    body: pb,
-                },
-                K::Gen {
-                    var: tv,
-                    lo: tl,
-                    hi: th,
-                    body: tb,
-                },
-            )
-            | (
-                K::Sum {
-                    var: pv,
-                    lo: pl,
-                    hi: ph,
-                    body: pb,
-                },
-                K::Sum {
-                    var: tv,
-                    lo: tl,
-                    hi: th,
-                    body: tb,
-                },
-            ) => {
-                if !(self.index(pl, tl) && self.index(ph, th)) {
-                    return false;
+            _ => {}
+        }
+        let Some(pairs) = p.zip_children(t) else {
+            return false;
+        };
+        // The node's own data, before its children (an access's index comes after its
+        // tensor, below: the order decides which scope refusal is noted).
+        let own = match (&p.kind, &t.kind) {
+            (K::Gen { lo: pl, hi: ph, .. }, K::Gen { lo: tl, hi: th, .. })
+            | (K::Sum { lo: pl, hi: ph, .. }, K::Sum { lo: tl, hi: th, .. }) => {
+                self.index(pl, tl) && self.index(ph, th)
+            }
+            (K::Guard { pred: pp, .. }, K::Guard { pred: tp, .. }) => self.pred(pp, tp),
+            (K::Amount { amount: pk, .. }, K::Amount { amount: tk, .. }) => self.index(pk, tk),
+            _ => true,
+        };
+        if !own {
+            return false;
+        }
+        let binders = p.binder().zip(t.binder());
+        for (k, (pc, tc)) in pairs.into_iter().enumerate() {
+            let ok = match binders {
+                Some(((pv, _), (tv, _))) if p.binds_in_child(k) => {
+                    self.bind_binder(pv, tv);
+                    if let K::Gen { lo, hi, .. } | K::Sum { lo, hi, .. } = &t.kind {
+                        self.b.ranges.insert(
+                            pv.to_string(),
+                            (
+                                rename_index_vars(lo, &self.inner),
+                                rename_index_vars(hi, &self.inner),
+                            ),
+                        );
+                    }
+                    self.inner.push((pv.to_string(), tv.to_string()));
+                    let ok = self.expr(pc, tc);
+                    self.inner.pop();
+                    ok
                 }
-                self.bind_binder(pv, tv);
-                self.b.ranges.insert(
-                    pv.clone(),
-                    (
-                        rename_index_vars(tl, &self.inner),
-                        rename_index_vars(th, &self.inner),
-                    ),
-                );
-                self.inner.push((pv.clone(), tv.clone()));
-                let ok = self.expr(pb, tb);
-                self.inner.pop();
-                ok
+                _ => self.expr(pc, tc),
+            };
+            if !ok {
+                return false;
             }
-            (K::Guard { pred: pp, body: pb }, K::Guard { pred: tp, body: tb }) => {
-                self.pred(pp, tp) && self.expr(pb, tb)
-            }
-            (
-                K::Let {
-                    var: pv,
-                    value: px,
-                    body: pb,
-                },
-                K::Let {
-                    var: tv,
-                    value: tx,
-                    body: tb,
-                },
-            ) => {
-                if !self.expr(px, tx) {
-                    return false;
-                }
-                self.bind_binder(pv, tv);
-                self.inner.push((pv.clone(), tv.clone()));
-                let ok = self.expr(pb, tb);
-                self.inner.pop();
-                ok
-            }
-            (
-                K::Access {
-                    tensor: pt,
-                    index: pi,
-                },
-                K::Access {
-                    tensor: tt,
-                    index: ti,
-                },
-            ) => self.expr(pt, tt) && self.index(pi, ti),
-            (K::Neg(a), K::Neg(b))
-            | (K::Transpose(a), K::Transpose(b))
-            | (K::Flatten(a), K::Flatten(b)) => self.expr(a, b),
-            (
-                K::Binary {
-                    op: o1,
-                    lhs: l1,
-                    rhs: r1,
-                },
-                K::Binary {
-                    op: o2,
-                    lhs: l2,
-                    rhs: r2,
-                },
-            ) => o1 == o2 && self.expr(l1, l2) && self.expr(r1, r2),
-            (K::Concat(a1, b1), K::Concat(a2, b2)) => self.expr(a1, a2) && self.expr(b1, b2),
-            (
-                K::Amount {
-                    op: o1,
-                    amount: k1,
-                    arg: a1,
-                },
-                K::Amount {
-                    op: o2,
-                    amount: k2,
-                    arg: a2,
-                },
-            ) => o1 == o2 && self.index(k1, k2) && self.expr(a1, a2),
-            _ => false,
+        }
+        match (&p.kind, &t.kind) {
+            (K::Access { index: pi, .. }, K::Access { index: ti, .. }) => self.index(pi, ti),
+            _ => true,
         }
     }
 }

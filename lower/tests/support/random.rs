@@ -6,26 +6,8 @@
 
 #![allow(dead_code)]
 
-/// splitmix64: small and deterministic.
-pub struct Rng(pub u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+/// The shared splitmix64 generator, so a seed names the same program everywhere.
+pub use atl_lang::rng::SplitMix64 as Rng;
 
 /// A generated expression and its shape (extents as ATL index expressions).
 pub struct Gen {
@@ -235,7 +217,7 @@ impl Builder {
             8 => {
                 let t = self.tensor(depth - 1);
                 let other = self.of_shape(&t.shape, depth - 1);
-                let op = self.rng.pick(&["+", "-"]);
+                let op = *self.rng.pick(&["+", "-"]);
                 Gen {
                     src: format!("({} {op} {other})", t.src),
                     shape: t.shape,
@@ -284,8 +266,8 @@ impl Builder {
             }
             11 | 12 => {
                 let t = self.tensor(depth - 1);
-                let k = self.rng.pick(&["1", "2", "3", "m"]);
-                let op = self
+                let k = *self.rng.pick(&["1", "2", "3", "m"]);
+                let op = *self
                     .rng
                     .pick(&["split", "pad_l", "pad_r", "trunc_l", "trunc_r"]);
                 let mut shape = t.shape.clone();
@@ -339,7 +321,7 @@ pub const HEADER: &str = "size n, m\ninput f : [n]\ninput g : [n, m]\ninput s : 
 /// seed, a tensor otherwise). It may fail to check (then it is skipped).
 pub fn program(seed: u64) -> String {
     let mut b = Builder {
-        rng: Rng(seed),
+        rng: Rng::new(seed),
         binders: Vec::new(),
         lets: Vec::new(),
         fresh: 0,
