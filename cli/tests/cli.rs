@@ -519,14 +519,23 @@ fn loop_annotations_are_traced_certified_verified_and_emitted() {
 fn explain_prints_a_code_from_the_registry() {
     let (code, out, err) = atl(&["explain", "E0903"]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.starts_with("E0903: an access index that can be out of bounds"), "{out}");
+    assert!(
+        out.starts_with("E0903: an access index that can be out of bounds"),
+        "{out}"
+    );
     assert!(out.contains("What to do: guard the access"), "{out}");
     // The text is the documentation's: every word of the docs' row is in the output.
     let docs = std::fs::read_to_string(root().join("docs/errors.md")).unwrap();
-    let row = docs.lines().find(|l| l.starts_with("| E0903 |")).expect("E0903 documented");
+    let row = docs
+        .lines()
+        .find(|l| l.starts_with("| E0903 |"))
+        .expect("E0903 documented");
     for word in row.split(|c: char| c.is_whitespace() || c == '|') {
         if !word.is_empty() && word != "E0903" {
-            assert!(out.contains(word), "`{word}` of the docs' row is missing from:\n{out}");
+            assert!(
+                out.contains(word),
+                "`{word}` of the docs' row is missing from:\n{out}"
+            );
         }
     }
     let (code, lower, _) = atl(&["explain", "e0903"]);
@@ -538,4 +547,75 @@ fn explain_prints_a_code_from_the_registry() {
     assert_eq!(code, EXIT_ARGS);
     assert!(out.is_empty());
     assert!(err.contains("`E9999` is not a diagnostic code"), "{err}");
+}
+
+/// `atl run` fails (exit 1, E0939 naming the worst element) when the kernel disagrees
+/// with the interpreter beyond the tolerance: in `f32` the kernel rounds, so a zero
+/// tolerance must fail, while the default (8·ε·(1 + K) for a sum of K terms) accepts it.
+#[test]
+fn run_fails_when_the_kernel_disagrees_beyond_the_tolerance() {
+    let file = path("examples/matmul/matmul.atl");
+    let base = ["run", &file, "--def", "fast", "--sizes", "M=5,N=7,K=33"];
+    let (code, out, err) = atl(&base);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    let mut strict = base.to_vec();
+    strict.extend(["--tolerance", "0"]);
+    let (code, out, err) = atl(&strict);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(
+        out.contains("max error vs interpreter"),
+        "the report is still printed: {out}"
+    );
+    assert!(err.contains("E0939"), "{err}");
+    assert!(err.contains("the kernel computes"), "{err}");
+    assert!(err.contains("K=33,M=5,N=7"), "{err}");
+    // The worst element named is one of the output: two coordinates within [5, 7].
+    let at = err
+        .split("at [")
+        .nth(1)
+        .expect("coordinates")
+        .split(']')
+        .next()
+        .unwrap();
+    let coords: Vec<usize> = at
+        .split(", ")
+        .map(|c| c.parse().expect("a coordinate"))
+        .collect();
+    assert!(coords.len() == 2 && coords[0] < 5 && coords[1] < 7, "{err}");
+    // f64 computes the same sums in the same order as the interpreter: exact.
+    let mut exact = strict.clone();
+    exact.extend(["--dtype", "f64"]);
+    let (code, out, err) = atl(&exact);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    let mut bad = base.to_vec();
+    bad.extend(["--tolerance", "-1"]);
+    assert_eq!(atl(&bad).0, EXIT_ARGS);
+}
+
+/// The summation length behind the default tolerance: a matmul's sum has K terms, a
+/// triangular sum at most n, a let buffer's terms add to its reader's.
+#[test]
+fn summation_length_counts_the_longest_accumulation() {
+    use atl_cli::commands::run::summation_length;
+    let source = "size n, K\ninput A : [n, K]\ninput B : [K, n]\n\
+        def mm = gen i < n: gen j < n: sum k < K: A[i, k] * B[k, j]\n\
+        def tri = gen i < n: sum k in 0..i + 1: A[i, 0]\n\
+        def staged = let t = gen i < n: sum k < K: A[i, k] in gen i < n: sum j < n: t[j]\n";
+    let (checked, diags) = atl_lang::check_source(source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let checked = checked.expect("the program checks");
+    let sizes: std::collections::BTreeMap<String, i64> =
+        [("n".to_string(), 6), ("K".to_string(), 40)].into();
+    let length = |name: &str| {
+        let def = checked
+            .program
+            .defs
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap();
+        summation_length(&def.body, &sizes)
+    };
+    assert_eq!(length("mm"), 40);
+    assert_eq!(length("tri"), 6);
+    assert_eq!(length("staged"), 40 + 6);
 }

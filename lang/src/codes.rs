@@ -709,6 +709,11 @@ pub static CODES: &[ErrorCode] = &[
         "use a smaller constant",
     ),
     active(
+        "E0939",
+        "`atl run`: the compiled kernel disagrees with the interpreter by more than the tolerance (the message names the worst element; the tolerance is relative to the output's largest magnitude)",
+        "rounding of long sums or of reassociating rewrites: raise `--tolerance`; anything else is a bug of lowering or C emission: report it with the file",
+    ),
+    active(
         "E1001",
         "`atl verify`: the file is not a certificate (not JSON, another `format`, a missing field)",
         "pass a file written by `atl derive --cert`",

@@ -3,11 +3,23 @@
 //! and compares.
 //!
 //! ```text
-//! atl run FILE --def NAME --sizes n=4,m=5 [--input f=random:SEED|f=PATH.npy]... [--dtype f32|f64]
+//! atl run FILE --def NAME --sizes n=4,m=5 [--input f=random:SEED|f=PATH.npy]...
+//!     [--dtype f32|f64] [--tolerance T]
 //!     Inputs not given are filled with random:1, random:2, … in declaration order.
 //!     Prints the output shape, the maximum absolute and relative error, and the
-//!     compile, kernel and interpreter times (`write_run_report`).
+//!     compile, kernel and interpreter times (`write_run_report`); exits 1 with E0939
+//!     (naming the worst element) when the kernel disagrees with the interpreter by
+//!     more than the tolerance.
 //! ```
+//!
+//! The comparison: the error of an element is `|kernel - interpreter|` divided by the
+//! scale `max(1, max |interpreter|)` over the whole output (so elements near zero are
+//! not judged by a relative error they cannot have). The default tolerance is
+//! `8 · ε · (1 + L)`, where `ε` is the element type's unit roundoff (2^-24 for `f32`,
+//! 2^-53 for `f64`) and `L` the summation length: the number of terms of the longest
+//! accumulation of the definition at these sizes (`summation_length`) — the classic
+//! `n · ε` bound of a floating-point sum, with room for the rounding of the inputs
+//! to the element type and for the reassociation of `real`-graded rewrites.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -40,12 +52,23 @@ pub struct RunArgs {
     pub inputs: Vec<String>,
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
+    /// The largest error accepted, relative to `max(1, max |reference|)`; default
+    /// `8 · ε · (1 + L)` (ε the dtype's unit roundoff, L the summation length).
+    #[arg(long = "tolerance", value_name = "T")]
+    pub tolerance: Option<f64>,
 }
 
 /// `atl run`.
 pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
+    if let Some(t) = args.tolerance
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(Failure::usage(format!(
+            "`--tolerance {t}`: expected a finite number >= 0"
+        )));
+    }
     let mut prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &args.inputs)?;
     let kernel = gate_and_lower_loaded(ctx, file, &prepared.loaded, &prepared.name)?;
     // Inputs not given: random:1, random:2, … in declaration order.
@@ -73,7 +96,153 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     )
     .map_err(|diags| Failure::diagnostics(diags, file, &prepared.loaded.source))?;
     let _ = write_run_report(&report, ctx.stdout);
+    let tolerance = args.tolerance.unwrap_or_else(|| {
+        default_tolerance(dtype, summation_length(&kernel.source, &prepared.sizes))
+    });
+    if let Some(diag) = disagreement(&report, &prepared.sizes, tolerance) {
+        return Err(Failure::diagnostics(
+            vec![diag],
+            file,
+            &prepared.loaded.source,
+        ));
+    }
     Ok(())
+}
+
+/// The default tolerance of `atl run` (module documentation): `8 · ε · (1 + L)`.
+pub fn default_tolerance(dtype: Dtype, summation_length: u64) -> f64 {
+    let unit_roundoff = match dtype {
+        Dtype::F32 => f64::from(f32::EPSILON) / 2.0,
+        Dtype::F64 => f64::EPSILON / 2.0,
+    };
+    8.0 * unit_roundoff * (1.0 + summation_length as f64)
+}
+
+/// The number of terms of the longest accumulation in `e` at `sizes`: a `sum` counts
+/// its extent times the length of its body, `+`/`-` and a `let` add the lengths of
+/// their parts (the error of a value read from a `let` buffer carries over), anything
+/// else is the longest of its children, a leaf 0. A range that mentions enclosing
+/// binders is measured at every combination of their extreme values (exact for the
+/// triangular ranges programs use); one that cannot be evaluated counts as the largest
+/// size. Saturating: it is a measure for a tolerance, not a count anything relies on.
+pub fn summation_length(e: &atl_lang::ir::Expr, sizes: &BTreeMap<String, i64>) -> u64 {
+    let mut binders = Vec::new();
+    length_in(e, sizes, &mut binders)
+}
+
+fn length_in(
+    e: &atl_lang::ir::Expr,
+    sizes: &BTreeMap<String, i64>,
+    binders: &mut Vec<(String, i64, i64)>,
+) -> u64 {
+    use atl_lang::ir::{BinOp, ExprKind};
+    match &e.kind {
+        ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body } => {
+            let (lo_min, _) = extremes(lo, sizes, binders);
+            let (_, hi_max) = extremes(hi, sizes, binders);
+            let extent = hi_max.saturating_sub(lo_min).max(0);
+            binders.push((var.clone(), lo_min, hi_max.saturating_sub(1).max(lo_min)));
+            let inner = length_in(body, sizes, binders);
+            binders.pop();
+            if matches!(e.kind, ExprKind::Sum { .. }) {
+                (extent as u64).saturating_mul(inner.max(1))
+            } else {
+                inner
+            }
+        }
+        ExprKind::Binary {
+            op: BinOp::Add | BinOp::Sub,
+            lhs,
+            rhs,
+        } => length_in(lhs, sizes, binders).saturating_add(length_in(rhs, sizes, binders)),
+        ExprKind::Let { value, body, .. } => {
+            length_in(value, sizes, binders).saturating_add(length_in(body, sizes, binders))
+        }
+        _ => e
+            .children()
+            .into_iter()
+            .map(|c| length_in(c, sizes, binders))
+            .max()
+            .unwrap_or(0),
+    }
+}
+
+/// The least and greatest value of `ix` over the extreme values of the binders it
+/// mentions (all combinations, up to 6 binders); the largest size when it cannot be
+/// evaluated.
+fn extremes(
+    ix: &atl_lang::index::IndexExpr,
+    sizes: &BTreeMap<String, i64>,
+    binders: &[(String, i64, i64)],
+) -> (i64, i64) {
+    let largest = sizes.values().copied().max().unwrap_or(1);
+    let mentioned: Vec<&(String, i64, i64)> =
+        binders.iter().filter(|(v, _, _)| ix.mentions(v)).collect();
+    if mentioned.len() > 6 {
+        return (0, largest);
+    }
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for corner in 0..(1u32 << mentioned.len()) {
+        let value = ix.eval(&|name: &str| {
+            if let Some(k) = mentioned.iter().position(|(v, _, _)| v == name) {
+                let (_, lo, hi) = mentioned[k];
+                Some(if corner & (1 << k) == 0 { *lo } else { *hi })
+            } else {
+                sizes.get(name).copied()
+            }
+        });
+        match value {
+            Ok(v) => {
+                min = min.min(v);
+                max = max.max(v);
+            }
+            Err(_) => return (0, largest),
+        }
+    }
+    (min, max)
+}
+
+/// E0939 when the largest scaled error of `report` exceeds `tolerance`, naming the worst
+/// element, the two values and the sizes.
+fn disagreement(
+    report: &RunReport,
+    sizes: &BTreeMap<String, i64>,
+    tolerance: f64,
+) -> Option<Diagnostic> {
+    if report.max_scaled_error <= tolerance {
+        return None;
+    }
+    let shown: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let at = report
+        .worst
+        .as_ref()
+        .map(|w| {
+            let coords: Vec<String> = w.coordinates.iter().map(|c| c.to_string()).collect();
+            format!(
+                "at [{}] the kernel computes {} where the interpreter gives {}",
+                coords.join(", "),
+                w.kernel,
+                w.interpreter
+            )
+        })
+        .unwrap_or_else(|| "the output has the wrong number of elements".to_string());
+    Some(
+        Diagnostic::error(
+            "E0939",
+            format!(
+                "the compiled kernel of `{}` disagrees with the interpreter at {}: {at}",
+                report.def,
+                shown.join(",")
+            ),
+        )
+        .with_note(format!(
+            "error {:.3e} relative to the output's scale {:.3e}; tolerance {tolerance:.3e}",
+            report.max_scaled_error, report.scale
+        ))
+        .with_help(
+            "if the difference is rounding (long sums, reassociating rewrites), raise it with `--tolerance`; otherwise it is a bug of lowering or C emission: report it with the file",
+        ),
+    )
 }
 
 /// What `atl run` measured.
@@ -88,6 +257,12 @@ pub struct RunReport {
     /// Largest `|kernel - interpreter| / max(|interpreter|, tiny)`, over elements
     /// whose reference is not zero.
     pub max_rel_error: f64,
+    /// `max(1, max |interpreter|)`: what the tolerance is relative to.
+    pub scale: f64,
+    /// Largest `|kernel - interpreter| / scale` (infinite for NaN or a size mismatch).
+    pub max_scaled_error: f64,
+    /// The element with the largest error, if the sizes agree.
+    pub worst: Option<WorstElement>,
     pub compile_time: Duration,
     pub kernel_time: Duration,
     pub interp_time: Duration,
@@ -116,24 +291,63 @@ pub fn compare(
         .map_err(|d| vec![d])?;
     let interp_time = t.elapsed();
     let (mut abs, mut rel) = (0.0f64, 0.0f64);
-    for (g, w) in ran.output.data.iter().zip(&want.data) {
+    let mut worst: Option<(usize, f64)> = None;
+    for (k, (g, w)) in ran.output.data.iter().zip(&want.data).enumerate() {
         let e = (g - w).abs();
         let e = if e.is_nan() { f64::INFINITY } else { e };
+        if worst.is_none_or(|(_, we)| e > we) {
+            worst = Some((k, e));
+        }
         abs = abs.max(e);
         if *w != 0.0 {
             rel = rel.max(e / w.abs());
         }
     }
+    let scale = want.data.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    let same_size = ran.output.data.len() == want.data.len();
+    let max_scaled_error = if same_size {
+        abs / scale
+    } else {
+        f64::INFINITY
+    };
+    let worst = worst.filter(|_| same_size).map(|(k, _)| WorstElement {
+        coordinates: unflatten(k, &want.shape),
+        kernel: ran.output.data[k],
+        interpreter: want.data[k],
+    });
     Ok(RunReport {
         def: def.to_string(),
         dtype: options.dtype,
         output: ran.output,
         max_abs_error: abs,
         max_rel_error: rel,
+        scale,
+        max_scaled_error,
+        worst,
         compile_time,
         kernel_time: ran.elapsed,
         interp_time,
     })
+}
+
+/// The element of the output where the kernel is furthest from the interpreter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorstElement {
+    pub coordinates: Vec<usize>,
+    pub kernel: f64,
+    pub interpreter: f64,
+}
+
+/// The row-major coordinates of flat position `k` in `shape`.
+fn unflatten(mut k: usize, shape: &[usize]) -> Vec<usize> {
+    let mut coords = vec![0; shape.len()];
+    for (c, &extent) in coords.iter_mut().zip(shape).rev() {
+        if extent > 0 {
+            *c = k % extent;
+            k /= extent;
+        }
+    }
+    coords
 }
 
 /// Prints a run report, one fact per line.
