@@ -450,7 +450,8 @@ impl Machine {
     ) -> Result<usize, Diagnostic> {
         let whose = if per_thread { "per-thread " } else { "" };
         let found = self.hoisted.iter().rposition(|h| h.name == buf);
-        let Some(h) = found.map(|k| &self.hoisted[k]).filter(|h| {
+        let Some(k) = found.filter(|&k| {
+            let h = &self.hoisted[k];
             h.loop_var == loop_var
                 && h.per_thread == per_thread
                 && self.bufs.iter().rposition(|(b, _)| b == buf) == Some(h.pos)
@@ -463,13 +464,13 @@ impl Machine {
                 ),
             ));
         };
+        let h = &mut self.hoisted[k];
         if h.live {
             return Err(fault(
                 "E0921",
                 format!("the hoisted buffer `{buf}` is allocated again while in use"),
             ));
         }
-        let h = &mut self.hoisted[found.unwrap_or_default()];
         match h.len {
             Some(before) if before != n => Err(fault(
                 "E0921",
