@@ -13,6 +13,12 @@
 //! record afterwards: one source of truth, so a helper used only by an entry check
 //! (an `assume`) is emitted like any other.
 //!
+//! Temporaries are printed as the loop IR places them (`atl_lower`'s placement pass):
+//! a stack array, a heap allocation freed at the end of its block, or a hoisted heap
+//! buffer declared `NULL` in a block around the loop that holds it (an `omp parallel`
+//! region whose worksharing loop is that loop, when it is parallel) and allocated at
+//! first use. The printer does not choose among them.
+//!
 //! Names: every name of the loop IR is kept when it is a valid C identifier that
 //! collides with nothing (C keywords, the `atl_` prefix of the helpers, the symbol,
 //! the C library names the code uses, identifiers reserved by the C standard);
@@ -26,11 +32,10 @@ use std::fmt::Write as _;
 use atl_lang::index::IndexExpr;
 use atl_lang::ir::BinOp;
 use atl_lower::ir::{
-    Cond, For, Ix, IxOp, Kernel, LoopOrigin, PreconditionKind, Stmt, StoreOp, Val,
+    Cond, For, Ix, IxOp, Kernel, LoopOrigin, PreconditionKind, Stmt, Storage, StoreOp, Val,
 };
 
 use crate::Dtype;
-use crate::hoist::{self, HoistPlan};
 
 /// C keywords (C99, C11) and library names the generated code refers to.
 const RESERVED: &[&str] = &[
@@ -209,8 +214,6 @@ pub(crate) struct CPrinter<'k> {
     dtype: Dtype,
     symbol: String,
     names: Names,
-    /// Where heap temporaries are allocated (`crate::hoist`).
-    plan: HoistPlan,
     out: String,
     /// What the code printed so far needs.
     needs: Needs,
@@ -233,13 +236,11 @@ impl<'k> CPrinter<'k> {
     pub(crate) fn new(kernel: &'k Kernel, dtype: Dtype, symbol: &str) -> CPrinter<'k> {
         let mut names = Names::new(symbol);
         collect_names(kernel, &mut names);
-        let plan = hoist::plan(kernel, &on_heap);
         CPrinter {
             kernel,
             dtype,
             symbol: symbol.to_string(),
             names,
-            plan,
             out: String::new(),
             needs: RefCell::new(BTreeSet::new()),
         }
@@ -527,13 +528,14 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
     fn stmt(&mut self, s: &Stmt, depth: usize) {
         match s {
             Stmt::For(l) => {
-                let Some(bufs) = self.plan.region(l).map(<[String]>::to_vec) else {
+                if l.hoisted_buffers.is_empty() {
                     self.for_loop(l, depth, false);
                     return;
-                };
+                }
+                let bufs = &l.hoisted_buffers;
                 // Temporaries of the loop's body allocated once around it (per thread
                 // when it is parallel: the loop becomes the worksharing loop of a
-                // parallel region); see `crate::hoist`.
+                // parallel region); see `atl_lower`'s placement of temporaries.
                 let v = self.names.get(&l.var).to_string();
                 if l.parallel {
                     self.indent(depth);
@@ -547,13 +549,13 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     "{{ /* {whose} temporaries of the loop over {v}, allocated at first use */"
                 );
                 let t = self.t();
-                for b in &bufs {
+                for b in bufs {
                     let b = self.names.get(b).to_string();
                     self.indent(depth + 1);
                     let _ = writeln!(self.out, "{t} *restrict {b} = NULL;");
                 }
                 self.for_loop(l, depth + 1, l.parallel);
-                for b in &bufs {
+                for b in bufs {
                     let b = self.names.get(b).to_string();
                     self.indent(depth + 1);
                     let _ = writeln!(self.out, "free({b});");
@@ -585,13 +587,15 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 shape,
                 len,
                 zeroed,
+                storage,
                 body,
             } => {
                 let b = self.names.get(buf).to_string();
                 let t = self.t();
-                if let Ix::Const(n) = len
-                    && *n <= STACK_LIMIT
-                {
+                // A stack array's length is a constant (the loop-IR interpreter
+                // rejects any other; one that slipped through is printed as a heap
+                // allocation, which is correct whatever the length).
+                if let (Storage::Stack, Ix::Const(n)) = (storage, len) {
                     // A small constant-size temporary (a register tile) lives on the
                     // stack: no allocation per iteration, and the compiler may keep
                     // it in registers.
@@ -609,15 +613,15 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     return;
                 }
                 let n = self.ix(len);
-                if let Some(at) = self.plan.hoisted(buf).cloned() {
-                    // Declared (as NULL) around the loop over `at.loop_var`: allocated
-                    // at the first execution, reused after (zeroed again if zeroed).
-                    let v = self.names.get(&at.loop_var).to_string();
-                    let whose = if at.per_thread {
-                        "this thread's"
-                    } else {
-                        "one"
-                    };
+                if let Storage::Hoisted {
+                    loop_var,
+                    per_thread,
+                } = storage
+                {
+                    // Declared (as NULL) around the loop over `loop_var`: allocated at
+                    // the first execution, reused after (zeroed again if zeroed).
+                    let v = self.names.get(loop_var).to_string();
+                    let whose = if *per_thread { "this thread's" } else { "one" };
                     self.indent(depth);
                     let _ = writeln!(
                         self.out,
@@ -724,7 +728,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
     /// `gen` loop with bounds independent of it is collapsed with it, so that a short
     /// outer extent (a batch of 8) still gives every thread work.
     /// `in_region`: a parallel loop is the worksharing `omp for` of a region already
-    /// opened around it (see `crate::hoist`).
+    /// opened around it (its [`For::hoisted_buffers`]).
     fn pragmas(&mut self, l: &For, depth: usize, in_region: bool) {
         // OpenMP wants one directive per loop: a loop that is both parallel and
         // vector gets the combined `parallel for simd`, and a collapsed inner loop
@@ -736,9 +740,9 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                         && !inner.vector
                         && !inner.unroll
                         && !inner.parallel
-                        && !ix_mentions(&inner.lo, &l.var)
-                        && !ix_mentions(&inner.hi, &l.var)
-                        && self.plan.region(inner).is_none() =>
+                        && !inner.lo.mentions(&l.var)
+                        && !inner.hi.mentions(&l.var)
+                        && inner.hoisted_buffers.is_empty() =>
                 {
                     " collapse(2)"
                 }
@@ -1017,30 +1021,15 @@ fn used_names(k: &Kernel) -> HashSet<String> {
     used
 }
 
-/// Whether the kernel has a temporary that is not a stack array.
+/// Whether the kernel has a temporary that is not a stack array (printed as one).
 fn heap_allocates(k: &Kernel) -> bool {
     let mut found = false;
-    k.walk(&mut |s| found |= matches!(s, Stmt::Alloc { len, .. } if on_heap(len)));
+    k.walk(&mut |s| {
+        found |= matches!(s, Stmt::Alloc { storage, len, .. }
+            if !(matches!(storage, Storage::Stack) && matches!(len, Ix::Const(_))))
+    });
     found
 }
-
-/// Whether a temporary of this length is allocated on the heap (not a stack array).
-fn on_heap(len: &Ix) -> bool {
-    !matches!(len, Ix::Const(n) if *n <= STACK_LIMIT)
-}
-
-/// Whether an index expression mentions the variable `v`.
-pub(crate) fn ix_mentions(ix: &Ix, v: &str) -> bool {
-    match ix {
-        Ix::Const(_) => false,
-        Ix::Var(x) => x == v,
-        Ix::Neg(a) => ix_mentions(a, v),
-        Ix::Bin(_, a, b) => ix_mentions(a, v) || ix_mentions(b, v),
-    }
-}
-
-/// Temporaries with a constant length up to this many elements are stack arrays.
-const STACK_LIMIT: i64 = 4096;
 
 fn op_str(op: StoreOp) -> &'static str {
     match op {

@@ -22,7 +22,6 @@ mod compile;
 mod cprint;
 #[allow(unsafe_code)]
 mod ffi;
-mod hoist;
 mod run;
 
 use atl_lang::diag::Diagnostic;

@@ -1,6 +1,6 @@
 //! Heap temporaries (`let` buffers whose length is not a small constant) inside loops
 //! are allocated once around those loops, and once per thread around a parallel loop,
-//! not once per iteration (`emit_c/src/hoist.rs`). These kernels reuse one buffer
+//! not once per iteration (`lower/src/placement.rs`). These kernels reuse one buffer
 //! across iterations, so they are compared with the reference interpreter with real
 //! threads (OpenMP) at sizes where every thread runs several iterations: a buffer
 //! shared between threads, or a zeroed buffer not zeroed again, gives a wrong result.

@@ -9,7 +9,14 @@
 //!   positive divisor (E0924);
 //! - no element is read before it is written (E0922): allocations that are not zeroed
 //!   start uninitialized, and so does the output;
-//! - the kernel writes every element of the output (E0923), as the ABI promises.
+//! - the kernel writes every element of the output (E0923), as the ABI promises;
+//! - the placement of temporaries holds (`crate::placement`): a hoisted `alloc` finds
+//!   its buffer declared by the loop it names, with the same parallelism, and asks for
+//!   the same length at every execution (E0921). A hoisted buffer is fresh at every
+//!   execution of its `alloc` (uninitialized or zeroed), as any other, so E0922 still
+//!   catches a read of what an earlier execution left; a shared one outlives the
+//!   iterations of the loops inside its loop (E0925 applies to it), a per-thread one
+//!   is private to each iteration of its parallel loop.
 //!
 //! Values are `f64`, so a run compares with the reference interpreter up to the
 //! order of floating-point operations. Size and input problems are reported with the
@@ -22,7 +29,9 @@ use atl_lang::index::{IndexExpr, floor_div, floor_mod};
 use atl_lang::interp::Tensor;
 use atl_lang::ir::BinOp;
 
-use crate::ir::{Cond, Coord, Ix, IxOp, Kernel, PreconditionKind, Stmt, StoreOp, Val};
+use crate::ir::{
+    Cond, Coord, For, Ix, IxOp, Kernel, PreconditionKind, Stmt, Storage, StoreOp, Val,
+};
 use crate::print::ix_to_string;
 
 /// The concrete shapes of a call: size values in ABI order, input shapes in ABI order,
@@ -47,6 +56,7 @@ pub fn check_call(
         scalars: Vec::new(),
         bufs: Vec::new(),
         parallel: Vec::new(),
+        hoisted: Vec::new(),
     };
     let mut values = Vec::new();
     for s in &kernel.sizes {
@@ -126,6 +136,7 @@ pub fn run_kernel(
         scalars: Vec::new(),
         bufs: Vec::new(),
         parallel: Vec::new(),
+        hoisted: Vec::new(),
     };
     for decl in &kernel.inputs {
         let t = &inputs[&decl.name];
@@ -175,6 +186,23 @@ struct Machine {
     /// The annotated loops being run (outermost first), whose iterations must write
     /// disjoint elements of the buffers that existed when the loop started.
     parallel: Vec<DisjointWrites>,
+    /// The hoisted buffers declared by the loops being run (outermost first).
+    hoisted: Vec<HoistedBuffer>,
+}
+
+/// A buffer declared around a loop ([`For::hoisted_buffers`]) for the hoisted
+/// `alloc`s of its body.
+struct HoistedBuffer {
+    name: String,
+    /// The loop declaring it, and whether that loop is parallel (one per thread).
+    loop_var: String,
+    per_thread: bool,
+    /// Its entry in [`Machine::bufs`]: empty except while one of its `alloc`s runs.
+    pos: usize,
+    /// The length of its first allocation.
+    len: Option<usize>,
+    /// Whether one of its `alloc`s is running.
+    live: bool,
 }
 
 /// The writes of a `parallel` or `vector` loop, by iteration.
@@ -302,11 +330,20 @@ impl Machine {
         let len = self.bufs[pos].1.len();
         match usize::try_from(flat) {
             Ok(k) if k < len => Ok((pos, k)),
-            _ => Err(fault(
-                "E0921",
-                format!("`{buf}[{flat}]` is outside its {len} elements"),
-            )),
+            _ => Err(self.outside(buf, pos, &format!("`{buf}[{flat}]`"))),
         }
+    }
+
+    /// The fault of an access of `what` outside the buffer at `pos`.
+    fn outside(&self, buf: &str, pos: usize, what: &str) -> Diagnostic {
+        if self.hoisted.iter().any(|h| h.pos == pos && !h.live) {
+            return fault(
+                "E0921",
+                format!("{what}: the hoisted buffer `{buf}` is only live inside its `alloc`"),
+            );
+        }
+        let len = self.bufs[pos].1.len();
+        fault("E0921", format!("{what} is outside its {len} elements"))
     }
 
     fn val(&self, v: &Val) -> Result<f64, Diagnostic> {
@@ -385,6 +422,79 @@ impl Machine {
         Ok(())
     }
 
+    /// Declares the hoisted buffers of loop `l` (unallocated).
+    fn declare_hoisted(&mut self, l: &For) {
+        for name in &l.hoisted_buffers {
+            self.hoisted.push(HoistedBuffer {
+                name: name.clone(),
+                loop_var: l.var.clone(),
+                per_thread: l.parallel,
+                pos: self.bufs.len(),
+                len: None,
+                live: false,
+            });
+            self.bufs.push((name.clone(), Vec::new()));
+        }
+    }
+
+    /// The position in `bufs` of the hoisted buffer an `alloc` of `buf` with `n`
+    /// elements uses, placed in the loop over `loop_var` (`per_thread`), after
+    /// checking the placement: declared by that loop, not shadowed, not in use, and
+    /// of the same length at every execution.
+    fn hoisted_buffer(
+        &mut self,
+        buf: &str,
+        loop_var: &str,
+        per_thread: bool,
+        n: usize,
+    ) -> Result<usize, Diagnostic> {
+        let whose = if per_thread { "per-thread " } else { "" };
+        let found = self.hoisted.iter().rposition(|h| h.name == buf);
+        let Some(k) = found.filter(|&k| {
+            let h = &self.hoisted[k];
+            h.loop_var == loop_var
+                && h.per_thread == per_thread
+                && self.bufs.iter().rposition(|(b, _)| b == buf) == Some(h.pos)
+        }) else {
+            return Err(fault(
+                "E0921",
+                format!(
+                    "`{buf}` is placed in the {whose}buffer of the loop over `{loop_var}`, \
+                     which no enclosing loop declares"
+                ),
+            ));
+        };
+        let h = &mut self.hoisted[k];
+        if h.live {
+            return Err(fault(
+                "E0921",
+                format!("the hoisted buffer `{buf}` is allocated again while in use"),
+            ));
+        }
+        match h.len {
+            Some(before) if before != n => Err(fault(
+                "E0921",
+                format!(
+                    "the hoisted buffer `{buf}` is allocated with {before} elements, then \
+                     with {n}: one buffer cannot serve both"
+                ),
+            )),
+            _ => {
+                h.len = Some(n);
+                h.live = true;
+                Ok(h.pos)
+            }
+        }
+    }
+
+    /// Ends the use of a hoisted buffer by its `alloc` (at `pos` in `bufs`).
+    fn release_hoisted(&mut self, pos: usize) {
+        self.bufs[pos].1 = Vec::new();
+        if let Some(h) = self.hoisted.iter_mut().rfind(|h| h.pos == pos) {
+            h.live = false;
+        }
+    }
+
     fn block(&mut self, stmts: &[Stmt]) -> Result<(), Diagnostic> {
         let mark = self.scalars.len();
         for s in stmts {
@@ -399,6 +509,15 @@ impl Machine {
             Stmt::For(l) => {
                 let (lo, hi) = (self.ix(&l.lo)?, self.ix(&l.hi)?);
                 let checked = l.parallel || l.vector;
+                // Each thread of a parallel loop has its own hoisted buffers, so they
+                // are private to an iteration: declared after the loop's record of
+                // the buffers that outlive an iteration. Shared ones (a sequential
+                // loop, or lanes of a `vector` loop) are declared before it.
+                let private = l.parallel && !l.vector;
+                let (bufs_mark, hoisted_mark) = (self.bufs.len(), self.hoisted.len());
+                if !private {
+                    self.declare_hoisted(l);
+                }
                 if checked {
                     self.parallel.push(DisjointWrites {
                         var: l.var.clone(),
@@ -406,6 +525,9 @@ impl Machine {
                         iteration: lo,
                         written: HashMap::new(),
                     });
+                }
+                if private {
+                    self.declare_hoisted(l);
                 }
                 let mut i = lo;
                 let mut result = Ok(());
@@ -424,6 +546,8 @@ impl Machine {
                 if checked {
                     self.parallel.pop();
                 }
+                self.bufs.truncate(bufs_mark);
+                self.hoisted.truncate(hoisted_mark);
                 result?;
             }
             Stmt::If {
@@ -441,6 +565,7 @@ impl Machine {
                 buf,
                 len,
                 zeroed,
+                storage,
                 body,
                 ..
             } => {
@@ -448,6 +573,32 @@ impl Machine {
                 let n = usize::try_from(n)
                     .map_err(|_| fault("E0921", format!("`{buf}` has negative length {n}")))?;
                 let init = if *zeroed { Some(0.0) } else { None };
+                match storage {
+                    Storage::Heap => {}
+                    Storage::Stack => {
+                        if !matches!(len, Ix::Const(_)) {
+                            return Err(fault(
+                                "E0921",
+                                format!(
+                                    "`{buf}` is a stack array of non-constant length {}",
+                                    ix_to_string(len)
+                                ),
+                            ));
+                        }
+                    }
+                    Storage::Hoisted {
+                        loop_var,
+                        per_thread,
+                    } => {
+                        // Fresh at every execution, in the buffer declared around the
+                        // loop: the same meaning as an allocation here.
+                        let pos = self.hoisted_buffer(buf, loop_var, *per_thread, n)?;
+                        self.bufs[pos].1 = vec![init; n];
+                        let r = self.block(body);
+                        self.release_hoisted(pos);
+                        return r;
+                    }
+                }
                 self.bufs.push((buf.clone(), vec![init; n]));
                 let r = self.block(body);
                 self.bufs.pop();
@@ -508,13 +659,14 @@ impl Machine {
                     .iter()
                     .rposition(|(b, _)| b == buf)
                     .ok_or_else(|| fault("E0921", format!("buffer `{buf}` is not allocated")))?;
-                let data = &mut self.bufs[pos].1;
-                if usize::try_from(n).ok() != Some(data.len()) {
-                    return Err(fault(
-                        "E0921",
-                        format!("fill of {n} elements of `{buf}`, which has {}", data.len()),
+                if usize::try_from(n).ok() != Some(self.bufs[pos].1.len()) {
+                    return Err(self.outside(
+                        buf,
+                        pos,
+                        &format!("a fill of {n} elements of `{buf}`"),
                     ));
                 }
+                let data = &mut self.bufs[pos].1;
                 data.iter_mut().for_each(|x| *x = Some(*value));
                 for k in 0..self.bufs[pos].1.len() {
                     self.record_write(pos, k)?;

@@ -5,7 +5,10 @@
 //! close to the restricted C of thesis Figure 5.4 — `for`, `if`, scoped allocation,
 //! scalar temporaries, assign (`=`) and accumulate (`+=`) stores — so that printing C
 //! from it is a direct transcription, and so that the loop-IR interpreter
-//! ([`crate::interp`]) gives the C code's meaning without a C compiler.
+//! ([`crate::interp`]) gives the C code's meaning without a C compiler. Where each
+//! temporary lives is part of the IR too ([`Storage`]: the stack, the heap, or a heap
+//! buffer hoisted around a loop, [`For::hoisted_buffers`], one per thread around a
+//! parallel loop), decided by [`crate::placement`], so the C printer decides nothing.
 //!
 //! Index arithmetic has its own small language ([`Ix`]) because C's `/` and `%`
 //! truncate while ATL's floor: lowering picks [`IxOp::DivNat`]/[`IxOp::ModNat`] (C's
@@ -120,6 +123,16 @@ pub enum IxOp {
 impl Ix {
     pub fn bin(op: IxOp, a: Ix, b: Ix) -> Ix {
         Ix::Bin(op, Box::new(a), Box::new(b))
+    }
+
+    /// Whether the expression mentions the variable `v`.
+    pub fn mentions(&self, v: &str) -> bool {
+        match self {
+            Ix::Const(_) => false,
+            Ix::Var(x) => x == v,
+            Ix::Neg(a) => a.mentions(v),
+            Ix::Bin(_, a, b) => a.mentions(v) || b.mentions(v),
+        }
     }
 
     /// Whether any operator is one of those the C printer implements with a helper.
@@ -243,6 +256,30 @@ pub struct For {
     pub parallel: bool,
     pub vector: bool,
     pub unroll: bool,
+    /// Heap buffers declared, not yet allocated, in a block around this loop and freed
+    /// after it: the [`Stmt::Alloc`]s of its body whose storage is
+    /// [`Storage::Hoisted`] naming this loop allocate them at their first execution
+    /// and reuse them after (placed by [`crate::placement`]). When the loop is
+    /// `parallel`, every thread has buffers of its own: the block is a parallel region
+    /// (`omp parallel`) and the loop its worksharing loop (`omp for`).
+    pub hoisted_buffers: Vec<String>,
+}
+
+/// Where the memory of a [`Stmt::Alloc`] comes from (decided by
+/// [`crate::placement`]). Whichever it is, the buffer is fresh for every execution
+/// of the `Alloc`, uninitialized or zeroed: only the cost differs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// Heap memory allocated when the `Alloc` starts and freed when it ends (what
+    /// lowering produces, before placement).
+    Heap,
+    /// A stack array; the length is a constant.
+    Stack,
+    /// The heap buffer of the same name declared by the enclosing loop over
+    /// `loop_var` ([`For::hoisted_buffers`]): allocated at the first execution of the
+    /// `Alloc`, reused (and zeroed again, when zeroed) by the later ones.
+    /// `per_thread`: that loop is parallel and every thread has its own buffer.
+    Hoisted { loop_var: String, per_thread: bool },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -254,12 +291,14 @@ pub enum Stmt {
         then_branch: Vec<Stmt>,
         else_branch: Vec<Stmt>,
     },
-    /// A buffer of `len` elements live for `body` (zeroed or uninitialized).
+    /// A buffer of `len` elements live for `body` (zeroed or uninitialized), held in
+    /// `storage`.
     Alloc {
         buf: String,
         shape: Vec<IndexExpr>,
         len: Ix,
         zeroed: bool,
+        storage: Storage,
         body: Vec<Stmt>,
     },
     /// A scalar temporary, live until the end of the enclosing block.

@@ -4,7 +4,9 @@
 //! Pipeline: [`normalize_def`] (definitions bound by `let`, tensor leaves and tensor
 //! arithmetic expanded into `gen`s, accesses pushed down to inputs and buffers,
 //! unique binders) → destination-passing lowering with reindexers as data
-//! ([`reindex`]) → a [`ir::Kernel`]. [`print::kernel_to_string`] shows it and
+//! ([`reindex`]) → loop annotations → placement of temporaries ([`place_temporaries`]:
+//! stack, heap, or hoisted out of loops, per thread in parallel ones) → a
+//! [`ir::Kernel`]. [`print::kernel_to_string`] shows it and
 //! [`interp::run_kernel`] runs it, checking every access, so lowering is testable
 //! without a C compiler.
 //!
@@ -23,6 +25,7 @@ pub mod ir;
 mod lowering;
 mod normalize;
 mod overflow;
+mod placement;
 pub mod print;
 mod prove;
 pub mod reindex;
@@ -36,6 +39,7 @@ use atl_solver::{Solver, SolverConfig};
 pub use interp::{CallShapes, check_call, run_kernel};
 pub use ir::Kernel;
 pub use lowering::LowerOptions;
+pub use placement::place as place_temporaries;
 pub use print::kernel_to_string;
 
 /// A solver that answers from its fast path only: lowering's questions (bounds,

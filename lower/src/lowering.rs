@@ -34,7 +34,7 @@ use atl_lang::shapes::{Shape, ShapeEnv};
 
 use crate::ir::{
     BufferDecl, Cond, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Precondition,
-    PreconditionKind, Stmt, StoreOp, Val,
+    PreconditionKind, Stmt, Storage, StoreOp, Val,
 };
 use crate::normalize::{internal, is_leaf_chain, normalize_def, used_defs};
 use crate::prove::{Prover, Residual, negate};
@@ -159,6 +159,9 @@ pub(crate) fn lower(
         body,
         source: expr,
     };
+    // Where each temporary lives: on the stack, or on the heap, allocated once around
+    // the loops it sits in (after the annotations, which decide the parallel loops).
+    crate::placement::place(&mut kernel);
     // Sizes for which some index expression (entry checks included) could overflow
     // `int64_t` are refused on entry, right after the sizes' `>= 1`.
     let bounds = crate::overflow::size_bounds(&kernel)?;
@@ -451,6 +454,7 @@ impl Lowerer<'_, '_> {
             parallel: false,
             vector: false,
             unroll: false,
+            hoisted_buffers: Vec::new(),
         })])
     }
 
@@ -724,6 +728,7 @@ impl Lowerer<'_, '_> {
             shape: dims,
             len: Ix::Const(len),
             zeroed: false,
+            storage: Storage::Heap,
             body: inner,
         }])
     }
@@ -820,6 +825,7 @@ impl Lowerer<'_, '_> {
             shape: dims,
             len,
             zeroed,
+            storage: Storage::Heap,
             body: inner,
         }])
     }

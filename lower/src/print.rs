@@ -5,14 +5,17 @@
 //! implements with helpers are shown as calls (`floordiv(a, b)`, `floormod(a, b)`,
 //! `cdiv(a, b)`, `min`, `max`), C's truncating operators as `/` and `%`. Each store
 //! is followed by the coordinates it writes (`@ (i, j)`), and loops show where they
-//! come from (`gen`, `sum`, `zero`) and their annotations.
+//! come from (`gen`, `sum`, `zero`) and their annotations. Where temporaries live
+//! shows where it is not the default: a loop lists the heap buffers declared around
+//! it (`; buffers: t`, `; buffers per thread: t` for a parallel loop), and an `alloc`
+//! placed in one of them says so (`# in the buffer of loop k`).
 
 use std::fmt::Write as _;
 
 use atl_lang::index::CmpOp;
 use atl_lang::pretty::format_lit;
 
-use crate::ir::{Cond, Coord, Ix, IxOp, Kernel, LoopOrigin, Stmt, StoreOp, Val};
+use crate::ir::{Cond, Coord, Ix, IxOp, Kernel, LoopOrigin, Stmt, Storage, StoreOp, Val};
 
 /// Prints a kernel.
 pub fn kernel_to_string(k: &Kernel) -> String {
@@ -81,13 +84,18 @@ impl Printer {
                 if l.unroll {
                     notes.push("unroll");
                 }
+                let mut notes = notes.join(", ");
+                if !l.hoisted_buffers.is_empty() {
+                    // The heap buffers declared around the loop (`crate::placement`).
+                    let whose = if l.parallel { " per thread" } else { "" };
+                    let _ = write!(notes, "; buffers{whose}: {}", l.hoisted_buffers.join(", "));
+                }
                 let _ = writeln!(
                     self.out,
-                    "for {} in {}..{} {{  # {}",
+                    "for {} in {}..{} {{  # {notes}",
                     l.var,
                     ix_to_string(&l.lo),
                     ix_to_string(&l.hi),
-                    notes.join(", ")
                 );
                 self.block(&l.body, depth + 1);
                 self.indent(depth);
@@ -113,11 +121,24 @@ impl Printer {
                 shape,
                 len,
                 zeroed,
+                storage,
                 body,
             } => {
+                // Stack and heap storage are not shown: they follow from the length
+                // (a small constant is a stack array).
+                let place = match storage {
+                    Storage::Heap | Storage::Stack => String::new(),
+                    Storage::Hoisted {
+                        loop_var,
+                        per_thread,
+                    } => {
+                        let whose = if *per_thread { "per-thread " } else { "" };
+                        format!("  # in the {whose}buffer of loop {loop_var}")
+                    }
+                };
                 let _ = writeln!(
                     self.out,
-                    "alloc {buf}{} = {}[{}] {{",
+                    "alloc {buf}{} = {}[{}] {{{place}",
                     shape_str(shape),
                     if *zeroed { "zeros" } else { "uninit" },
                     ix_to_string(len)
