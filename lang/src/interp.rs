@@ -82,6 +82,7 @@ use rayon::prelude::*;
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexEvalError, IndexExpr, IndexOp, Pred, apply_index_op};
 use crate::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
+use crate::reshape::{self, Concrete, ReshapeOp};
 use crate::shapes::{Shape, ShapeEnv, infer_with_lets, show_shape};
 use crate::span::Span;
 // `Tensor` lives in its own module; these paths stay for the crates that name them here.
@@ -1140,8 +1141,7 @@ impl<'a> Compiler<'a> {
             ExprKind::Concat(a, b) => {
                 let a = Box::new(self.compile(a)?);
                 let b = Box::new(self.compile(b)?);
-                let (Some((&na, ra)), Some((&nb, rb))) =
-                    (a.shape.split_first(), b.shape.split_first())
+                let (Some((_, ra)), Some((_, rb))) = (a.shape.split_first(), b.shape.split_first())
                 else {
                     return Err(mismatch(span, "`concat` needs two tensors, not scalars"));
                 };
@@ -1155,11 +1155,13 @@ impl<'a> Compiler<'a> {
                         ),
                     ));
                 }
-                let mut shape = vec![
-                    na.checked_add(nb)
-                        .ok_or_else(|| too_big(span, &[], self.limit))?,
-                ];
-                shape.extend_from_slice(ra);
+                let shape = reshape::result_shape(
+                    &Concrete,
+                    ReshapeOp::Concat,
+                    &[&a.shape, &b.shape],
+                    None,
+                )
+                .ok_or_else(|| too_big(span, &[], self.limit))?;
                 self.node(Kind::Concat(a, b), shape, span)
             }
             ExprKind::Transpose(a) => {
@@ -1173,13 +1175,14 @@ impl<'a> Compiler<'a> {
                         ),
                     ));
                 }
-                let mut shape = a.shape.clone();
-                shape.swap(0, 1);
+                let shape =
+                    reshape::result_shape(&Concrete, ReshapeOp::Transpose, &[&a.shape], None)
+                        .ok_or_else(|| internal(span, "a transposition"))?;
                 self.node(Kind::Transpose(a), shape, span)
             }
             ExprKind::Flatten(a) => {
                 let a = Box::new(self.compile(a)?);
-                let [n, m, rest @ ..] = a.shape.as_slice() else {
+                let [_, _, ..] = a.shape.as_slice() else {
                     return Err(mismatch(
                         span,
                         format!(
@@ -1188,11 +1191,8 @@ impl<'a> Compiler<'a> {
                         ),
                     ));
                 };
-                let mut shape = vec![
-                    n.checked_mul(*m)
-                        .ok_or_else(|| too_big(span, &a.shape, self.limit))?,
-                ];
-                shape.extend_from_slice(rest);
+                let shape = reshape::result_shape(&Concrete, ReshapeOp::Flatten, &[&a.shape], None)
+                    .ok_or_else(|| too_big(span, &a.shape, self.limit))?;
                 self.node(Kind::Flatten(a), shape, span)
             }
             ExprKind::Amount { op, amount, arg } => self.compile_amount(*op, amount, arg, span),
@@ -1265,7 +1265,7 @@ impl<'a> Compiler<'a> {
         span: Span,
     ) -> Result<Node, Diagnostic> {
         let arg = Box::new(self.compile(arg)?);
-        let Some((&n, rest)) = arg.shape.split_first() else {
+        let Some(&n) = arg.shape.first() else {
             return Err(mismatch(
                 span,
                 format!("`{}` needs a tensor, not a scalar", op.name()),
@@ -1282,32 +1282,26 @@ impl<'a> Compiler<'a> {
                 ),
             ));
         };
-        let big = || too_big(span, &arg.shape, self.limit);
-        let mut shape = match op {
-            AmountOp::Split => {
-                if k == 0 {
-                    return Err(bad_amount(
-                        span,
-                        "`split` needs a row length of at least 1, got 0",
-                    ));
-                }
-                vec![n.div_ceil(k), k]
-            }
-            AmountOp::PadL | AmountOp::PadR => vec![n.checked_add(k).ok_or_else(big)?],
-            AmountOp::TruncL | AmountOp::TruncR => {
-                let Some(left) = n.checked_sub(k) else {
-                    return Err(bad_amount(
+        if op == AmountOp::Split && k == 0 {
+            return Err(bad_amount(
+                span,
+                "`split` needs a row length of at least 1, got 0",
+            ));
+        }
+        let shape =
+            reshape::result_shape(&Concrete, ReshapeOp::Amount(op), &[&arg.shape], Some(&k))
+                .ok_or_else(|| match op {
+                    AmountOp::TruncL | AmountOp::TruncR => bad_amount(
                         span,
                         format!(
                             "`{}` cannot drop {k} elements from an extent of {n}",
                             op.name()
                         ),
-                    ));
-                };
-                vec![left]
-            }
-        };
-        shape.extend_from_slice(rest);
+                    ),
+                    // Otherwise the extent overflowed (a pad; a `split` by a positive
+                    // length always has a shape).
+                    _ => too_big(span, &arg.shape, self.limit),
+                })?;
         self.node(Kind::Amount { op, amount, k, arg }, shape, span)
     }
 }

@@ -14,6 +14,7 @@ pub mod lexer;
 pub mod parser;
 pub mod poly;
 pub mod pretty;
+pub mod reshape;
 pub mod resolve;
 pub mod rng;
 pub mod shapes;

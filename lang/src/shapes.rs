@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexExpr, Pred};
 use crate::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
-use crate::poly::{Poly, normalize, same};
+use crate::poly::{normalize, same};
+use crate::reshape::{self, ReshapeOp, Symbolic};
 use crate::span::Span;
 
 /// A static shape: extents, outermost first, normalized.
@@ -97,16 +98,9 @@ fn check_amount(
         .with_help("reshape amounts must be built from sizes and constants"));
     }
     if let Some(c) = k.as_const() {
-        let bad_const = match op {
-            AmountOp::Split => c <= 0,
-            _ => c < 0,
-        };
-        if bad_const {
-            let need = if op == AmountOp::Split {
-                "positive"
-            } else {
-                "non-negative"
-            };
+        let min = reshape::min_amount(op);
+        if c < min {
+            let need = if min > 0 { "positive" } else { "non-negative" };
             return Err(Diagnostic::error(
                 "E0409",
                 format!("`{}` needs a {need} amount, got {c}", op.name()),
@@ -139,7 +133,6 @@ fn amount_obligations(
     span: Span,
     obl: &mut Vec<ShapeObligation>,
 ) {
-    let name = op.name();
     let mut push = |pred: Pred, what: String| {
         // Constant facts were decided by `check_amount` and the trunc check.
         if let Pred::Cmp(_, a, b) = &pred
@@ -151,25 +144,8 @@ fn amount_obligations(
         }
         obl.push(ShapeObligation { pred, span, what });
     };
-    match op {
-        AmountOp::Split => push(
-            Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(1)),
-            format!("the row length `{k}` of `{name}` (at least 1)"),
-        ),
-        AmountOp::PadL | AmountOp::PadR => push(
-            Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(0)),
-            format!("the amount `{k}` of `{name}` (at least 0)"),
-        ),
-        AmountOp::TruncL | AmountOp::TruncR => {
-            push(
-                Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(0)),
-                format!("the amount `{k}` of `{name}` (at least 0)"),
-            );
-            push(
-                Pred::cmp(CmpOp::Le, k.clone(), n.clone()),
-                format!("the amount `{k}` of `{name}` (at most the extent `{n}`)"),
-            );
-        }
+    for (pred, what) in reshape::amount_requirements(op, k, n) {
+        push(pred, what);
     }
 }
 
@@ -362,9 +338,7 @@ fn infer_obl(
                 .with_secondary(a.span, format!("shape {}", show_shape(&sa)))
                 .with_secondary(b.span, format!("shape {}", show_shape(&sb))));
             }
-            let mut out = vec![normalize(&IndexExpr::add(sa[0].clone(), sb[0].clone()))];
-            out.extend(sa[1..].iter().cloned());
-            Ok(out)
+            Ok(symbolic_shape(ReshapeOp::Concat, &[&sa, &sb], None))
         }
         ExprKind::Transpose(a) | ExprKind::Flatten(a) => {
             let s = infer_obl(env, lets, a, obl)?;
@@ -383,14 +357,12 @@ fn infer_obl(
                 )
                 .at(a.span, format!("shape {}", show_shape(&s))));
             }
-            let mut out = s.clone();
-            if matches!(e.kind, ExprKind::Transpose(_)) {
-                out.swap(0, 1);
+            let op = if matches!(e.kind, ExprKind::Transpose(_)) {
+                ReshapeOp::Transpose
             } else {
-                let merged = normalize(&IndexExpr::mul(s[0].clone(), s[1].clone()));
-                out.splice(0..2, [merged]);
-            }
-            Ok(out)
+                ReshapeOp::Flatten
+            };
+            Ok(symbolic_shape(op, &[&s], None))
         }
         ExprKind::Amount { op, amount, arg } => {
             let s = infer_obl(env, lets, arg, obl)?;
@@ -404,35 +376,25 @@ fn infer_obl(
             let k = check_amount(env, *op, amount, e.span)?;
             let n = s[0].clone();
             amount_obligations(*op, &k, &n, e.span, obl);
-            let mut out = Vec::with_capacity(s.len() + 1);
-            match op {
-                AmountOp::Split => {
-                    out.push(normalize(&IndexExpr::bin(
-                        crate::index::IndexOp::CDiv,
-                        n,
-                        k.clone(),
-                    )));
-                    out.push(k);
-                }
-                AmountOp::PadL | AmountOp::PadR => out.push(normalize(&IndexExpr::add(n, k))),
-                AmountOp::TruncL | AmountOp::TruncR => {
-                    let rest = normalize(&IndexExpr::sub(n.clone(), k.clone()));
-                    if let Some(c) = Poly::from_index(&rest).as_const()
-                        && c < 0
-                    {
-                        return Err(Diagnostic::error(
-                            "E0410",
-                            format!("`{}` drops {k} elements from a dimension of {n}", op.name()),
-                        )
-                        .at(e.span, "more than there are"));
-                    }
-                    out.push(rest);
-                }
-            }
-            out.extend(s[1..].iter().cloned());
-            Ok(out)
+            reshape::result_shape(&Symbolic, ReshapeOp::Amount(*op), &[&s], Some(&k)).ok_or_else(
+                || {
+                    // Only a truncation's difference can be a negative constant.
+                    Diagnostic::error(
+                        "E0410",
+                        format!("`{}` drops {k} elements from a dimension of {n}", op.name()),
+                    )
+                    .at(e.span, "more than there are")
+                },
+            )
         }
     }
+}
+
+/// The shape of a reshape operator whose symbolic rule cannot fail (everything but a
+/// truncation).
+fn symbolic_shape(op: ReshapeOp, operands: &[&[IndexExpr]], amount: Option<&IndexExpr>) -> Shape {
+    reshape::result_shape(&Symbolic, op, operands, amount)
+        .expect("symbolic sums, products and quotients always exist")
 }
 
 /// Infers the shapes of every definition; returns the environment with their shapes

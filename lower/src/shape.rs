@@ -10,8 +10,9 @@
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{IndexExpr, IndexOp};
-use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind};
+use atl_lang::ir::{BinOp, Expr, ExprKind};
 use atl_lang::poly::normalize;
+use atl_lang::reshape::{DimArith, ReshapeOp, result_shape};
 use atl_lang::shapes::{Shape, ShapeEnv};
 
 use crate::normalize::internal;
@@ -25,7 +26,6 @@ pub(crate) fn cshape(
     lets: &mut Vec<(String, Shape)>,
     prover: &Prover<'_>,
 ) -> Result<Shape, Diagnostic> {
-    let n = |x: IndexExpr| normalize(&x);
     Ok(match &e.kind {
         ExprKind::Lit(_) => Vec::new(),
         ExprKind::Input(x) => globals
@@ -73,48 +73,70 @@ pub(crate) fn cshape(
         ExprKind::Concat(a, b) => {
             let sa = cshape(a, globals, lets, prover)?;
             let sb = cshape(b, globals, lets, prover)?;
-            let (Some(x), Some(y)) = (sa.first(), sb.first()) else {
+            if sa.is_empty() || sb.is_empty() {
                 return Err(internal("concat of scalars"));
-            };
-            let mut s = vec![n(IndexExpr::add(x.clone(), y.clone()))];
-            s.extend(sa[1..].iter().cloned());
-            s
+            }
+            rule(prover, ReshapeOp::Concat, &[&sa, &sb], None)?
         }
         ExprKind::Transpose(a) => {
-            let mut s = cshape(a, globals, lets, prover)?;
+            let s = cshape(a, globals, lets, prover)?;
             if s.len() < 2 {
                 return Err(internal("transpose of rank < 2"));
             }
-            s.swap(0, 1);
-            s
+            rule(prover, ReshapeOp::Transpose, &[&s], None)?
         }
         ExprKind::Flatten(a) => {
             let s = cshape(a, globals, lets, prover)?;
             if s.len() < 2 {
                 return Err(internal("flatten of rank < 2"));
             }
-            let mut out = vec![n(IndexExpr::mul(s[0].clone(), s[1].clone()))];
-            out.extend(s[2..].iter().cloned());
-            out
+            rule(prover, ReshapeOp::Flatten, &[&s], None)?
         }
         ExprKind::Amount { op, amount, arg } => {
             let s = cshape(arg, globals, lets, prover)?;
-            let Some((first, rest)) = s.split_first() else {
+            if s.is_empty() {
                 return Err(internal("reshape of a scalar"));
-            };
-            let k = n(amount.clone());
-            let mut out = match op {
-                AmountOp::Split => vec![
-                    prover.clamp(&IndexExpr::bin(IndexOp::CDiv, first.clone(), k.clone())),
-                    k,
-                ],
-                AmountOp::PadL | AmountOp::PadR => vec![n(IndexExpr::add(first.clone(), k))],
-                AmountOp::TruncL | AmountOp::TruncR => {
-                    vec![n(IndexExpr::sub(first.clone(), k))]
-                }
-            };
-            out.extend(rest.iter().cloned());
-            out
+            }
+            let k = normalize(amount);
+            rule(prover, ReshapeOp::Amount(*op), &[&s], Some(&k))?
         }
     })
+}
+
+/// Lowering's dimension arithmetic: normalized index expressions, with `split`'s row
+/// count clamped at 0 like every run-time extent.
+struct RunTime<'p, 'q>(&'p Prover<'q>);
+
+impl DimArith for RunTime<'_, '_> {
+    type Dim = IndexExpr;
+
+    fn add(&self, a: &IndexExpr, b: &IndexExpr) -> Option<IndexExpr> {
+        Some(normalize(&IndexExpr::add(a.clone(), b.clone())))
+    }
+
+    fn sub(&self, a: &IndexExpr, b: &IndexExpr) -> Option<IndexExpr> {
+        Some(normalize(&IndexExpr::sub(a.clone(), b.clone())))
+    }
+
+    fn mul(&self, a: &IndexExpr, b: &IndexExpr) -> Option<IndexExpr> {
+        Some(normalize(&IndexExpr::mul(a.clone(), b.clone())))
+    }
+
+    fn cdiv(&self, a: &IndexExpr, b: &IndexExpr) -> Option<IndexExpr> {
+        Some(
+            self.0
+                .clamp(&IndexExpr::bin(IndexOp::CDiv, a.clone(), b.clone())),
+        )
+    }
+}
+
+/// The shared shape rule of a reshape operator at run time (it cannot fail here).
+fn rule(
+    prover: &Prover<'_>,
+    op: ReshapeOp,
+    operands: &[&[IndexExpr]],
+    amount: Option<&IndexExpr>,
+) -> Result<Shape, Diagnostic> {
+    result_shape(&RunTime(prover), op, operands, amount)
+        .ok_or_else(|| internal(format!("the shape of `{}`", op.name())))
 }
