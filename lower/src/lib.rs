@@ -20,13 +20,10 @@
 //! Library code never prints.
 
 mod annotate;
-pub mod interp;
-pub mod ir;
 mod lowering;
 mod normalize;
 mod overflow;
 mod placement;
-pub mod print;
 mod prove;
 pub mod reindex;
 mod shape;
@@ -36,6 +33,9 @@ use atl_lang::ir::{Expr, Program};
 use atl_lang::shapes::ShapeEnv;
 use atl_solver::{Solver, SolverConfig};
 
+// The loop IR lives in `atl-loopir` (so the validator can read it without this crate);
+// re-exported under its former paths.
+pub use atl_loopir::{interp, ir, print};
 pub use interp::{CallShapes, check_call, run_kernel};
 pub use ir::Kernel;
 pub use lowering::LowerOptions;

@@ -86,7 +86,8 @@ impl Printer {
                 }
                 let mut notes = notes.join(", ");
                 if !l.hoisted_buffers.is_empty() {
-                    // The heap buffers declared around the loop (`crate::placement`).
+                    // The heap buffers declared around the loop (by `atl-lower`'s
+                    // placement pass).
                     let whose = if l.parallel { " per thread" } else { "" };
                     let _ = write!(notes, "; buffers{whose}: {}", l.hoisted_buffers.join(", "));
                 }

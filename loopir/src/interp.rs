@@ -10,9 +10,9 @@
 //! - no element is read before it is written (E0922): allocations that are not zeroed
 //!   start uninitialized, and so does the output;
 //! - the kernel writes every element of the output (E0923), as the ABI promises;
-//! - the placement of temporaries holds (`crate::placement`): a hoisted `alloc` finds
-//!   its buffer declared by the loop it names, with the same parallelism, and asks for
-//!   the same length at every execution (E0921). A hoisted buffer is fresh at every
+//! - the placement of temporaries holds (`atl-lower`'s placement pass): a hoisted
+//!   `alloc` finds its buffer declared by the loop it names, with the same
+//!   parallelism, and asks for the same length at every execution (E0921). A hoisted buffer is fresh at every
 //!   execution of its `alloc` (uninitialized or zeroed), as any other, so E0922 still
 //!   catches a read of what an earlier execution left; a shared one outlives the
 //!   iterations of the loops inside its loop (E0925 applies to it), a per-thread one

@@ -8,7 +8,8 @@
 //! ([`crate::interp`]) gives the C code's meaning without a C compiler. Where each
 //! temporary lives is part of the IR too ([`Storage`]: the stack, the heap, or a heap
 //! buffer hoisted around a loop, [`For::hoisted_buffers`], one per thread around a
-//! parallel loop), decided by [`crate::placement`], so the C printer decides nothing.
+//! parallel loop), decided by the placement pass of `atl-lower`
+//! (`lower/src/placement.rs`), so the C printer decides nothing.
 //!
 //! Index arithmetic has its own small language ([`Ix`]) because C's `/` and `%`
 //! truncate while ATL's floor: lowering picks [`IxOp::DivNat`]/[`IxOp::ModNat`] (C's
@@ -78,8 +79,8 @@ pub enum PreconditionKind {
     /// An input extent is non-negative (E0605).
     InputExtent,
     /// A size is small enough for the kernel's `int64_t` index arithmetic not to
-    /// overflow (`size <= bound`, computed by `crate::overflow`; E0937). Checked
-    /// right after the sizes' `>= 1`, before any condition that computes.
+    /// overflow (`size <= bound`, computed by `atl-lower`'s overflow pass; E0937).
+    /// Checked right after the sizes' `>= 1`, before any condition that computes.
     IndexRange,
 }
 
@@ -249,8 +250,8 @@ pub struct For {
     pub hi: Ix,
     pub body: Vec<Stmt>,
     pub origin: LoopOrigin,
-    /// Scheduling annotations (set by [`crate::annotate`]); they never change the
-    /// meaning. `parallel`: iterations may run on different threads (`omp parallel
+    /// Scheduling annotations (set by `atl-lower`'s annotation pass,
+    /// `lower/src/annotate.rs`); they never change the meaning. `parallel`: iterations may run on different threads (`omp parallel
     /// for`); `vector`: iterations may run in SIMD lanes (`omp simd`); `unroll`: a
     /// small constant trip count worth unrolling.
     pub parallel: bool,
@@ -259,15 +260,15 @@ pub struct For {
     /// Heap buffers declared, not yet allocated, in a block around this loop and freed
     /// after it: the [`Stmt::Alloc`]s of its body whose storage is
     /// [`Storage::Hoisted`] naming this loop allocate them at their first execution
-    /// and reuse them after (placed by [`crate::placement`]). When the loop is
-    /// `parallel`, every thread has buffers of its own: the block is a parallel region
-    /// (`omp parallel`) and the loop its worksharing loop (`omp for`).
+    /// and reuse them after (placed by `atl-lower`'s placement pass). When the loop
+    /// is `parallel`, every thread has buffers of its own: the block is a parallel
+    /// region (`omp parallel`) and the loop its worksharing loop (`omp for`).
     pub hoisted_buffers: Vec<String>,
 }
 
-/// Where the memory of a [`Stmt::Alloc`] comes from (decided by
-/// [`crate::placement`]). Whichever it is, the buffer is fresh for every execution
-/// of the `Alloc`, uninitialized or zeroed: only the cost differs.
+/// Where the memory of a [`Stmt::Alloc`] comes from (decided by `atl-lower`'s
+/// placement pass). Whichever it is, the buffer is fresh for every execution of the
+/// `Alloc`, uninitialized or zeroed: only the cost differs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Storage {
     /// Heap memory allocated when the `Alloc` starts and freed when it ends (what

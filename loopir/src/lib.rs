@@ -1,0 +1,18 @@
+//! `atl-loopir`: the loop IR that lowering produces, the C emitter prints and the
+//! translation validator checks (DESIGN §6) — its data types ([`ir`]), its textual
+//! form ([`mod@print`]) and its checking interpreter ([`interp`]).
+//!
+//! It is a crate of its own, depending only on `atl-lang`, so that code which must be
+//! independent of the lowering passes (the validator, `atl-validate`) can read
+//! kernels without linking `atl-lower`. `atl-lower` re-exports the three modules
+//! under their former paths.
+//!
+//! Library code never prints.
+
+pub mod interp;
+pub mod ir;
+pub mod print;
+
+pub use interp::{CallShapes, check_call, run_kernel};
+pub use ir::Kernel;
+pub use print::kernel_to_string;
