@@ -1,0 +1,519 @@
+//! The obligations of a kernel, collected by walking it: for every access, its bounds
+//! per dimension and its flattening; for every C `/` and `%`, its natural-number side
+//! condition; for every allocation and fill, its length; and well-formedness (every
+//! name bound, every access of a buffer in scope with one coordinate per dimension,
+//! no store to an input).
+//!
+//! Each obligation carries its context: the sizes (each `>= 1`), the kernel's
+//! preconditions in the target's own arithmetic (what the C kernel checks on entry),
+//! the ranges of the enclosing loops, the conditions of the enclosing `if`s (negated
+//! in an `else`) and of the enclosing `select`s — but not of a `blend`, whose value is
+//! evaluated whatever its condition. An assignment satisfying the context is therefore
+//! a point the kernel reaches, and a counterexample is a real faulty execution.
+//!
+//! Extents are always the buffer's *declared* shape (the kernel's input and output
+//! declarations, an `alloc`'s shape), never the extents an access records: those are
+//! claims of the lowering, checked against the declaration by their own obligation.
+
+use std::fmt;
+
+use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, Val};
+use atl_solver::Facts;
+
+use crate::translate::{Scope, Translation};
+
+/// Which memory operation an obligation is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Load,
+    Store,
+}
+
+impl fmt::Display for AccessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AccessKind::Load => "load",
+            AccessKind::Store => "store",
+        })
+    }
+}
+
+/// One access: which operation, on which buffer, and its ordinal among the kernel's
+/// accesses of that kind (in the order of a depth-first walk, from 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub kind: AccessKind,
+    pub buffer: String,
+    pub ordinal: usize,
+    /// The access as printed (`o[i*m + j] @ (i, j)`).
+    pub text: String,
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} #{} `{}`", self.kind, self.ordinal, self.text)
+    }
+}
+
+/// What an obligation states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObligationKind {
+    /// (a) `0 <= coordinate < declared extent` in dimension `dim`.
+    Bounds { access: Access, dim: usize },
+    /// The extent an access records in dimension `dim` is the declared one.
+    RecordedExtent { access: Access, dim: usize },
+    /// (b) the flat index is the row-major position of the coordinates in the
+    /// declared shape.
+    Flattening { access: Access },
+    /// A C `/` or `%` (the loop IR's `DivNat`/`ModNat`) has a numerator `>= 0` and a
+    /// divisor `>= 1`, so it equals the floor operation it is translated to.
+    NaturalDivision { operation: String },
+    /// An `alloc`'s length is the number of elements of its declared shape.
+    AllocLength { buffer: String },
+    /// A fill `buf[0..len]` stays within the buffer.
+    FillLength { buffer: String },
+    /// Something that must not happen at all (an unbound name, an access to no
+    /// buffer or with the wrong number of coordinates, a store to an input): the goal
+    /// is `false`, so it is proved only where the context is unreachable.
+    WellFormed { problem: String },
+}
+
+impl fmt::Display for ObligationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ObligationKind::Bounds { access, dim } => {
+                write!(f, "bounds of {access}, dimension {dim}")
+            }
+            ObligationKind::RecordedExtent { access, dim } => {
+                write!(f, "recorded extent of {access}, dimension {dim}")
+            }
+            ObligationKind::Flattening { access } => write!(f, "flattening of {access}"),
+            ObligationKind::NaturalDivision { operation } => {
+                write!(f, "C division `{operation}` on naturals")
+            }
+            ObligationKind::AllocLength { buffer } => write!(f, "length of alloc `{buffer}`"),
+            ObligationKind::FillLength { buffer } => write!(f, "length of fill of `{buffer}`"),
+            ObligationKind::WellFormed { problem } => write!(f, "well-formed: {problem}"),
+        }
+    }
+}
+
+/// A goal to prove under a context.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Obligation {
+    pub kind: ObligationKind,
+    /// Where in the kernel (`for i > for j > if`).
+    pub location: String,
+    pub context: Facts,
+    pub goal: Pred,
+}
+
+impl fmt::Display for Obligation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.goal)?;
+        if !self.location.is_empty() {
+            write!(f, " [in {}]", self.location)?;
+        }
+        Ok(())
+    }
+}
+
+/// Who a buffer in scope is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Input,
+    Output,
+    Temporary,
+}
+
+struct Buffer {
+    name: String,
+    /// The declared shape, in the solver's names.
+    shape: Vec<IndexExpr>,
+    role: Role,
+}
+
+/// Every obligation of `kernel`, in the order of a depth-first walk.
+pub fn collect(kernel: &Kernel) -> Vec<Obligation> {
+    let mut c = Collector {
+        scope: Scope::new(&kernel.sizes),
+        sizes: kernel.sizes.clone(),
+        facts: Vec::new(),
+        buffers: Vec::new(),
+        path: Vec::new(),
+        out: Vec::new(),
+        loads: 0,
+        stores: 0,
+    };
+    // Preconditions, left to right as C checks them: each one's side conditions under
+    // the earlier ones, then it joins the context.
+    for pre in &kernel.preconditions {
+        let mut t = Translation::default();
+        let p = t.cond(&c.scope, &Pred::Bool(true), &pre.cond);
+        c.finish(t, "precondition");
+        c.facts.push(p);
+    }
+    for (decl, role) in kernel
+        .inputs
+        .iter()
+        .map(|d| (d, Role::Input))
+        .chain(std::iter::once((&kernel.output, Role::Output)))
+    {
+        let mut t = Translation::default();
+        let shape = decl.shape.iter().map(|e| t.index(&c.scope, e)).collect();
+        c.finish(t, &format!("shape of `{}`", decl.name));
+        c.buffers.push(Buffer {
+            name: decl.name.clone(),
+            shape,
+            role,
+        });
+    }
+    c.block(&kernel.body);
+    c.out
+}
+
+struct Collector {
+    scope: Scope,
+    sizes: Vec<String>,
+    /// The context: preconditions, loop ranges, `if` conditions.
+    facts: Vec<Pred>,
+    buffers: Vec<Buffer>,
+    path: Vec<String>,
+    out: Vec<Obligation>,
+    loads: usize,
+    stores: usize,
+}
+
+/// `a && b`, dropping a `true`.
+fn conj(a: &Pred, b: Pred) -> Pred {
+    match (a, &b) {
+        (Pred::Bool(true), _) => b,
+        (_, Pred::Bool(true)) => a.clone(),
+        _ => Pred::and(a.clone(), b),
+    }
+}
+
+fn le(a: IndexExpr, b: IndexExpr) -> Pred {
+    Pred::cmp(CmpOp::Le, a, b)
+}
+
+fn lt(a: IndexExpr, b: IndexExpr) -> Pred {
+    Pred::cmp(CmpOp::Lt, a, b)
+}
+
+/// The number of elements of a shape (`1` for rank 0).
+fn numel(shape: &[IndexExpr]) -> IndexExpr {
+    shape
+        .iter()
+        .cloned()
+        .reduce(|a, b| IndexExpr::bin(IndexOp::Mul, a, b))
+        .unwrap_or(IndexExpr::Const(1))
+}
+
+impl Collector {
+    fn location(&self) -> String {
+        self.path.join(" > ")
+    }
+
+    /// An obligation under the current context and `guard`.
+    fn push(&mut self, kind: ObligationKind, guard: &Pred, goal: Pred) {
+        let mut facts = self.facts.clone();
+        if *guard != Pred::Bool(true) {
+            facts.push(guard.clone());
+        }
+        self.out.push(Obligation {
+            kind,
+            location: self.location(),
+            context: Facts {
+                sizes: self.sizes.clone(),
+                facts,
+            },
+            goal,
+        });
+    }
+
+    /// The obligations a translation left: side conditions and unbound names.
+    fn finish(&mut self, t: Translation, what: &str) {
+        for sc in t.side_conditions {
+            self.push(
+                ObligationKind::NaturalDivision {
+                    operation: sc.operation,
+                },
+                &sc.guard,
+                sc.goal,
+            );
+        }
+        for name in t.unbound {
+            self.push(
+                ObligationKind::WellFormed {
+                    problem: format!("`{name}` in the {what} is bound by nothing"),
+                },
+                &Pred::Bool(true),
+                Pred::Bool(false),
+            );
+        }
+    }
+
+    fn ix(&mut self, guard: &Pred, ix: &Ix, what: &str) -> IndexExpr {
+        let mut t = Translation::default();
+        let e = t.ix(&self.scope, guard, ix);
+        self.finish(t, what);
+        e
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) {
+        for s in stmts {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let yes = Pred::Bool(true);
+        match s {
+            Stmt::For(l) => {
+                let lo = self.ix(&yes, &l.lo, "loop bound");
+                let hi = self.ix(&yes, &l.hi, "loop bound");
+                let var = self.scope.bind(&l.var);
+                let v = IndexExpr::var(var.clone());
+                self.facts.push(Pred::and(le(lo, v.clone()), lt(v, hi)));
+                self.path.push(format!("for {var}"));
+                self.block(&l.body);
+                self.path.pop();
+                self.facts.pop();
+                self.scope.unbind();
+            }
+            Stmt::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                let mut t = Translation::default();
+                let c = t.cond(&self.scope, &yes, cond);
+                self.finish(t, "condition");
+                self.facts.push(c.clone());
+                self.path.push(format!("if {c}"));
+                self.block(then_branch);
+                self.path.pop();
+                self.facts.pop();
+                if !else_branch.is_empty() {
+                    self.facts.push(Pred::not(c.clone()));
+                    self.path.push(format!("else of if {c}"));
+                    self.block(else_branch);
+                    self.path.pop();
+                    self.facts.pop();
+                }
+            }
+            Stmt::Alloc {
+                buf,
+                shape,
+                len,
+                body,
+                ..
+            } => {
+                let mut t = Translation::default();
+                let shape: Vec<IndexExpr> = shape.iter().map(|e| t.index(&self.scope, e)).collect();
+                self.finish(t, &format!("shape of `{buf}`"));
+                let len = self.ix(&yes, len, "allocation length");
+                self.push(
+                    ObligationKind::AllocLength {
+                        buffer: buf.clone(),
+                    },
+                    &yes,
+                    Pred::cmp(CmpOp::Eq, len, numel(&shape)),
+                );
+                self.buffers.push(Buffer {
+                    name: buf.clone(),
+                    shape,
+                    role: Role::Temporary,
+                });
+                self.path.push(format!("alloc {buf}"));
+                self.block(body);
+                self.path.pop();
+                self.buffers.pop();
+            }
+            Stmt::Decl { init, .. } => {
+                if let Some(v) = init {
+                    self.val(v, &yes);
+                }
+            }
+            Stmt::SetScalar { value, .. } => self.val(value, &yes),
+            Stmt::Store {
+                buf,
+                index,
+                coords,
+                value,
+                ..
+            } => {
+                self.val(value, &yes);
+                let access = Access {
+                    kind: AccessKind::Store,
+                    buffer: buf.clone(),
+                    ordinal: self.stores,
+                    text: access_text(buf, index, coords),
+                };
+                self.stores += 1;
+                self.access(access, index, coords, &yes);
+            }
+            Stmt::Fill { buf, len, .. } => {
+                let len = self.ix(&yes, len, "fill length");
+                let goal = match self.buffer(buf) {
+                    Some(b) if b.role != Role::Input => Some(Pred::and(
+                        le(IndexExpr::Const(0), len.clone()),
+                        le(len, numel(&b.shape)),
+                    )),
+                    _ => None,
+                };
+                match goal {
+                    Some(goal) => self.push(
+                        ObligationKind::FillLength {
+                            buffer: buf.clone(),
+                        },
+                        &yes,
+                        goal,
+                    ),
+                    None => self.push(
+                        ObligationKind::WellFormed {
+                            problem: format!(
+                                "fill of `{buf}`, which is no writable buffer in scope"
+                            ),
+                        },
+                        &yes,
+                        Pred::Bool(false),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// The loads of a value; `guard` is what must hold for it to be evaluated.
+    fn val(&mut self, v: &Val, guard: &Pred) {
+        match v {
+            Val::Lit(_) | Val::Scalar(_) => {}
+            Val::Load(l) => {
+                let access = Access {
+                    kind: AccessKind::Load,
+                    buffer: l.buf.clone(),
+                    ordinal: self.loads,
+                    text: access_text(&l.buf, &l.index, &l.coords),
+                };
+                self.loads += 1;
+                self.access(access, &l.index, &l.coords, guard);
+            }
+            Val::Neg(a) => self.val(a, guard),
+            Val::Bin(_, a, b) => {
+                self.val(a, guard);
+                self.val(b, guard);
+            }
+            Val::Select(c, a) => {
+                let mut t = Translation::default();
+                let p = t.cond(&self.scope, guard, c);
+                self.finish(t, "select condition");
+                self.val(a, &conj(guard, p));
+            }
+            Val::Blend(c, a) => {
+                // The value is computed whatever the condition: it guards nothing.
+                let mut t = Translation::default();
+                t.cond(&self.scope, guard, c);
+                self.finish(t, "blend condition");
+                self.val(a, guard);
+            }
+        }
+    }
+
+    fn buffer(&self, name: &str) -> Option<&Buffer> {
+        self.buffers.iter().rev().find(|b| b.name == name)
+    }
+
+    fn access(&mut self, access: Access, index: &Ix, coords: &[Coord], guard: &Pred) {
+        let flat = self.ix(guard, index, &format!("index of {access}"));
+        let (shape, role) = match self.buffer(&access.buffer) {
+            Some(b) => (b.shape.clone(), b.role),
+            None => {
+                let problem = format!("{access} names no buffer in scope");
+                self.push(
+                    ObligationKind::WellFormed { problem },
+                    guard,
+                    Pred::Bool(false),
+                );
+                return;
+            }
+        };
+        if access.kind == AccessKind::Store && role == Role::Input {
+            let problem = format!("{access} writes an input");
+            self.push(
+                ObligationKind::WellFormed { problem },
+                guard,
+                Pred::Bool(false),
+            );
+        }
+        if coords.len() != shape.len() {
+            let problem = format!(
+                "{access} has {} coordinates for a buffer of rank {}",
+                coords.len(),
+                shape.len()
+            );
+            self.push(
+                ObligationKind::WellFormed { problem },
+                guard,
+                Pred::Bool(false),
+            );
+            return;
+        }
+        let mut t = Translation::default();
+        let indices: Vec<IndexExpr> = coords
+            .iter()
+            .map(|c| t.index(&self.scope, &c.index))
+            .collect();
+        let recorded: Vec<IndexExpr> = coords
+            .iter()
+            .map(|c| t.index(&self.scope, &c.extent))
+            .collect();
+        self.finish(t, &format!("coordinates of {access}"));
+        for (dim, ((i, extent), rec)) in indices.iter().zip(&shape).zip(recorded).enumerate() {
+            self.push(
+                ObligationKind::Bounds {
+                    access: access.clone(),
+                    dim,
+                },
+                guard,
+                Pred::and(
+                    le(IndexExpr::Const(0), i.clone()),
+                    lt(i.clone(), extent.clone()),
+                ),
+            );
+            self.push(
+                ObligationKind::RecordedExtent {
+                    access: access.clone(),
+                    dim,
+                },
+                guard,
+                Pred::cmp(CmpOp::Eq, rec, extent.clone()),
+            );
+        }
+        // Row-major: ((i0 * e1 + i1) * e2 + i2) ...
+        let mut position = IndexExpr::Const(0);
+        for (dim, i) in indices.into_iter().enumerate() {
+            position = if dim == 0 {
+                i
+            } else {
+                IndexExpr::add(IndexExpr::mul(position, shape[dim].clone()), i)
+            };
+        }
+        self.push(
+            ObligationKind::Flattening { access },
+            guard,
+            Pred::cmp(CmpOp::Eq, flat, position),
+        );
+    }
+}
+
+/// `buf[index] @ (coordinates)`, as the loop-IR printer shows an access.
+fn access_text(buf: &str, index: &Ix, coords: &[Coord]) -> String {
+    let coords: Vec<String> = coords.iter().map(|c| c.index.to_string()).collect();
+    format!(
+        "{buf}[{}] @ ({})",
+        atl_loopir::print::ix_to_string(index),
+        coords.join(", ")
+    )
+}

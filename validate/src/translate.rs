@@ -1,0 +1,173 @@
+//! The target's index language ([`Ix`], [`Cond`]) in the solver's terms
+//! ([`IndexExpr`], [`Pred`]), written here rather than borrowed from the lowering so
+//! that a wrong translation in one is not repeated in the other.
+//!
+//! Semantics (the loop IR's documentation, `atl_loopir::ir`): `FloorDiv`/`FloorMod`
+//! are ATL's floor operations with `a / 0 = 0`, `a % 0 = a`; `CeilDiv` is
+//! `-((-a) / b)`; `Min`/`Max` as usual — these are exactly the solver's `/ % cdiv min
+//! max`. `DivNat`/`ModNat` are C's truncating `/` and `%`, which agree with the floor
+//! operations only where the numerator is `>= 0` and the divisor `>= 1`: they are
+//! translated as floor operations, and every occurrence yields a side condition
+//! ([`SideCondition`]) that the caller must prove where the expression is evaluated.
+//! So a translation is faithful exactly when its side conditions hold.
+//!
+//! Variables are mapped through a [`Scope`]: sizes keep their names, loop variables
+//! get the name they have in the solver (a fresh one when a loop rebinds a name that
+//! is already in scope), and a name bound by nothing is reported.
+
+use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_loopir::ir::{Cond, Ix, IxOp};
+
+/// A condition under which a translated expression means what the target computes:
+/// the numerator of a C `/` or `%` is `>= 0` and its divisor `>= 1`. `guard` is what
+/// must hold for the operation to be evaluated at all (the left operands of the
+/// enclosing `&&`/`||`, which C evaluates first and short-circuits on).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SideCondition {
+    /// The target operation, printed (`i / 8`).
+    pub operation: String,
+    pub guard: Pred,
+    pub goal: Pred,
+}
+
+/// Names in scope: the sizes, and the loop variables from the outermost loop in.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    sizes: Vec<String>,
+    /// (name in the kernel, name in the solver), innermost last.
+    loops: Vec<(String, String)>,
+    fresh: usize,
+}
+
+impl Scope {
+    pub fn new(sizes: &[String]) -> Scope {
+        Scope {
+            sizes: sizes.to_vec(),
+            loops: Vec::new(),
+            fresh: 0,
+        }
+    }
+
+    /// Binds a loop variable; returns its name in the solver (fresh when `var` already
+    /// names a size or an enclosing loop's variable).
+    pub fn bind(&mut self, var: &str) -> String {
+        let taken = |name: &str, scope: &Scope| {
+            scope.sizes.iter().any(|s| s == name) || scope.loops.iter().any(|(_, n)| n == name)
+        };
+        let mut name = var.to_string();
+        while taken(&name, self) {
+            self.fresh += 1;
+            name = format!("{var}'{}", self.fresh);
+        }
+        self.loops.push((var.to_string(), name.clone()));
+        name
+    }
+
+    pub fn unbind(&mut self) {
+        self.loops.pop();
+    }
+
+    /// The solver's name for `var`, or `None` when nothing binds it.
+    pub fn lookup(&self, var: &str) -> Option<String> {
+        if let Some((_, n)) = self.loops.iter().rev().find(|(v, _)| v == var) {
+            return Some(n.clone());
+        }
+        self.sizes.iter().find(|s| *s == var).cloned()
+    }
+}
+
+/// What translating one expression found: side conditions, unbound names.
+#[derive(Clone, Debug, Default)]
+pub struct Translation {
+    pub side_conditions: Vec<SideCondition>,
+    pub unbound: Vec<String>,
+}
+
+impl Translation {
+    /// An index expression of the target.
+    pub fn ix(&mut self, scope: &Scope, guard: &Pred, ix: &Ix) -> IndexExpr {
+        match ix {
+            Ix::Const(c) => IndexExpr::Const(*c),
+            Ix::Var(v) => IndexExpr::Var(self.name(scope, v)),
+            Ix::Neg(a) => IndexExpr::Neg(Box::new(self.ix(scope, guard, a))),
+            Ix::Bin(op, a, b) => {
+                let x = self.ix(scope, guard, a);
+                let y = self.ix(scope, guard, b);
+                let op = match op {
+                    IxOp::Add => IndexOp::Add,
+                    IxOp::Sub => IndexOp::Sub,
+                    IxOp::Mul => IndexOp::Mul,
+                    IxOp::DivNat | IxOp::ModNat => {
+                        let symbol = if *op == IxOp::DivNat { "/" } else { "%" };
+                        self.side_conditions.push(SideCondition {
+                            operation: format!("({x}) {symbol} ({y})"),
+                            guard: guard.clone(),
+                            goal: Pred::and(
+                                Pred::cmp(CmpOp::Ge, x.clone(), IndexExpr::Const(0)),
+                                Pred::cmp(CmpOp::Ge, y.clone(), IndexExpr::Const(1)),
+                            ),
+                        });
+                        if *op == IxOp::DivNat {
+                            IndexOp::Div
+                        } else {
+                            IndexOp::Mod
+                        }
+                    }
+                    IxOp::FloorDiv => IndexOp::Div,
+                    IxOp::FloorMod => IndexOp::Mod,
+                    IxOp::CeilDiv => IndexOp::CDiv,
+                    IxOp::Min => IndexOp::Min,
+                    IxOp::Max => IndexOp::Max,
+                };
+                IndexExpr::bin(op, x, y)
+            }
+        }
+    }
+
+    /// A condition of the target. `&&` and `||` short-circuit, so the side conditions
+    /// of a right operand are only required where the left one lets C evaluate it.
+    pub fn cond(&mut self, scope: &Scope, guard: &Pred, c: &Cond) -> Pred {
+        match c {
+            Cond::Bool(b) => Pred::Bool(*b),
+            Cond::Cmp(op, a, b) => {
+                Pred::cmp(*op, self.ix(scope, guard, a), self.ix(scope, guard, b))
+            }
+            Cond::And(a, b) => {
+                let x = self.cond(scope, guard, a);
+                let y = self.cond(scope, &Pred::and(guard.clone(), x.clone()), b);
+                Pred::and(x, y)
+            }
+            Cond::Or(a, b) => {
+                let x = self.cond(scope, guard, a);
+                let y = self.cond(scope, &Pred::and(guard.clone(), Pred::not(x.clone())), b);
+                Pred::or(x, y)
+            }
+            Cond::Not(a) => Pred::not(self.cond(scope, guard, a)),
+        }
+    }
+
+    /// A source index expression recorded on an access (a coordinate or an extent):
+    /// already in the solver's arithmetic; only its variables are renamed.
+    pub fn index(&mut self, scope: &Scope, e: &IndexExpr) -> IndexExpr {
+        match e {
+            IndexExpr::Const(c) => IndexExpr::Const(*c),
+            IndexExpr::Var(v) => IndexExpr::Var(self.name(scope, v)),
+            IndexExpr::Meta(m) => {
+                // Never in a kernel; a name nothing binds.
+                self.unbound.push(format!("?{m}"));
+                IndexExpr::Meta(m.clone())
+            }
+            IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(self.index(scope, a))),
+            IndexExpr::Bin(op, a, b) => {
+                IndexExpr::bin(*op, self.index(scope, a), self.index(scope, b))
+            }
+        }
+    }
+
+    fn name(&mut self, scope: &Scope, v: &str) -> String {
+        scope.lookup(v).unwrap_or_else(|| {
+            self.unbound.push(v.to_string());
+            v.to_string()
+        })
+    }
+}
