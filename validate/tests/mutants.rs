@@ -1,0 +1,493 @@
+//! Mutants: kernels lowered from the examples, then edited the way a wrong lowering
+//! would have built them, each rejected with a counterexample that names the faulty
+//! obligation — and kernels written by hand (not by the lowerer) that are accepted.
+//!
+//! "Accepted" means, in this increment, that every bounds, flattening and
+//! well-formedness obligation is proved, so the verdict is `NotValidated` with the one
+//! reason [`NOT_CHECKED_YET`].
+
+mod common;
+
+use atl_lang::index::{CmpOp, IndexExpr};
+use atl_loopir::ir::{
+    BufferDecl, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Stmt, StoreOp, Val,
+};
+use atl_validate::{KernelVerdict, NOT_CHECKED_YET, ObligationKind, Refutation, Report, validate};
+
+fn report(kernel: &Kernel) -> Report {
+    validate(kernel, &atl_solver::Solver::new())
+}
+
+/// The refutations of a rejected kernel (panics, with the report, otherwise).
+fn refutations(kernel: &Kernel) -> Vec<Refutation> {
+    let report = report(kernel);
+    match report.verdict {
+        KernelVerdict::Rejected { refuted } => refuted,
+        _ => panic!("the mutant was not rejected:\n{report}"),
+    }
+}
+
+/// Asserts the kernel is accepted on what this increment checks.
+fn assert_accepted(kernel: &Kernel) {
+    let report = report(kernel);
+    assert_eq!(
+        report.verdict,
+        KernelVerdict::NotValidated {
+            reasons: vec![NOT_CHECKED_YET.to_string()]
+        },
+        "{report}"
+    );
+    assert!(!report.obligations.is_empty());
+}
+
+/// The refutation whose obligation satisfies `wanted`, with a readable failure.
+fn find<'r>(refuted: &'r [Refutation], wanted: impl Fn(&ObligationKind) -> bool) -> &'r Refutation {
+    refuted
+        .iter()
+        .find(|r| wanted(&r.obligation.kind))
+        .unwrap_or_else(|| {
+            let all: Vec<String> = refuted
+                .iter()
+                .map(|r| format!("{} ({})", r.obligation, r.counterexample))
+                .collect();
+            panic!("not among the refutations: {}", all.join("; "))
+        })
+}
+
+fn is_bounds(kind: &ObligationKind, buffer: &str, wanted_dim: usize) -> bool {
+    matches!(kind, ObligationKind::Bounds { access, dim } if access.buffer == buffer && *dim == wanted_dim)
+}
+
+fn is_flattening(kind: &ObligationKind, buffer: &str) -> bool {
+    matches!(kind, ObligationKind::Flattening { access } if access.buffer == buffer)
+}
+
+// ---- editing kernels ------------------------------------------------------------
+
+/// Applies `f` to every statement list of the body, outermost first.
+fn edit_blocks(stmts: &mut Vec<Stmt>, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
+    f(stmts);
+    for s in stmts.iter_mut() {
+        match s {
+            Stmt::For(l) => edit_blocks(&mut l.body, f),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                edit_blocks(then_branch, f);
+                edit_blocks(else_branch, f);
+            }
+            Stmt::Alloc { body, .. } => edit_blocks(body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Applies `f` to every statement of the body.
+fn edit_stmts(kernel: &mut Kernel, f: &mut dyn FnMut(&mut Stmt)) {
+    edit_blocks(&mut kernel.body, &mut |block| {
+        block.iter_mut().for_each(&mut *f)
+    });
+}
+
+/// Applies `f` to every value of the body (store and scalar values), outermost first.
+fn edit_vals(kernel: &mut Kernel, f: &mut dyn FnMut(&mut Val)) {
+    fn walk(v: &mut Val, f: &mut dyn FnMut(&mut Val)) {
+        f(v);
+        match v {
+            Val::Neg(a) | Val::Select(_, a) | Val::Blend(_, a) => walk(a, f),
+            Val::Bin(_, a, b) => {
+                walk(a, f);
+                walk(b, f);
+            }
+            _ => {}
+        }
+    }
+    edit_stmts(kernel, &mut |s| match s {
+        Stmt::Store { value, .. } | Stmt::SetScalar { value, .. } => walk(value, f),
+        Stmt::Decl { init: Some(v), .. } => walk(v, f),
+        _ => {}
+    });
+}
+
+fn plus_one(ix: &Ix) -> Ix {
+    Ix::bin(IxOp::Add, ix.clone(), Ix::Const(1))
+}
+
+fn var(name: &str) -> Ix {
+    Ix::Var(name.to_string())
+}
+
+fn ivar(name: &str) -> IndexExpr {
+    IndexExpr::var(name)
+}
+
+// ---- mutants of lowered kernels ------------------------------------------------
+
+#[test]
+fn a_loop_bound_plus_one_is_rejected() {
+    let mut k = common::example_kernel("matmul/matmul.atl", "matmul");
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::For(l) = s
+            && l.var == "j"
+        {
+            l.hi = plus_one(&l.hi);
+        }
+    });
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| is_bounds(o, "out", 1));
+    assert_eq!(
+        r.counterexample.get("j"),
+        r.counterexample.get("N"),
+        "{}",
+        r.counterexample
+    );
+    find(&refuted, |o| is_bounds(o, "B", 1));
+}
+
+#[test]
+fn a_store_index_plus_one_is_rejected() {
+    // `out[i + j*n + 1] @ (j, i + 1)`: consistent flattening, out of bounds at i = n-1.
+    let mut k = common::example_kernel("transpose/transpose.atl", "transpose_gen");
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::Store { index, coords, .. } = s {
+            *index = plus_one(index);
+            coords[1].index = IndexExpr::add(coords[1].index.clone(), IndexExpr::Const(1));
+        }
+    });
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| is_bounds(o, "out", 1));
+    assert_eq!(
+        r.counterexample.get("i").map(|i| i + 1),
+        r.counterexample.get("n")
+    );
+}
+
+#[test]
+fn a_flat_index_plus_one_is_rejected() {
+    // Only the flat index moves: the coordinates no longer describe the access.
+    let mut k = common::example_kernel("transpose/transpose.atl", "transpose_gen");
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::Store { index, .. } = s {
+            *index = plus_one(index);
+        }
+    });
+    let refuted = refutations(&k);
+    find(&refuted, |o| is_flattening(o, "out"));
+}
+
+#[test]
+fn a_stride_n_for_an_n_by_m_buffer_is_rejected_with_n_not_m() {
+    // `a[i*m + j]` written `a[i*n + j]` for `a: [n, m]`.
+    let mut k = common::example_kernel("transpose/transpose.atl", "transpose_gen");
+    edit_vals(&mut k, &mut |v| {
+        if let Val::Load(l) = v
+            && l.buf == "a"
+        {
+            l.index = Ix::bin(IxOp::Add, Ix::bin(IxOp::Mul, var("i"), var("n")), var("j"));
+        }
+    });
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| is_flattening(o, "a"));
+    assert_ne!(
+        r.counterexample.get("n"),
+        r.counterexample.get("m"),
+        "{}",
+        r.counterexample
+    );
+}
+
+#[test]
+fn a_dropped_guard_in_a_tiled_kernel_is_rejected() {
+    // matmul tiled by 8 with `if ii + 8*io < M` removed: rows past M are written.
+    let mut k = common::example_kernel("matmul/matmul.atl", "tiled");
+    let mut dropped = 0;
+    edit_blocks(&mut k.body, &mut |block| {
+        let mut out = Vec::new();
+        for s in block.drain(..) {
+            match s {
+                Stmt::If {
+                    cond, then_branch, ..
+                } if atl_loopir::print::cond_to_string(&cond).contains("io") => {
+                    dropped += 1;
+                    out.extend(then_branch);
+                }
+                s => out.push(s),
+            }
+        }
+        *block = out;
+    });
+    assert_eq!(dropped, 1, "the row guard");
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| is_bounds(o, "out", 0));
+    let m = r.counterexample.get("M").expect("M in the counterexample");
+    assert_ne!(m % 8, 0, "{}", r.counterexample);
+}
+
+#[test]
+fn a_guarded_read_made_a_blend_is_rejected() {
+    // `(0 <= x - 1 ? a[x - 1] : 0)` as a blend reads `a[-1]`: a blend's value is
+    // computed whatever its condition.
+    let mut k = common::example_kernel("halide/halide.atl", "g_inline");
+    let mut changed = 0;
+    edit_vals(&mut k, &mut |v| {
+        if let Val::Select(c, a) = v {
+            *v = Val::Blend(c.clone(), a.clone());
+            changed += 1;
+        }
+    });
+    assert!(changed > 0);
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| is_bounds(o, "a", 0));
+    assert_eq!(r.counterexample.get("xi"), Some(0), "{}", r.counterexample);
+}
+
+#[test]
+fn a_c_division_of_a_possibly_negative_numerator_is_rejected() {
+    // The tile loop's bound `(M + 7) / 8` (C's `/`) made `(M - 9) / 8`, negative for
+    // small M: C truncates where ATL floors.
+    let mut k = common::example_kernel("matmul/matmul.atl", "tiled");
+    let mut changed = 0;
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::For(l) = s
+            && l.var == "io"
+        {
+            l.hi = Ix::bin(
+                IxOp::DivNat,
+                Ix::bin(IxOp::Sub, var("M"), Ix::Const(9)),
+                Ix::Const(8),
+            );
+            changed += 1;
+        }
+    });
+    assert_eq!(changed, 1);
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| {
+        matches!(o, ObligationKind::NaturalDivision { .. })
+    });
+    assert!(
+        r.counterexample.get("M").is_some_and(|m| m < 9),
+        "{}",
+        r.counterexample
+    );
+}
+
+#[test]
+fn a_store_to_an_input_is_rejected() {
+    let mut k = common::example_kernel("transpose/transpose.atl", "transpose_gen");
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::Store {
+            buf, index, coords, ..
+        } = s
+        {
+            // `a[i*m + j] @ (i, j)`: in bounds, well flattened, but `a` is an input.
+            *buf = "a".to_string();
+            *index = Ix::bin(IxOp::Add, Ix::bin(IxOp::Mul, var("i"), var("m")), var("j"));
+            coords.swap(0, 1);
+            coords[0].extent = ivar("n");
+            coords[1].extent = ivar("m");
+        }
+    });
+    let refuted = refutations(&k);
+    assert_eq!(refuted.len(), 1, "only the store to an input is wrong");
+    find(&refuted, |o| matches!(o, ObligationKind::WellFormed { .. }));
+}
+
+// ---- kernels written by hand ---------------------------------------------------
+
+fn lt(a: Ix, b: Ix) -> atl_loopir::ir::Cond {
+    atl_loopir::ir::Cond::Cmp(CmpOp::Lt, a, b)
+}
+
+fn for_loop(v: &str, lo: Ix, hi: Ix, body: Vec<Stmt>) -> Stmt {
+    Stmt::For(For {
+        var: v.to_string(),
+        lo,
+        hi,
+        body,
+        origin: LoopOrigin::Gen,
+        parallel: false,
+        vector: false,
+        unroll: false,
+        hoisted_buffers: Vec::new(),
+    })
+}
+
+fn kernel(sizes: &[&str], inputs: Vec<BufferDecl>, output: BufferDecl, body: Vec<Stmt>) -> Kernel {
+    Kernel {
+        name: "by_hand".to_string(),
+        sizes: sizes.iter().map(|s| s.to_string()).collect(),
+        inputs,
+        output,
+        preconditions: Vec::new(),
+        body,
+        source: atl_lang::ir::Expr::lit(0.0),
+    }
+}
+
+fn decl(name: &str, shape: Vec<IndexExpr>) -> BufferDecl {
+    BufferDecl {
+        name: name.to_string(),
+        shape,
+    }
+}
+
+fn coord(index: IndexExpr, extent: IndexExpr) -> Coord {
+    Coord { index, extent }
+}
+
+/// `o[4*io + ii] = a[4*io + ii]` over `io < (n + 3) / 4` (C's `/`), `ii < 4`, guarded
+/// by `4*io + ii < n` unless `guard` is false.
+fn tiled_copy(guard: bool) -> Kernel {
+    let x = Ix::bin(
+        IxOp::Add,
+        Ix::bin(IxOp::Mul, Ix::Const(4), var("io")),
+        var("ii"),
+    );
+    let xe = IndexExpr::add(IndexExpr::mul(IndexExpr::Const(4), ivar("io")), ivar("ii"));
+    let store = Stmt::Store {
+        buf: "o".to_string(),
+        index: x.clone(),
+        coords: vec![coord(xe.clone(), ivar("n"))],
+        op: StoreOp::Assign,
+        value: Val::Load(Load {
+            buf: "a".to_string(),
+            index: x.clone(),
+            coords: vec![coord(xe, ivar("n"))],
+        }),
+    };
+    let inner = if guard {
+        Stmt::If {
+            cond: lt(x, var("n")),
+            then_branch: vec![store],
+            else_branch: Vec::new(),
+        }
+    } else {
+        store
+    };
+    let tiles = Ix::bin(
+        IxOp::DivNat,
+        Ix::bin(IxOp::Add, var("n"), Ix::Const(3)),
+        Ix::Const(4),
+    );
+    kernel(
+        &["n"],
+        vec![decl("a", vec![ivar("n")])],
+        decl("o", vec![ivar("n")]),
+        vec![for_loop(
+            "io",
+            Ix::Const(0),
+            tiles,
+            vec![for_loop("ii", Ix::Const(0), Ix::Const(4), vec![inner])],
+        )],
+    )
+}
+
+#[test]
+fn a_tiled_copy_written_by_hand_is_accepted() {
+    assert_accepted(&tiled_copy(true));
+}
+
+#[test]
+fn the_hand_written_tiled_copy_without_its_guard_is_rejected() {
+    let refuted = refutations(&tiled_copy(false));
+    let r = find(&refuted, |o| is_bounds(o, "o", 0));
+    let n = r.counterexample.get("n").expect("n");
+    assert_ne!(n % 4, 0, "{}", r.counterexample);
+}
+
+/// `o[j][i] = t[i][j]` through a temporary `t = a` of shape `[n, m]` allocated inside
+/// nothing, with a reversed read `a[n - 1 - i][j]` guarded by a select: a transposing
+/// copy written by hand, with floor operations and a stack of scopes.
+fn transposing_copy_through_a_temporary() -> Kernel {
+    let (n, m) = (ivar("n"), ivar("m"));
+    let row = Ix::bin(
+        IxOp::Sub,
+        Ix::bin(IxOp::Sub, var("n"), Ix::Const(1)),
+        var("i"),
+    );
+    let row_e = IndexExpr::sub(IndexExpr::sub(n.clone(), IndexExpr::Const(1)), ivar("i"));
+    let fill_t = for_loop(
+        "i",
+        Ix::Const(0),
+        var("n"),
+        vec![for_loop(
+            "j",
+            Ix::Const(0),
+            var("m"),
+            vec![Stmt::Store {
+                buf: "t".to_string(),
+                index: Ix::bin(IxOp::Add, Ix::bin(IxOp::Mul, var("i"), var("m")), var("j")),
+                coords: vec![coord(ivar("i"), n.clone()), coord(ivar("j"), m.clone())],
+                op: StoreOp::Assign,
+                value: Val::Select(
+                    atl_loopir::ir::Cond::Cmp(CmpOp::Ge, row.clone(), Ix::Const(0)),
+                    Box::new(Val::Load(Load {
+                        buf: "a".to_string(),
+                        index: Ix::bin(IxOp::Add, Ix::bin(IxOp::Mul, row, var("m")), var("j")),
+                        coords: vec![coord(row_e, n.clone()), coord(ivar("j"), m.clone())],
+                    })),
+                ),
+            }],
+        )],
+    );
+    // Read back in a flattened loop over r < n*m: t[r / m][r % m] (floor ops).
+    let r_div = Ix::bin(IxOp::FloorDiv, var("r"), var("m"));
+    let r_mod = Ix::bin(IxOp::FloorMod, var("r"), var("m"));
+    let r_div_e = IndexExpr::bin(atl_lang::index::IndexOp::Div, ivar("r"), m.clone());
+    let r_mod_e = IndexExpr::bin(atl_lang::index::IndexOp::Mod, ivar("r"), m.clone());
+    let read_back = for_loop(
+        "r",
+        Ix::Const(0),
+        Ix::bin(IxOp::Mul, var("n"), var("m")),
+        vec![Stmt::Store {
+            buf: "o".to_string(),
+            index: Ix::bin(
+                IxOp::Add,
+                Ix::bin(IxOp::Mul, r_mod.clone(), var("n")),
+                r_div.clone(),
+            ),
+            coords: vec![
+                coord(r_mod_e.clone(), m.clone()),
+                coord(r_div_e.clone(), n.clone()),
+            ],
+            op: StoreOp::Assign,
+            value: Val::Load(Load {
+                buf: "t".to_string(),
+                index: var("r"),
+                coords: vec![coord(r_div_e, n.clone()), coord(r_mod_e, m.clone())],
+            }),
+        }],
+    );
+    kernel(
+        &["n", "m"],
+        vec![decl("a", vec![n.clone(), m.clone()])],
+        decl("o", vec![m.clone(), n.clone()]),
+        vec![Stmt::Alloc {
+            buf: "t".to_string(),
+            shape: vec![n.clone(), m.clone()],
+            len: Ix::bin(IxOp::Mul, var("n"), var("m")),
+            zeroed: false,
+            storage: atl_loopir::ir::Storage::Heap,
+            body: vec![fill_t, read_back],
+        }],
+    )
+}
+
+#[test]
+fn a_transposing_copy_through_a_temporary_written_by_hand_is_accepted() {
+    assert_accepted(&transposing_copy_through_a_temporary());
+}
+
+#[test]
+fn the_hand_written_temporary_one_element_short_is_rejected() {
+    let mut k = transposing_copy_through_a_temporary();
+    if let Stmt::Alloc { len, .. } = &mut k.body[0] {
+        *len = Ix::bin(IxOp::Sub, len.clone(), Ix::Const(1));
+    }
+    let refuted = refutations(&k);
+    find(&refuted, |o| {
+        matches!(o, ObligationKind::AllocLength { .. })
+    });
+}
