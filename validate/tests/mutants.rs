@@ -41,7 +41,7 @@ fn assert_accepted(kernel: &Kernel) {
 }
 
 /// The refutation whose obligation satisfies `wanted`, with a readable failure.
-fn find<'r>(refuted: &'r [Refutation], wanted: impl Fn(&ObligationKind) -> bool) -> &'r Refutation {
+fn find(refuted: &[Refutation], wanted: impl Fn(&ObligationKind) -> bool) -> &Refutation {
     refuted
         .iter()
         .find(|r| wanted(&r.obligation.kind))
