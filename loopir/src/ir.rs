@@ -251,9 +251,10 @@ pub struct For {
     pub body: Vec<Stmt>,
     pub origin: LoopOrigin,
     /// Scheduling annotations (set by `atl-lower`'s annotation pass,
-    /// `lower/src/annotate.rs`); they never change the meaning. `parallel`: iterations may run on different threads (`omp parallel
-    /// for`); `vector`: iterations may run in SIMD lanes (`omp simd`); `unroll`: a
-    /// small constant trip count worth unrolling.
+    /// `lower/src/annotate.rs`); they never change the meaning. `parallel`:
+    /// iterations may run on different threads (`omp parallel for`); `vector`:
+    /// iterations may run in SIMD lanes (`omp simd`); `unroll`: a small constant trip
+    /// count worth unrolling.
     pub parallel: bool,
     pub vector: bool,
     pub unroll: bool,
