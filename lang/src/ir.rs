@@ -34,40 +34,8 @@ impl BinOp {
     }
 }
 
-/// Reshape operators that take an amount (an index expression over the sizes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AmountOp {
-    /// `split(k, e)`: `[n, …]` → `[cdiv(n, k), k, …]`, zero tail.
-    Split,
-    /// `pad_l(k, e)`: `k` zero elements on the left.
-    PadL,
-    /// `pad_r(k, e)`: `k` zero elements on the right.
-    PadR,
-    /// `trunc_l(k, e)`: drop `k` elements on the left.
-    TruncL,
-    /// `trunc_r(k, e)`: drop `k` elements on the right.
-    TruncR,
-}
-
-impl AmountOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            AmountOp::Split => "split",
-            AmountOp::PadL => "pad_l",
-            AmountOp::PadR => "pad_r",
-            AmountOp::TruncL => "trunc_l",
-            AmountOp::TruncR => "trunc_r",
-        }
-    }
-
-    pub const ALL: [AmountOp; 5] = [
-        AmountOp::Split,
-        AmountOp::PadL,
-        AmountOp::PadR,
-        AmountOp::TruncL,
-        AmountOp::TruncR,
-    ];
-}
+/// The amount operators live with the other reshape operators' rules.
+pub use crate::reshape::AmountOp;
 
 /// An ATL expression with its source span.
 #[derive(Clone, Debug)]

@@ -6,6 +6,7 @@ use std::fmt;
 use logos::Logos;
 
 use crate::diag::Diagnostic;
+use crate::reshape::AmountOp;
 use crate::span::Span;
 
 #[derive(Logos, Clone, Debug, PartialEq, Eq, Hash)]
@@ -46,16 +47,10 @@ pub enum Token {
     Transpose,
     #[token("flatten")]
     Flatten,
-    #[token("split")]
-    Split,
-    #[token("pad_l")]
-    PadL,
-    #[token("pad_r")]
-    PadR,
-    #[token("trunc_l")]
-    TruncL,
-    #[token("trunc_r")]
-    TruncR,
+    /// An amount operator (`split`, `pad_l`, …): lexed as an identifier and recognized
+    /// by its name in the reshape table ([`AmountOp::from_name`]), so that a new
+    /// operator needs no token of its own.
+    Amount(AmountOp),
     #[token("cdiv")]
     CDiv,
     #[token("min")]
@@ -166,11 +161,7 @@ impl fmt::Display for Token {
             Token::Concat => "concat",
             Token::Transpose => "transpose",
             Token::Flatten => "flatten",
-            Token::Split => "split",
-            Token::PadL => "pad_l",
-            Token::PadR => "pad_r",
-            Token::TruncL => "trunc_l",
-            Token::TruncR => "trunc_r",
+            Token::Amount(op) => op.name(),
             Token::CDiv => "cdiv",
             Token::Min => "min",
             Token::Max => "max",
@@ -219,6 +210,10 @@ pub fn lex(source: &str) -> (Vec<(Token, Span)>, Vec<Diagnostic>) {
     while let Some(result) = lexer.next() {
         let span = Span::from(lexer.span());
         match result {
+            Ok(Token::Ident(name)) => match AmountOp::from_name(&name) {
+                Some(op) => tokens.push((Token::Amount(op), span)),
+                None => tokens.push((Token::Ident(name), span)),
+            },
             Ok(tok) => tokens.push((tok, span)),
             Err(()) => {
                 // Merge runs of bad characters into one diagnostic.

@@ -313,13 +313,9 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
             },
             span: sp(span),
         });
-        let amount_op = choice((
-            just(Token::Split).to(AmountOp::Split),
-            just(Token::PadL).to(AmountOp::PadL),
-            just(Token::PadR).to(AmountOp::PadR),
-            just(Token::TruncL).to(AmountOp::TruncL),
-            just(Token::TruncR).to(AmountOp::TruncR),
-        ));
+        // One alternative per amount operator of the reshape table, in its order (the
+        // order of the expected tokens in a parse error).
+        let amount_op = choice(AmountOp::ALL.map(|op| just(Token::Amount(op)).to(op)));
         let amount_call = amount_op
             .then(
                 idx.clone()
@@ -836,7 +832,7 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
     let word = match head {
         Token::Ident(w) => w.as_str(),
         Token::RwBack => "rw<-",
-        Token::Split => "split",
+        Token::Amount(AmountOp::Split) => "split",
         Token::Input => "input",
         other => {
             return Err(Diagnostic::error(

@@ -10,7 +10,46 @@
 //! be computed.
 
 use crate::index::{CmpOp, IndexExpr, IndexOp, Pred};
-use crate::ir::AmountOp;
+
+/// Reshape operators that take an amount (an index expression over the sizes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AmountOp {
+    /// `split(k, e)`: `[n, …]` → `[cdiv(n, k), k, …]`, zero tail.
+    Split,
+    /// `pad_l(k, e)`: `k` zero elements on the left.
+    PadL,
+    /// `pad_r(k, e)`: `k` zero elements on the right.
+    PadR,
+    /// `trunc_l(k, e)`: drop `k` elements on the left.
+    TruncL,
+    /// `trunc_r(k, e)`: drop `k` elements on the right.
+    TruncR,
+}
+
+impl AmountOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AmountOp::Split => "split",
+            AmountOp::PadL => "pad_l",
+            AmountOp::PadR => "pad_r",
+            AmountOp::TruncL => "trunc_l",
+            AmountOp::TruncR => "trunc_r",
+        }
+    }
+
+    /// The operator named `name` (its surface spelling), if there is one.
+    pub fn from_name(name: &str) -> Option<AmountOp> {
+        AmountOp::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    pub const ALL: [AmountOp; 5] = [
+        AmountOp::Split,
+        AmountOp::PadL,
+        AmountOp::PadR,
+        AmountOp::TruncL,
+        AmountOp::TruncR,
+    ];
+}
 
 /// A reshape operator: `concat` (also `++`), `transpose`, `flatten`, or an amount
 /// operator (`split`, `pad_l`, `pad_r`, `trunc_l`, `trunc_r`).
@@ -125,6 +164,12 @@ pub fn min_amount(op: AmountOp) -> i64 {
     }
 }
 
+/// Whether an amount operator's amount must be at most the leading extent (a
+/// truncation cannot drop more elements than there are).
+pub fn amount_at_most_extent(op: AmountOp) -> bool {
+    matches!(op, AmountOp::TruncL | AmountOp::TruncR)
+}
+
 /// What the shape discipline requires of an amount operator's amount `k` applied to a
 /// leading extent `n` (ARCHITECTURE.md, "The shape discipline"), each with the words
 /// that say what is required: `split` needs a row length of at least 1, the others an
@@ -141,13 +186,202 @@ pub fn amount_requirements(op: AmountOp, k: &IndexExpr, n: &IndexExpr) -> Vec<(P
         Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(min)),
         format!("the {what} `{k}` of `{name}` (at least {min})"),
     )];
-    if matches!(op, AmountOp::TruncL | AmountOp::TruncR) {
+    if amount_at_most_extent(op) {
         out.push((
             Pred::cmp(CmpOp::Le, k.clone(), n.clone()),
             format!("the amount `{k}` of `{name}` (at most the extent `{n}`)"),
         ));
     }
     out
+}
+
+/// The arithmetic an amount operator's read-side index map ([`amount_read`]) computes
+/// with: symbolic index expressions (lowering's normalization) or concrete `i64`
+/// positions (the interpreters). The operations build terms as written; `norm` puts
+/// one in normal form where the rule says so (which keeps the symbolic terms exactly
+/// as lowering has always built them).
+pub trait IndexArith {
+    type Index: Clone;
+    type Cond;
+    fn constant(&self, c: i64) -> Self::Index;
+    fn add(&self, a: Self::Index, b: Self::Index) -> Self::Index;
+    fn sub(&self, a: Self::Index, b: Self::Index) -> Self::Index;
+    fn mul(&self, a: Self::Index, b: Self::Index) -> Self::Index;
+    fn norm(&self, a: Self::Index) -> Self::Index;
+    fn cmp(&self, op: CmpOp, a: Self::Index, b: Self::Index) -> Self::Cond;
+}
+
+/// Where an element of an amount operator's result is read from: the argument at
+/// leading index `index` when `guard` holds (no guard: always), otherwise zero. A
+/// read outside the argument's leading extent is zero too (ATL's semantics of an
+/// access out of range), so the guard is only what that does not already give.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AmountRead<I, C> {
+    pub index: I,
+    pub guard: Option<C>,
+}
+
+/// Whether the result of `op` has a dimension more than its argument, right after the
+/// first (`split`'s rows of `k`), so that an element is named by two indices.
+pub fn adds_inner_dim(op: AmountOp) -> bool {
+    op == AmountOp::Split
+}
+
+/// Whether [`amount_read`] needs the argument's leading extent for `op`.
+pub fn read_needs_extent(op: AmountOp) -> bool {
+    matches!(op, AmountOp::Split | AmountOp::TruncR)
+}
+
+/// The read-side index map of every amount operator: element `outer` (for `split`,
+/// `[outer][inner]`) of `op(k, arg)`, where `n` is the argument's leading extent.
+///
+/// # Panics
+///
+/// If `n` is missing where [`read_needs_extent`] says it is needed, or `inner` where
+/// [`adds_inner_dim`] says there is one (a caller's bug).
+pub fn amount_read<A: IndexArith>(
+    arith: &A,
+    op: AmountOp,
+    k: &A::Index,
+    n: Option<&A::Index>,
+    outer: &A::Index,
+    inner: Option<&A::Index>,
+) -> AmountRead<A::Index, A::Cond> {
+    let extent = || n.expect("the leading extent of the argument").clone();
+    let (i, k) = (outer.clone(), k.clone());
+    match op {
+        // split(k, e)[i][j] = [i*k + j < n] * e[i*k + j].
+        AmountOp::Split => {
+            let j = inner.expect("the index within a row of `split`").clone();
+            let pos = arith.norm(arith.add(arith.mul(i, k), j));
+            AmountRead {
+                guard: Some(arith.cmp(CmpOp::Lt, pos.clone(), extent())),
+                index: pos,
+            }
+        }
+        // pad_l(k, e)[i] = e[i - k] (negative positions read zero).
+        AmountOp::PadL => AmountRead {
+            index: arith.norm(arith.sub(i, k)),
+            guard: None,
+        },
+        // pad_r(k, e)[i] = e[i] (positions from n on read zero).
+        AmountOp::PadR => AmountRead {
+            index: i,
+            guard: None,
+        },
+        // trunc_l(k, e)[i] = [0 <= i] * e[i + k].
+        AmountOp::TruncL => AmountRead {
+            guard: Some(arith.cmp(CmpOp::Le, arith.constant(0), i.clone())),
+            index: arith.norm(arith.add(i, k)),
+        },
+        // trunc_r(k, e)[i] = [i < n - k] * e[i].
+        AmountOp::TruncR => AmountRead {
+            guard: Some(arith.cmp(CmpOp::Lt, i.clone(), arith.norm(arith.sub(extent(), k)))),
+            index: i,
+        },
+    }
+}
+
+/// The argument row each row of an amount operator's result reads, in row-major order,
+/// derived from [`amount_read`]: a row is an element of the dimensions after the
+/// argument's first (`split`'s result counts its rows of `k` such rows), `None` is a
+/// row of zeros. `n` is the argument's leading extent and `k` the amount; `None` if
+/// the amount is invalid for `n` or the result's extent overflows.
+pub fn row_sources(op: AmountOp, k: usize, n: usize) -> Option<Vec<Option<usize>>> {
+    if (k as i64) < min_amount(op) || (amount_at_most_extent(op) && k > n) {
+        return None;
+    }
+    let shape = result_shape(&Concrete, ReshapeOp::Amount(op), &[&[n]], Some(&k))?;
+    let rows = shape
+        .iter()
+        .try_fold(1usize, |acc, d| acc.checked_mul(*d))?;
+    let (ki, ni) = (i64::try_from(k).ok()?, i64::try_from(n).ok()?);
+    let source = |r: usize| {
+        let (outer, inner) = if adds_inner_dim(op) {
+            (r / k, Some((r % k) as i64))
+        } else {
+            (r, None)
+        };
+        let read = amount_read(
+            &ConcreteIndex,
+            op,
+            &ki,
+            Some(&ni),
+            &(outer as i64),
+            inner.as_ref(),
+        );
+        let kept = read.guard.unwrap_or(true) && (0..ni).contains(&read.index);
+        kept.then_some(read.index as usize)
+    };
+    Some((0..rows).map(source).collect())
+}
+
+/// Symbolic indices: index expressions, normalized by [`crate::poly::normalize`], and
+/// guards as predicates.
+#[derive(Clone, Copy, Debug)]
+pub struct SymbolicIndex;
+
+impl IndexArith for SymbolicIndex {
+    type Index = IndexExpr;
+    type Cond = Pred;
+
+    fn constant(&self, c: i64) -> IndexExpr {
+        IndexExpr::Const(c)
+    }
+
+    fn add(&self, a: IndexExpr, b: IndexExpr) -> IndexExpr {
+        IndexExpr::add(a, b)
+    }
+
+    fn sub(&self, a: IndexExpr, b: IndexExpr) -> IndexExpr {
+        IndexExpr::sub(a, b)
+    }
+
+    fn mul(&self, a: IndexExpr, b: IndexExpr) -> IndexExpr {
+        IndexExpr::mul(a, b)
+    }
+
+    fn norm(&self, a: IndexExpr) -> IndexExpr {
+        crate::poly::normalize(&a)
+    }
+
+    fn cmp(&self, op: CmpOp, a: IndexExpr, b: IndexExpr) -> Pred {
+        Pred::cmp(op, a, b)
+    }
+}
+
+/// Concrete positions: saturating `i64` arithmetic (a saturated position is out of
+/// every extent, so it reads zero as the exact one would) and guards as booleans.
+#[derive(Clone, Copy, Debug)]
+pub struct ConcreteIndex;
+
+impl IndexArith for ConcreteIndex {
+    type Index = i64;
+    type Cond = bool;
+
+    fn constant(&self, c: i64) -> i64 {
+        c
+    }
+
+    fn add(&self, a: i64, b: i64) -> i64 {
+        a.saturating_add(b)
+    }
+
+    fn sub(&self, a: i64, b: i64) -> i64 {
+        a.saturating_sub(b)
+    }
+
+    fn mul(&self, a: i64, b: i64) -> i64 {
+        a.saturating_mul(b)
+    }
+
+    fn norm(&self, a: i64) -> i64 {
+        a
+    }
+
+    fn cmp(&self, op: CmpOp, a: i64, b: i64) -> bool {
+        op.holds(a, b)
+    }
 }
 
 /// Symbolic dimensions: index expressions over the sizes, every result normalized.

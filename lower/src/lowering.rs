@@ -30,6 +30,7 @@ use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::{AmountOp, Expr, ExprKind, LoopHint, NameSupply, Program, all_names};
 use atl_lang::poly::normalize;
+use atl_lang::reshape;
 use atl_lang::shapes::{Shape, ShapeEnv};
 
 use crate::ir::{
@@ -38,7 +39,7 @@ use crate::ir::{
 };
 use crate::normalize::{internal, is_leaf_chain, normalize_def, used_defs};
 use crate::prove::{Prover, Residual, negate};
-use crate::reindex::{ReindexOp, Reindexer, flatten_index};
+use crate::reindex::{ReindexOp, Reindexer, ZeroFill, flatten_index};
 
 /// Where a value goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -848,10 +849,11 @@ impl Lowerer<'_, '_> {
         let rest = rest.to_vec();
         // The interpreter rejects invalid amounts at these sizes (E0504); so does the
         // kernel, on entry.
-        let (min, what) = if op == AmountOp::Split {
-            (1, "positive")
-        } else {
-            (0, "non-negative")
+        let min = reshape::min_amount(op);
+        let what = match min {
+            0 => "non-negative".to_string(),
+            1 => "positive".to_string(),
+            _ => format!("at least {min}"),
         };
         let valid = Pred::cmp(CmpOp::Ge, k.clone(), IndexExpr::Const(min));
         if !self.prover.proves_globally(&valid) {
@@ -861,7 +863,7 @@ impl Lowerer<'_, '_> {
                 format!("the amount {k} of `{}` is {what}", op.name()),
             );
         }
-        if matches!(op, AmountOp::TruncL | AmountOp::TruncR) {
+        if reshape::amount_at_most_extent(op) {
             let fits = Pred::cmp(CmpOp::Le, k.clone(), n.clone());
             if !self.prover.proves_globally(&fits) {
                 self.precondition(
@@ -871,47 +873,33 @@ impl Lowerer<'_, '_> {
                 );
             }
         }
+        // The operator's reindexer, and the rows of the destination it leaves to be
+        // zeroed (when the store assigns), both from `reindex.rs`'s table.
+        let fill = ZeroFill::for_amount(op, &n, &k);
+        let reindexed = theta.then(ReindexOp::for_amount(op, k));
         let assign = mode == StoreOp::Assign;
-        let padded = normalize(&IndexExpr::add(n.clone(), k.clone()));
-        match op {
-            AmountOp::Split => {
-                let theta = theta.then(ReindexOp::Split(k.clone()));
-                let mut out = self.stmt(arg, dest, mode, &theta)?;
-                if assign {
-                    // The zero tail: positions n .. cdiv(n, k) * k of the argument.
-                    let end = normalize(&IndexExpr::mul(
-                        IndexExpr::bin(IndexOp::CDiv, n.clone(), k.clone()),
-                        k,
-                    ));
-                    out.extend(self.zero_rows(&n, &end, &n, &rest, dest, &theta)?);
-                }
-                Ok(out)
+        let mut out = Vec::new();
+        let zeros = |l: &mut Self, out: &mut Vec<Stmt>| -> Result<(), Diagnostic> {
+            if let Some(fill) = &fill
+                && assign
+            {
+                let through = if fill.through_reindexer {
+                    &reindexed
+                } else {
+                    theta
+                };
+                out.extend(l.zero_rows(&fill.lo, &fill.hi, &fill.extent, &rest, dest, through)?);
             }
-            AmountOp::PadL => {
-                let mut out = Vec::new();
-                if assign {
-                    out.extend(self.zero_rows(
-                        &IndexExpr::Const(0),
-                        &k,
-                        &padded,
-                        &rest,
-                        dest,
-                        theta,
-                    )?);
-                }
-                out.extend(self.stmt(arg, dest, mode, &theta.then(ReindexOp::PadL(k)))?);
-                Ok(out)
-            }
-            AmountOp::PadR => {
-                let mut out = self.stmt(arg, dest, mode, &theta.then(ReindexOp::PadR(k)))?;
-                if assign {
-                    out.extend(self.zero_rows(&n, &padded, &padded, &rest, dest, theta)?);
-                }
-                Ok(out)
-            }
-            AmountOp::TruncL => self.stmt(arg, dest, mode, &theta.then(ReindexOp::TruncL(k))),
-            AmountOp::TruncR => self.stmt(arg, dest, mode, &theta.then(ReindexOp::TruncR(k))),
+            Ok(())
+        };
+        if fill.as_ref().is_some_and(|f| f.before) {
+            zeros(self, &mut out)?;
         }
+        out.extend(self.stmt(arg, dest, mode, &reindexed)?);
+        if fill.as_ref().is_some_and(|f| !f.before) {
+            zeros(self, &mut out)?;
+        }
+        Ok(out)
     }
 
     /// Lowers a scalar expression: statements computing temporaries, then the value.

@@ -38,10 +38,10 @@ use std::collections::HashSet;
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::{
-    AmountOp, BinOp, Expr, ExprKind, NameSupply, Program, all_names, rename_index, rename_tensor,
-    subst_index,
+    BinOp, Expr, ExprKind, NameSupply, Program, all_names, rename_index, rename_tensor, subst_index,
 };
 use atl_lang::poly::normalize;
+use atl_lang::reshape::{self, SymbolicIndex};
 use atl_lang::shapes::{Shape, ShapeEnv};
 
 use crate::prove::Prover;
@@ -343,35 +343,26 @@ impl Normalizer<'_, '_> {
                 access(&access(a, normalize(&outer)), normalize(&inner))
             }
             ExprKind::Amount { op, amount, arg } => {
+                // The operator's read-side index map, from the reshape table.
                 let c = normalize(amount);
-                match op {
-                    AmountOp::Split => {
-                        let n = self.extent(arg, 0)?;
-                        let v = self.fresh("s");
-                        let pos = normalize(&IndexExpr::add(
-                            IndexExpr::mul(k, c.clone()),
-                            IndexExpr::var(v.clone()),
-                        ));
-                        Expr::gen_(
-                            v,
-                            IndexExpr::Const(0),
-                            c,
-                            Expr::guard(cmp(CmpOp::Lt, pos.clone(), n), access(arg, pos)),
-                        )
+                let n = if reshape::read_needs_extent(*op) {
+                    Some(self.extent(arg, 0)?)
+                } else {
+                    None
+                };
+                let read_at = |inner: Option<&IndexExpr>| {
+                    let read = reshape::amount_read(&SymbolicIndex, *op, &c, n.as_ref(), &k, inner);
+                    match read.guard {
+                        Some(guard) => Expr::guard(guard, access(arg, read.index)),
+                        None => access(arg, read.index),
                     }
-                    AmountOp::PadL => access(arg, normalize(&IndexExpr::sub(k, c))),
-                    AmountOp::PadR => access(arg, k),
-                    AmountOp::TruncL => Expr::guard(
-                        cmp(CmpOp::Le, IndexExpr::Const(0), k.clone()),
-                        access(arg, normalize(&IndexExpr::add(k, c))),
-                    ),
-                    AmountOp::TruncR => {
-                        let n = self.extent(arg, 0)?;
-                        Expr::guard(
-                            cmp(CmpOp::Lt, k.clone(), normalize(&IndexExpr::sub(n, c))),
-                            access(arg, k),
-                        )
-                    }
+                };
+                if reshape::adds_inner_dim(*op) {
+                    let v = self.fresh("s");
+                    let body = read_at(Some(&IndexExpr::var(v.clone())));
+                    Expr::gen_(v, IndexExpr::Const(0), c, body)
+                } else {
+                    read_at(None)
                 }
             }
             ExprKind::Lit(_)

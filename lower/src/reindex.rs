@@ -33,6 +33,7 @@
 use std::fmt;
 
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_lang::ir::AmountOp;
 use atl_lang::poly::normalize;
 
 use crate::ir::Coord;
@@ -183,6 +184,71 @@ impl ReindexOp {
             }
         }
         Ok(())
+    }
+}
+
+impl ReindexOp {
+    /// The reindexer of the amount operator `op` with amount `k`: where the elements of
+    /// its argument are stored in its result (the table at the top of this module).
+    pub fn for_amount(op: AmountOp, k: IndexExpr) -> ReindexOp {
+        match op {
+            AmountOp::Split => ReindexOp::Split(k),
+            AmountOp::PadL => ReindexOp::PadL(k),
+            AmountOp::PadR => ReindexOp::PadR(k),
+            AmountOp::TruncL => ReindexOp::TruncL(k),
+            AmountOp::TruncR => ReindexOp::TruncR(k),
+        }
+    }
+}
+
+/// The rows of an amount operator's result that no element of its argument is stored
+/// into, so that an assigning store must zero them: rows `lo .. hi` of a leading
+/// dimension of `extent` rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZeroFill {
+    pub lo: IndexExpr,
+    pub hi: IndexExpr,
+    pub extent: IndexExpr,
+    /// Whether the rows are coordinates of the argument, stored through the operator's
+    /// reindexer (`split`'s zero tail), rather than coordinates of the result.
+    pub through_reindexer: bool,
+    /// Whether the zeros are stored before the argument's elements (the order of the
+    /// emitted loops).
+    pub before: bool,
+}
+
+impl ZeroFill {
+    /// The zero rows of `op` with amount `k` applied to a leading extent `n`, if any.
+    pub fn for_amount(op: AmountOp, n: &IndexExpr, k: &IndexExpr) -> Option<ZeroFill> {
+        let padded = || normalize(&IndexExpr::add(n.clone(), k.clone()));
+        match op {
+            // The zero tail: positions n .. cdiv(n, k) * k of the argument.
+            AmountOp::Split => Some(ZeroFill {
+                lo: n.clone(),
+                hi: normalize(&IndexExpr::mul(
+                    IndexExpr::bin(IndexOp::CDiv, n.clone(), k.clone()),
+                    k.clone(),
+                )),
+                extent: n.clone(),
+                through_reindexer: true,
+                before: false,
+            }),
+            AmountOp::PadL => Some(ZeroFill {
+                lo: IndexExpr::Const(0),
+                hi: k.clone(),
+                extent: padded(),
+                through_reindexer: false,
+                before: true,
+            }),
+            AmountOp::PadR => Some(ZeroFill {
+                lo: n.clone(),
+                hi: padded(),
+                extent: padded(),
+                through_reindexer: false,
+                before: false,
+            }),
+            AmountOp::TruncL | AmountOp::TruncR => None,
+        }
     }
 }
 

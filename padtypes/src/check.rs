@@ -12,6 +12,7 @@ use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_lang::ir::{AmountOp, Expr, ExprKind, Program};
 use atl_lang::poly::normalize;
 use atl_lang::pretty::{Style, expr_to_string};
+use atl_lang::reshape;
 use atl_lang::span::Span;
 use atl_solver::{Counterexample, Facts, Solver, Verdict};
 
@@ -433,10 +434,14 @@ fn amount_diag(
     verdict: &Verdict,
     valuation: &str,
 ) -> (Diagnostic, String) {
-    let need = match op {
-        AmountOp::Split => "at least 1".to_string(),
-        AmountOp::PadL | AmountOp::PadR => "non-negative".to_string(),
-        AmountOp::TruncL | AmountOp::TruncR => format!("in 0..={extent}"),
+    // The requirement in words, from the reshape table.
+    let min = reshape::min_amount(op);
+    let need = if reshape::amount_at_most_extent(op) {
+        format!("in {min}..={extent}")
+    } else if min == 0 {
+        "non-negative".to_string()
+    } else {
+        format!("at least {min}")
     };
     match verdict {
         Verdict::Refuted(cex) => {

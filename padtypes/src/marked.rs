@@ -14,9 +14,10 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use atl_lang::index::{IndexExpr, Pred, ceil_div};
+use atl_lang::index::{IndexExpr, Pred};
 use atl_lang::interp::Tensor;
 use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
+use atl_lang::reshape::{self, ReshapeOp};
 use atl_lang::shapes::{self, Shape, ShapeEnv};
 
 /// One scalar of a marked tensor.
@@ -377,64 +378,41 @@ impl Eval<'_> {
                 let n = a.shape[0] as i64;
                 let stride = a.stride();
                 let bad = || format!("invalid amount {k} for `{}` of {n} elements", op.name());
-                match op {
-                    AmountOp::Split => {
-                        if k <= 0 {
-                            return Err(bad());
+                // Each row of the result is a row of the argument or padding (the
+                // operator's read-side map in the reshape table); the argument's rows
+                // that no row reads are dropped, which is a violation unless they are
+                // padding.
+                let amount = usize::try_from(k).map_err(|_| bad())?;
+                let shape = reshape::result_shape(
+                    &reshape::Concrete,
+                    ReshapeOp::Amount(*op),
+                    &[&a.shape],
+                    Some(&amount),
+                )
+                .ok_or_else(bad)?;
+                check_size(&shape)?;
+                let sources = reshape::row_sources(*op, amount, a.shape[0]).ok_or_else(bad)?;
+                let mut read = vec![false; a.shape[0]];
+                let mut cells = Vec::with_capacity(sources.len() * stride);
+                for source in &sources {
+                    match source {
+                        Some(row) => {
+                            read[*row] = true;
+                            cells.extend_from_slice(&a.cells[row * stride..(row + 1) * stride]);
                         }
-                        let rows = ceil_div(n, k).ok_or_else(bad)? as usize;
-                        let k = k as usize;
-                        let mut shape = vec![rows, k];
-                        shape.extend_from_slice(&a.shape[1..]);
-                        check_size(&shape)?;
-                        // The tail beyond the argument is a false guard: padding.
-                        let mut cells = a.cells.clone();
-                        cells.resize(rows * k * stride, Cell::Pad);
-                        Marked { shape, cells }
-                    }
-                    AmountOp::PadL | AmountOp::PadR => {
-                        if k < 0 {
-                            return Err(bad());
-                        }
-                        let mut shape = a.shape.clone();
-                        shape[0] += k as usize;
-                        check_size(&shape)?;
-                        let pads = vec![Cell::Pad; k as usize * stride];
-                        let cells = if *op == AmountOp::PadL {
-                            [pads, a.cells.clone()].concat()
-                        } else {
-                            [a.cells.clone(), pads].concat()
-                        };
-                        Marked { shape, cells }
-                    }
-                    AmountOp::TruncL | AmountOp::TruncR => {
-                        if k < 0 || k > n {
-                            return Err(bad());
-                        }
-                        let keep = (n - k) as usize;
-                        let mut shape = a.shape.clone();
-                        shape[0] = keep;
-                        let start = if *op == AmountOp::TruncL {
-                            k as usize
-                        } else {
-                            0
-                        };
-                        let dropped = (0..start).chain(start + keep..n as usize);
-                        for row in dropped {
-                            let cells = &a.cells[row * stride..(row + 1) * stride];
-                            if cells.iter().any(|c| !c.is_pad()) {
-                                self.violations.push(Violation::TruncatedValue {
-                                    op: *op,
-                                    position: row,
-                                });
-                            }
-                        }
-                        Marked {
-                            shape,
-                            cells: a.cells[start * stride..(start + keep) * stride].to_vec(),
-                        }
+                        None => cells.extend(std::iter::repeat_n(Cell::Pad, stride)),
                     }
                 }
+                for (row, _) in read.iter().enumerate().filter(|(_, read)| !**read) {
+                    let dropped = &a.cells[row * stride..(row + 1) * stride];
+                    if dropped.iter().any(|c| !c.is_pad()) {
+                        self.violations.push(Violation::TruncatedValue {
+                            op: *op,
+                            position: row,
+                        });
+                    }
+                }
+                Marked { shape, cells }
             }
         };
         check_cells(out.cells.len())?;
