@@ -5,7 +5,7 @@
 //! reuses the front end (parsing, the IR, alpha-equivalence, substitution, shapes, the
 //! printer), the solver and the rule-file *loader* (`atl-rules`), but not the rewrite
 //! engine (`atl-rewrites`: its matcher, instantiation, tactics, certificate types),
-//! which is not a dependency of this crate (`tests/independence.rs` checks the crate
+//! which is not a dependency of this crate (`cli/tests/crate_graph.rs` checks the crate
 //! graph). For every step it re-parses the programs, finds the recorded subterm at the
 //! recorded path, matches the rule with its own matcher ([`matching`]), rebuilds the
 //! context facts along the path, re-proves every side condition from scratch, and checks

@@ -9,7 +9,7 @@
 //! This crate is the part of rewriting that the rewrite engine (`atl-rewrites`) and the
 //! independent certificate checker (`atl-proofs`) share, and nothing more: no matcher,
 //! no tactics, no certificates. The checker depends on it and not on the engine, which
-//! `proofs/tests/independence.rs` checks in the crate graph. It depends only on the
+//! `cli/tests/crate_graph.rs` checks in the crate graph. It depends only on the
 //! front end (`atl-lang`). Library code never prints.
 
 pub mod library;
