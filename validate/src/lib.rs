@@ -39,7 +39,10 @@
 //!
 //! Library code never prints.
 
+pub mod coverage;
+pub mod interference;
 pub mod obligations;
+pub mod sites;
 pub mod translate;
 
 use std::fmt;
@@ -49,10 +52,10 @@ use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_loopir::ir::Kernel;
 use atl_solver::{Counterexample, Solver, Verdict};
 
-pub use obligations::{Access, AccessKind, Obligation, ObligationKind, collect};
+pub use obligations::{Access, AccessKind, Lemma, Obligation, ObligationKind, Walk, collect, walk};
 
 /// The reason every kernel is, at best, not validated by this increment.
-pub const NOT_CHECKED_YET: &str = "values, coverage, races and temporaries are not checked yet";
+pub const NOT_CHECKED_YET: &str = "values, reads after writes (initialisation, zeroing before accumulation) and temporaries are not checked yet";
 
 /// How an obligation was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +64,8 @@ pub enum Method {
     Identity,
     /// `Solver::prove` (its fast path, then z3).
     Solver,
+    /// The obligation's [`Lemma`], proved by `Solver::prove`.
+    Lemma,
 }
 
 /// An obligation with its verdict.
@@ -155,6 +160,16 @@ pub fn discharge(obligation: Obligation, solver: &Solver) -> CheckedObligation {
             method: Method::Identity,
         };
     }
+    if let Some(lemma) = &obligation.lemma
+        && !solver.prove_fast(&obligation.context, &obligation.goal)
+        && solver.prove(&lemma.context, &lemma.goal).is_proved()
+    {
+        return CheckedObligation {
+            obligation,
+            verdict: Verdict::Proved,
+            method: Method::Lemma,
+        };
+    }
     let verdict = solver.prove(&obligation.context, &obligation.goal);
     CheckedObligation {
         obligation,
@@ -166,10 +181,16 @@ pub fn discharge(obligation: Obligation, solver: &Solver) -> CheckedObligation {
 /// Collects and decides every obligation of `kernel` ([`collect`], [`discharge`]).
 pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
     let start = Instant::now();
-    let checked: Vec<CheckedObligation> = collect(kernel)
-        .into_iter()
+    let walked = walk(kernel);
+    let mut checked: Vec<CheckedObligation> = walked
+        .obligations
+        .iter()
+        .cloned()
+        .chain(interference::races(&walked))
+        .chain(interference::double_writes(&walked))
         .map(|o| discharge(o, solver))
         .collect();
+    checked.push(coverage::check(&walked, solver));
     let refuted: Vec<Refutation> = checked
         .iter()
         .filter_map(|c| match &c.verdict {
