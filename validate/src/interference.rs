@@ -194,7 +194,12 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                     Pred::cmp(CmpOp::Ne, v1, v2)
                 });
                 let lemma = if i == j {
-                    determined(write, &write.loops[depth..], &[l.var.clone()], &walk.sizes)
+                    determined(
+                        write,
+                        &write.loops[depth..],
+                        std::slice::from_ref(&l.var),
+                        &walk.sizes,
+                    )
                 } else {
                     None
                 };

@@ -22,10 +22,22 @@
 //!   shape, every fill stays in its buffer, every name is bound, every access names a
 //!   buffer in scope with one coordinate per dimension, no store writes an input.
 //!
+//! - (c) no race ([`interference::races`]): two iterations of a `parallel` or `vector`
+//!   loop never write the same element of memory they share (the output, a buffer or
+//!   scalar allocated outside the loop, a buffer hoisted around it that is not per
+//!   thread), nor does one read what another writes;
+//! - (d) no double write ([`interference::double_writes`]): two executions of
+//!   assignment stores never write one element within one lifetime of the buffer;
+//! - (e) coverage of the output ([`coverage`]): every element is written by an
+//!   assignment store or a fill, proved with witnesses solved from the coordinates
+//!   (unknown, never refuted, when the witnesses do not reach an element that may be
+//!   written otherwise).
+//!
 //! What it does **not** check yet: that the values stored are the source's, that
-//! every element of the output is written exactly once (coverage), that parallel and
-//! vector loops are free of races, and that temporaries hold what the source's `let`s
-//! say when read. So a kernel whose obligations all hold is
+//! reads follow the writes they need (initialisation of temporaries, zeroing before
+//! accumulation, the order of a zeroing store and an assignment), and that
+//! temporaries hold what the source's `let`s say when read. So a kernel whose
+//! obligations all hold is
 //! [`KernelVerdict::NotValidated`] with the reason [`NOT_CHECKED_YET`] — never
 //! [`KernelVerdict::Validated`], which no function of this increment returns. A
 //! refuted obligation rejects the kernel ([`KernelVerdict::Rejected`]) with the
