@@ -22,10 +22,22 @@
 //!   shape, every fill stays in its buffer, every name is bound, every access names a
 //!   buffer in scope with one coordinate per dimension, no store writes an input.
 //!
+//! - (c) no race ([`interference::races`]): two iterations of a `parallel` or `vector`
+//!   loop never write the same element of memory they share (the output, a buffer or
+//!   scalar allocated outside the loop, a buffer hoisted around it that is not per
+//!   thread), nor does one read what another writes;
+//! - (d) no double write ([`interference::double_writes`]): two executions of
+//!   assignment stores never write one element within one lifetime of the buffer;
+//! - (e) coverage of the output ([`coverage`]): every element is written by an
+//!   assignment store or a fill, proved with witnesses solved from the coordinates
+//!   (unknown, never refuted, when the witnesses do not reach an element that may be
+//!   written otherwise).
+//!
 //! What it does **not** check yet: that the values stored are the source's, that
-//! every element of the output is written exactly once (coverage), that parallel and
-//! vector loops are free of races, and that temporaries hold what the source's `let`s
-//! say when read. So a kernel whose obligations all hold is
+//! reads follow the writes they need (initialisation of temporaries, zeroing before
+//! accumulation, the order of a zeroing store and an assignment), and that
+//! temporaries hold what the source's `let`s say when read. So a kernel whose
+//! obligations all hold is
 //! [`KernelVerdict::NotValidated`] with the reason [`NOT_CHECKED_YET`] — never
 //! [`KernelVerdict::Validated`], which no function of this increment returns. A
 //! refuted obligation rejects the kernel ([`KernelVerdict::Rejected`]) with the
@@ -39,7 +51,10 @@
 //!
 //! Library code never prints.
 
+pub mod coverage;
+pub mod interference;
 pub mod obligations;
+pub mod sites;
 pub mod translate;
 
 use std::fmt;
@@ -49,10 +64,10 @@ use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_loopir::ir::Kernel;
 use atl_solver::{Counterexample, Solver, Verdict};
 
-pub use obligations::{Access, AccessKind, Obligation, ObligationKind, collect};
+pub use obligations::{Access, AccessKind, Lemma, Obligation, ObligationKind, Walk, collect, walk};
 
 /// The reason every kernel is, at best, not validated by this increment.
-pub const NOT_CHECKED_YET: &str = "values, coverage, races and temporaries are not checked yet";
+pub const NOT_CHECKED_YET: &str = "values, reads after writes (initialisation, zeroing before accumulation) and temporaries are not checked yet";
 
 /// How an obligation was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +76,8 @@ pub enum Method {
     Identity,
     /// `Solver::prove` (its fast path, then z3).
     Solver,
+    /// The obligation's [`Lemma`], proved by `Solver::prove`.
+    Lemma,
 }
 
 /// An obligation with its verdict.
@@ -155,6 +172,16 @@ pub fn discharge(obligation: Obligation, solver: &Solver) -> CheckedObligation {
             method: Method::Identity,
         };
     }
+    if let Some(lemma) = &obligation.lemma
+        && !solver.prove_fast(&obligation.context, &obligation.goal)
+        && solver.prove(&lemma.context, &lemma.goal).is_proved()
+    {
+        return CheckedObligation {
+            obligation,
+            verdict: Verdict::Proved,
+            method: Method::Lemma,
+        };
+    }
     let verdict = solver.prove(&obligation.context, &obligation.goal);
     CheckedObligation {
         obligation,
@@ -166,10 +193,16 @@ pub fn discharge(obligation: Obligation, solver: &Solver) -> CheckedObligation {
 /// Collects and decides every obligation of `kernel` ([`collect`], [`discharge`]).
 pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
     let start = Instant::now();
-    let checked: Vec<CheckedObligation> = collect(kernel)
-        .into_iter()
+    let walked = walk(kernel);
+    let mut checked: Vec<CheckedObligation> = walked
+        .obligations
+        .iter()
+        .cloned()
+        .chain(interference::races(&walked))
+        .chain(interference::double_writes(&walked))
         .map(|o| discharge(o, solver))
         .collect();
+    checked.push(coverage::check(&walked, solver));
     let refuted: Vec<Refutation> = checked
         .iter()
         .filter_map(|c| match &c.verdict {

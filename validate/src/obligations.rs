@@ -18,9 +18,10 @@
 use std::fmt;
 
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
-use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, Val};
+use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, StoreOp, Val};
 use atl_solver::Facts;
 
+use crate::sites::{Binding, BindingRole, LoopRef, Site};
 use crate::translate::{Scope, Translation};
 
 /// Which memory operation an obligation is about.
@@ -28,6 +29,10 @@ use crate::translate::{Scope, Translation};
 pub enum AccessKind {
     Load,
     Store,
+    /// A read of a scalar temporary (only in race obligations).
+    ScalarRead,
+    /// An assignment of a scalar temporary (only in race obligations).
+    ScalarWrite,
 }
 
 impl fmt::Display for AccessKind {
@@ -35,6 +40,8 @@ impl fmt::Display for AccessKind {
         f.write_str(match self {
             AccessKind::Load => "load",
             AccessKind::Store => "store",
+            AccessKind::ScalarRead => "scalar read",
+            AccessKind::ScalarWrite => "scalar write",
         })
     }
 }
@@ -77,6 +84,27 @@ pub enum ObligationKind {
     /// buffer or with the wrong number of coordinates, a store to an input): the goal
     /// is `false`, so it is proved only where the context is unreachable.
     WellFormed { problem: String },
+    /// No race: two different iterations of the `parallel` or `vector` loop over
+    /// `loop_var` never touch the same element of a buffer (or the same scalar) that
+    /// outlives an iteration, when one of them (`write`) writes it. The goal is "the
+    /// coordinates differ" (`false` for a scalar) under the contexts of both
+    /// operations, each with its own copy of the loop variables from `loop_var` in
+    /// (suffixed `#1` and `#2`), and `loop_var#1 != loop_var#2`.
+    Race {
+        loop_var: String,
+        write: Access,
+        other: Access,
+    },
+    /// No double write: two executions of assignment stores (`=`) — two stores, or
+    /// one store at two different iteration points — never write the same element
+    /// within one lifetime of the buffer (the kernel's run for the output, one
+    /// execution of the `alloc` for a temporary).
+    DoubleWrite { first: Access, second: Access },
+    /// Coverage: every element of the buffer (the output) is written by an assignment
+    /// store or a fill. The goal is a disjunction, over the candidate writes, of "this
+    /// write's loops, at the iteration computed from the coordinate (the witness),
+    /// reach it and write that coordinate" (see [`crate::coverage`]).
+    Coverage { buffer: String },
 }
 
 impl fmt::Display for ObligationKind {
@@ -95,6 +123,24 @@ impl fmt::Display for ObligationKind {
             ObligationKind::AllocLength { buffer } => write!(f, "length of alloc `{buffer}`"),
             ObligationKind::FillLength { buffer } => write!(f, "length of fill of `{buffer}`"),
             ObligationKind::WellFormed { problem } => write!(f, "well-formed: {problem}"),
+            ObligationKind::Race {
+                loop_var,
+                write,
+                other,
+            } => write!(
+                f,
+                "no race in loop `{loop_var}` between {write} and {other}"
+            ),
+            ObligationKind::DoubleWrite { first, second } => {
+                if first == second {
+                    write!(f, "no double write by {first}")
+                } else {
+                    write!(f, "no double write by {first} and {second}")
+                }
+            }
+            ObligationKind::Coverage { buffer } => {
+                write!(f, "coverage: every element of `{buffer}` is written")
+            }
         }
     }
 }
@@ -105,6 +151,21 @@ pub struct Obligation {
     pub kind: ObligationKind,
     /// Where in the kernel (`for i > for j > if`).
     pub location: String,
+    pub context: Facts,
+    pub goal: Pred,
+    /// A sufficient condition that is easier for the solver, tried first (see
+    /// [`Lemma`]); the obligation itself is what a counterexample refutes.
+    pub lemma: Option<Lemma>,
+}
+
+/// A claim that implies an obligation: proved, it proves the obligation; unproved, it
+/// says nothing (the obligation is then decided on its own). The race and
+/// double-write obligations of one store against itself use it: "the coordinates
+/// determine the loop variables" (each variable equals a function of the coordinates,
+/// the witness of [`crate::coverage`]) is a query over one copy of the context, where
+/// the obligation needs two.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lemma {
     pub context: Facts,
     pub goal: Pred,
 }
@@ -132,10 +193,51 @@ struct Buffer {
     /// The declared shape, in the solver's names.
     shape: Vec<IndexExpr>,
     role: Role,
+    /// Index into `Collector::bindings`.
+    binding: usize,
 }
 
-/// Every obligation of `kernel`, in the order of a depth-first walk.
+/// What one walk of a kernel finds: the obligations about single operations (bounds,
+/// flattening, divisions, lengths, well-formedness), and the accesses with their
+/// contexts for the obligations that relate several ([`crate::interference`],
+/// [`crate::coverage`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Walk {
+    pub obligations: Vec<Obligation>,
+    pub sites: Vec<Site>,
+    pub bindings: Vec<Binding>,
+    /// The output's index in `bindings`.
+    pub output: usize,
+    pub sizes: Vec<String>,
+    /// The preconditions, in the solver's terms (the start of every site's facts).
+    pub preconditions: Vec<Pred>,
+    /// Fills: (binding, length, context, location).
+    pub fills: Vec<Fill>,
+}
+
+/// A `fill` of a buffer in scope.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fill {
+    pub binding: usize,
+    pub len: IndexExpr,
+    pub facts: Vec<Pred>,
+    pub loops: Vec<LoopRef>,
+}
+
+/// Every obligation of `kernel`: those of single operations in the order of a
+/// depth-first walk, then the races ([`crate::interference::races`]) and the double
+/// writes ([`crate::interference::double_writes`]). Coverage, whose discharge is not
+/// a single query, is [`crate::coverage::check`].
 pub fn collect(kernel: &Kernel) -> Vec<Obligation> {
+    let w = walk(kernel);
+    let mut out = w.obligations.clone();
+    out.extend(crate::interference::races(&w));
+    out.extend(crate::interference::double_writes(&w));
+    out
+}
+
+/// Walks `kernel` once: the obligations of single operations, and the sites.
+pub fn walk(kernel: &Kernel) -> Walk {
     let mut c = Collector {
         scope: Scope::new(&kernel.sizes),
         sizes: kernel.sizes.clone(),
@@ -145,6 +247,14 @@ pub fn collect(kernel: &Kernel) -> Vec<Obligation> {
         out: Vec::new(),
         loads: 0,
         stores: 0,
+        scalar_reads: 0,
+        scalar_writes: 0,
+        loops: Vec::new(),
+        next_loop: 0,
+        bindings: Vec::new(),
+        scalars: Vec::new(),
+        sites: Vec::new(),
+        fills: Vec::new(),
     };
     // Preconditions, left to right as C checks them: each one's side conditions under
     // the earlier ones, then it joins the context.
@@ -161,16 +271,36 @@ pub fn collect(kernel: &Kernel) -> Vec<Obligation> {
         .chain(std::iter::once((&kernel.output, Role::Output)))
     {
         let mut t = Translation::default();
-        let shape = decl.shape.iter().map(|e| t.index(&c.scope, e)).collect();
+        let shape: Vec<IndexExpr> = decl.shape.iter().map(|e| t.index(&c.scope, e)).collect();
         c.finish(t, &format!("shape of `{}`", decl.name));
+        let binding = c.bind(
+            &decl.name,
+            if role == Role::Input {
+                BindingRole::Input
+            } else {
+                BindingRole::Output
+            },
+            shape.clone(),
+        );
         c.buffers.push(Buffer {
             name: decl.name.clone(),
             shape,
             role,
+            binding,
         });
     }
+    let preconditions = c.facts.clone();
+    let output = c.buffers.last().map_or(0, |b| b.binding);
     c.block(&kernel.body);
-    c.out
+    Walk {
+        obligations: c.out,
+        sites: c.sites,
+        bindings: c.bindings,
+        output,
+        sizes: kernel.sizes.clone(),
+        preconditions,
+        fills: c.fills,
+    }
 }
 
 struct Collector {
@@ -183,6 +313,16 @@ struct Collector {
     out: Vec<Obligation>,
     loads: usize,
     stores: usize,
+    scalar_reads: usize,
+    scalar_writes: usize,
+    /// The enclosing loops, outermost first.
+    loops: Vec<LoopRef>,
+    next_loop: usize,
+    bindings: Vec<Binding>,
+    /// Scalars in scope: (name, binding), innermost last.
+    scalars: Vec<(String, usize)>,
+    sites: Vec<Site>,
+    fills: Vec<Fill>,
 }
 
 /// `a && b`, dropping a `true`.
@@ -230,6 +370,7 @@ impl Collector {
                 facts,
             },
             goal,
+            lemma: None,
         });
     }
 
@@ -263,9 +404,58 @@ impl Collector {
     }
 
     fn block(&mut self, stmts: &[Stmt]) {
+        // A scalar lives until the end of the block that declares it.
+        let scalars = self.scalars.len();
         for s in stmts {
             self.stmt(s);
         }
+        self.scalars.truncate(scalars);
+    }
+
+    fn bind(&mut self, name: &str, role: BindingRole, shape: Vec<IndexExpr>) -> usize {
+        self.bindings.push(Binding {
+            name: name.to_string(),
+            role,
+            shape,
+            loops: self.loops.clone(),
+        });
+        self.bindings.len() - 1
+    }
+
+    /// The context of an operation evaluated under `guard`.
+    fn context(&self, guard: &Pred) -> Vec<Pred> {
+        let mut facts = self.facts.clone();
+        if *guard != Pred::Bool(true) {
+            facts.push(guard.clone());
+        }
+        facts
+    }
+
+    fn scalar_site(&mut self, name: &str, op: Option<StoreOp>, guard: &Pred) {
+        let Some(&(_, binding)) = self.scalars.iter().rev().find(|(n, _)| n == name) else {
+            return;
+        };
+        let (kind, ordinal) = if op.is_some() {
+            self.scalar_writes += 1;
+            (AccessKind::ScalarWrite, self.scalar_writes - 1)
+        } else {
+            self.scalar_reads += 1;
+            (AccessKind::ScalarRead, self.scalar_reads - 1)
+        };
+        self.sites.push(Site {
+            access: Access {
+                kind,
+                buffer: name.to_string(),
+                ordinal,
+                text: name.to_string(),
+            },
+            op,
+            binding,
+            coords: Vec::new(),
+            facts: self.context(guard),
+            loops: self.loops.clone(),
+            location: self.location(),
+        });
     }
 
     fn stmt(&mut self, s: &Stmt) {
@@ -276,9 +466,22 @@ impl Collector {
                 let hi = self.ix(&yes, &l.hi, "loop bound");
                 let var = self.scope.bind(&l.var);
                 let v = IndexExpr::var(var.clone());
-                self.facts.push(Pred::and(le(lo, v.clone()), lt(v, hi)));
+                self.facts
+                    .push(Pred::and(le(lo.clone(), v.clone()), lt(v, hi.clone())));
                 self.path.push(format!("for {var}"));
+                self.loops.push(LoopRef {
+                    id: self.next_loop,
+                    kernel_var: l.var.clone(),
+                    var: var.clone(),
+                    lo,
+                    hi,
+                    origin: l.origin,
+                    parallel: l.parallel,
+                    vector: l.vector,
+                });
+                self.next_loop += 1;
                 self.block(&l.body);
+                self.loops.pop();
                 self.path.pop();
                 self.facts.pop();
                 self.scope.unbind();
@@ -309,6 +512,7 @@ impl Collector {
                 shape,
                 len,
                 body,
+                storage,
                 ..
             } => {
                 let mut t = Translation::default();
@@ -322,28 +526,36 @@ impl Collector {
                     &yes,
                     Pred::cmp(CmpOp::Eq, len, numel(&shape)),
                 );
+                let binding =
+                    self.bind(buf, BindingRole::Temporary(storage.clone()), shape.clone());
                 self.buffers.push(Buffer {
                     name: buf.clone(),
                     shape,
                     role: Role::Temporary,
+                    binding,
                 });
                 self.path.push(format!("alloc {buf}"));
                 self.block(body);
                 self.path.pop();
                 self.buffers.pop();
             }
-            Stmt::Decl { init, .. } => {
+            Stmt::Decl { name, init } => {
                 if let Some(v) = init {
                     self.val(v, &yes);
                 }
+                let binding = self.bind(name, BindingRole::Scalar, Vec::new());
+                self.scalars.push((name.clone(), binding));
             }
-            Stmt::SetScalar { value, .. } => self.val(value, &yes),
+            Stmt::SetScalar { name, op, value } => {
+                self.val(value, &yes);
+                self.scalar_site(name, Some(*op), &yes);
+            }
             Stmt::Store {
                 buf,
                 index,
                 coords,
                 value,
-                ..
+                op,
             } => {
                 self.val(value, &yes);
                 let access = Access {
@@ -353,10 +565,19 @@ impl Collector {
                     text: access_text(buf, index, coords),
                 };
                 self.stores += 1;
-                self.access(access, index, coords, &yes);
+                self.access(access, index, coords, &yes, Some(*op));
             }
             Stmt::Fill { buf, len, .. } => {
                 let len = self.ix(&yes, len, "fill length");
+                if let Some(b) = self.buffer(buf) {
+                    let fill = Fill {
+                        binding: b.binding,
+                        len: len.clone(),
+                        facts: self.facts.clone(),
+                        loops: self.loops.clone(),
+                    };
+                    self.fills.push(fill);
+                }
                 let goal = match self.buffer(buf) {
                     Some(b) if b.role != Role::Input => Some(Pred::and(
                         le(IndexExpr::Const(0), len.clone()),
@@ -389,7 +610,8 @@ impl Collector {
     /// The loads of a value; `guard` is what must hold for it to be evaluated.
     fn val(&mut self, v: &Val, guard: &Pred) {
         match v {
-            Val::Lit(_) | Val::Scalar(_) => {}
+            Val::Lit(_) => {}
+            Val::Scalar(name) => self.scalar_site(name, None, guard),
             Val::Load(l) => {
                 let access = Access {
                     kind: AccessKind::Load,
@@ -398,7 +620,7 @@ impl Collector {
                     text: access_text(&l.buf, &l.index, &l.coords),
                 };
                 self.loads += 1;
-                self.access(access, &l.index, &l.coords, guard);
+                self.access(access, &l.index, &l.coords, guard, None);
             }
             Val::Neg(a) => self.val(a, guard),
             Val::Bin(_, a, b) => {
@@ -425,10 +647,17 @@ impl Collector {
         self.buffers.iter().rev().find(|b| b.name == name)
     }
 
-    fn access(&mut self, access: Access, index: &Ix, coords: &[Coord], guard: &Pred) {
+    fn access(
+        &mut self,
+        access: Access,
+        index: &Ix,
+        coords: &[Coord],
+        guard: &Pred,
+        op: Option<StoreOp>,
+    ) {
         let flat = self.ix(guard, index, &format!("index of {access}"));
-        let (shape, role) = match self.buffer(&access.buffer) {
-            Some(b) => (b.shape.clone(), b.role),
+        let (shape, role, binding) = match self.buffer(&access.buffer) {
+            Some(b) => (b.shape.clone(), b.role, b.binding),
             None => {
                 let problem = format!("{access} names no buffer in scope");
                 self.push(
@@ -490,6 +719,17 @@ impl Collector {
                 guard,
                 Pred::cmp(CmpOp::Eq, rec, extent.clone()),
             );
+        }
+        if role != Role::Input {
+            self.sites.push(Site {
+                access: access.clone(),
+                op,
+                binding,
+                coords: indices.clone(),
+                facts: self.context(guard),
+                loops: self.loops.clone(),
+                location: self.location(),
+            });
         }
         // Row-major: ((i0 * e1 + i1) * e2 + i2) ...
         let mut position = IndexExpr::Const(0);

@@ -290,8 +290,11 @@ fn a_store_to_an_input_is_rejected() {
         }
     });
     let refuted = refutations(&k);
-    assert_eq!(refuted.len(), 1, "only the store to an input is wrong");
+    // The store to an input, and (since it was the only store) the output is never
+    // written: nothing else is wrong.
+    assert_eq!(refuted.len(), 2, "the store to an input and the coverage");
     find(&refuted, |o| matches!(o, ObligationKind::WellFormed { .. }));
+    find(&refuted, |o| matches!(o, ObligationKind::Coverage { .. }));
 }
 
 // ---- kernels written by hand ---------------------------------------------------
@@ -490,4 +493,244 @@ fn the_hand_written_temporary_one_element_short_is_rejected() {
     find(&refuted, |o| {
         matches!(o, ObligationKind::AllocLength { .. })
     });
+}
+
+// ---- races, double writes, coverage ----------------------------------------------
+
+fn is_race(kind: &ObligationKind, loop_var: &str) -> bool {
+    matches!(kind, ObligationKind::Race { loop_var: v, .. } if v == loop_var)
+}
+
+fn is_double_write(kind: &ObligationKind) -> bool {
+    matches!(kind, ObligationKind::DoubleWrite { .. })
+}
+
+fn is_coverage(kind: &ObligationKind) -> bool {
+    matches!(kind, ObligationKind::Coverage { .. })
+}
+
+/// Sets `parallel` on the loops over `var`; how many.
+fn make_parallel(k: &mut Kernel, var: &str) -> usize {
+    let mut changed = 0;
+    edit_stmts(k, &mut |s| {
+        if let Stmt::For(l) = s
+            && l.var == var
+        {
+            l.parallel = true;
+            changed += 1;
+        }
+    });
+    changed
+}
+
+#[test]
+fn parallel_on_a_reduction_loop_accumulating_into_the_output_is_a_race() {
+    // conv1d_scatter: `for c in 0..C  # sum` around `out[n, k, p] += ...`.
+    let mut k = common::example_kernel("conv1d_scatter/conv1d_scatter.atl", "conv1d_scatter");
+    assert_eq!(make_parallel(&mut k, "c"), 1);
+    let refuted = refutations(&k);
+    assert!(
+        refuted.iter().all(|r| is_race(&r.obligation.kind, "c")),
+        "only the race"
+    );
+    let r = find(&refuted, |o| is_race(o, "c"));
+    let cex = &r.counterexample;
+    assert_ne!(cex.get("c#1"), cex.get("c#2"), "{cex}");
+    assert!(cex.get("C").is_some_and(|c| c >= 2), "{cex}");
+}
+
+#[test]
+fn parallel_on_a_reduction_loop_into_a_scalar_accumulator_is_a_race() {
+    // conv1d_gather: `scalar acc = 0; for c in 0..C  # sum { ... acc += ... }`.
+    let mut k = common::example_kernel("conv1d_gather/conv1d_gather.atl", "conv1d_gather");
+    assert_eq!(make_parallel(&mut k, "c"), 1);
+    let refuted = refutations(&k);
+    let r = find(&refuted, |o| {
+        matches!(o, ObligationKind::Race { loop_var, write, .. }
+            if loop_var == "c" && write.buffer == "acc")
+    });
+    assert_ne!(r.counterexample.get("c#1"), r.counterexample.get("c#2"));
+}
+
+#[test]
+fn a_hoisted_temporary_shared_between_threads_is_a_race() {
+    // blur strips: `bx` hoisted around the parallel loop `yo`, per thread; made one
+    // buffer for all threads.
+    let mut k = common::example_kernel("blur/blur.atl", "strips_staged");
+    let mut changed = 0;
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::Alloc {
+            storage: atl_loopir::ir::Storage::Hoisted { per_thread, .. },
+            ..
+        } = s
+        {
+            *per_thread = false;
+            changed += 1;
+        }
+    });
+    assert_eq!(changed, 1);
+    let refuted = refutations(&k);
+    let r = find(
+        &refuted,
+        |o| matches!(o, ObligationKind::Race { loop_var, write, .. } if loop_var == "yo" && write.buffer == "bx"),
+    );
+    assert_ne!(r.counterexample.get("yo#1"), r.counterexample.get("yo#2"));
+}
+
+/// `for i in 0..2n { o[i / 2] = a[i / 2] }` (C's `/`), `o, a: [n]`; the loop parallel
+/// or not.
+fn halving_copy(parallel: bool) -> Kernel {
+    let half = Ix::bin(IxOp::DivNat, var("i"), Ix::Const(2));
+    let half_e = IndexExpr::bin(
+        atl_lang::index::IndexOp::Div,
+        ivar("i"),
+        IndexExpr::Const(2),
+    );
+    let store = Stmt::Store {
+        buf: "o".to_string(),
+        index: half.clone(),
+        coords: vec![coord(half_e.clone(), ivar("n"))],
+        op: StoreOp::Assign,
+        value: Val::Load(Load {
+            buf: "a".to_string(),
+            index: half,
+            coords: vec![coord(half_e, ivar("n"))],
+        }),
+    };
+    let mut l = for_loop(
+        "i",
+        Ix::Const(0),
+        Ix::bin(IxOp::Mul, Ix::Const(2), var("n")),
+        vec![store],
+    );
+    if let Stmt::For(f) = &mut l {
+        f.parallel = parallel;
+    }
+    kernel(
+        &["n"],
+        vec![decl("a", vec![ivar("n")])],
+        decl("o", vec![ivar("n")]),
+        vec![l],
+    )
+}
+
+#[test]
+fn two_iterations_of_a_parallel_loop_writing_one_element_are_a_race() {
+    let refuted = refutations(&halving_copy(true));
+    let r = find(&refuted, |o| is_race(o, "i"));
+    let (i1, i2) = (
+        r.counterexample.get("i#1").unwrap(),
+        r.counterexample.get("i#2").unwrap(),
+    );
+    assert_ne!(i1, i2);
+    assert_eq!(i1 / 2, i2 / 2, "{}", r.counterexample);
+    find(&refuted, is_double_write);
+}
+
+#[test]
+fn an_assignment_loop_writing_one_element_twice_is_a_double_write() {
+    let refuted = refutations(&halving_copy(false));
+    assert!(refuted.iter().all(|r| is_double_write(&r.obligation.kind)));
+    let r = find(&refuted, is_double_write);
+    let (i1, i2) = (
+        r.counterexample.get("i#1").unwrap(),
+        r.counterexample.get("i#2").unwrap(),
+    );
+    assert_ne!(i1, i2);
+    assert_eq!(i1 / 2, i2 / 2, "{}", r.counterexample);
+}
+
+#[test]
+fn a_tiled_copy_with_a_floor_outer_bound_misses_elements() {
+    // `io < n / 4` instead of `(n + 3) / 4`: the last partial tile is never written.
+    let mut k = tiled_copy(true);
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::For(l) = s
+            && l.var == "io"
+        {
+            l.hi = Ix::bin(IxOp::DivNat, var("n"), Ix::Const(4));
+        }
+    });
+    let refuted = refutations(&k);
+    assert_eq!(refuted.len(), 1, "only the coverage");
+    let r = find(&refuted, is_coverage);
+    let n = r.counterexample.get("n").unwrap();
+    let c = r.counterexample.get("c#0").unwrap();
+    assert!(
+        n % 4 != 0 && c >= 4 * (n / 4) && c < n,
+        "{}",
+        r.counterexample
+    );
+}
+
+#[test]
+fn a_loop_to_n_minus_one_misses_the_last_element() {
+    // transpose_gen with `i < n - 1`: column n-1 of `out` is never written.
+    let mut k = common::example_kernel("transpose/transpose.atl", "transpose_gen");
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::For(l) = s
+            && l.var == "i"
+        {
+            l.hi = Ix::bin(IxOp::Sub, l.hi.clone(), Ix::Const(1));
+        }
+    });
+    let refuted = refutations(&k);
+    assert_eq!(refuted.len(), 1, "only the coverage");
+    let r = find(&refuted, is_coverage);
+    assert_eq!(
+        r.counterexample.get("c#1").map(|c| c + 1),
+        r.counterexample.get("n"),
+        "{}",
+        r.counterexample
+    );
+}
+
+#[test]
+fn a_parallel_vector_tiled_copy_written_by_hand_is_accepted() {
+    let mut k = tiled_copy(true);
+    edit_stmts(&mut k, &mut |s| {
+        if let Stmt::For(l) = s {
+            l.parallel = l.var == "io";
+            l.vector = l.var == "ii";
+        }
+    });
+    assert_accepted(&k);
+}
+
+#[test]
+fn an_if_else_pair_covering_the_output_written_by_hand_is_accepted() {
+    // `for i in 0..n parallel { if i < n - 2 { o[i] = a[i] } else { o[i] = 0 } }`.
+    let store = |value: Val| Stmt::Store {
+        buf: "o".to_string(),
+        index: var("i"),
+        coords: vec![coord(ivar("i"), ivar("n"))],
+        op: StoreOp::Assign,
+        value,
+    };
+    let read = Val::Load(Load {
+        buf: "a".to_string(),
+        index: var("i"),
+        coords: vec![coord(ivar("i"), ivar("n"))],
+    });
+    let mut l = for_loop(
+        "i",
+        Ix::Const(0),
+        var("n"),
+        vec![Stmt::If {
+            cond: lt(var("i"), Ix::bin(IxOp::Sub, var("n"), Ix::Const(2))),
+            then_branch: vec![store(read)],
+            else_branch: vec![store(Val::Lit(0.0))],
+        }],
+    );
+    if let Stmt::For(f) = &mut l {
+        f.parallel = true;
+        f.vector = true;
+    }
+    let k = kernel(
+        &["n"],
+        vec![decl("a", vec![ivar("n")])],
+        decl("o", vec![ivar("n")]),
+        vec![l],
+    );
+    assert_accepted(&k);
 }

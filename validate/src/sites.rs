@@ -1,0 +1,116 @@
+//! What the walk of a kernel records for the obligations that relate two memory
+//! operations (races, double writes) or quantify over all of them (coverage): every
+//! access ([`Site`]) with its coordinates and full context, the loops around it
+//! ([`LoopRef`]), and every buffer or scalar binding it names ([`Binding`]).
+//!
+//! Everything is in the solver's names (`crate::translate::Scope`): loop variables are
+//! unique within one loop nest, but two sibling nests may reuse a name, so an
+//! obligation that puts two sites in one query renames their private loop variables
+//! apart ([`rename_index`], [`rename_pred`]).
+
+use std::collections::BTreeMap;
+
+use atl_lang::index::{IndexExpr, Pred};
+use atl_loopir::ir::{LoopOrigin, Storage, StoreOp};
+
+use crate::obligations::Access;
+
+/// A loop around a site.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopRef {
+    /// Unique per loop statement of the kernel (its rank in a depth-first walk).
+    pub id: usize,
+    /// The variable's name in the kernel (what [`Storage::Hoisted`] names).
+    pub kernel_var: String,
+    /// The variable's name in the solver.
+    pub var: String,
+    pub lo: IndexExpr,
+    pub hi: IndexExpr,
+    pub origin: LoopOrigin,
+    pub parallel: bool,
+    pub vector: bool,
+}
+
+/// Who a binding is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BindingRole {
+    Input,
+    Output,
+    /// A buffer of an `alloc`, with where its memory comes from.
+    Temporary(Storage),
+    /// A scalar temporary (`Decl`): a buffer of rank 0 for the race obligations.
+    Scalar,
+}
+
+/// A buffer or scalar in scope somewhere in the kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    pub name: String,
+    pub role: BindingRole,
+    /// The declared shape in the solver's names (empty for a scalar).
+    pub shape: Vec<IndexExpr>,
+    /// The loops around the `alloc` or `Decl` (empty for inputs and the output).
+    pub loops: Vec<LoopRef>,
+}
+
+/// One memory operation of the kernel, well formed (its buffer is in scope and it has
+/// one coordinate per dimension).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site {
+    pub access: Access,
+    /// `None` for a read, the store's operator for a write.
+    pub op: Option<StoreOp>,
+    /// Index into [`Walk::bindings`](crate::obligations::Walk::bindings).
+    pub binding: usize,
+    /// The coordinates in the solver's names.
+    pub coords: Vec<IndexExpr>,
+    /// The full context under which the operation executes: preconditions, enclosing
+    /// loop ranges and `if` conditions, `select` conditions of a guarded read.
+    pub facts: Vec<Pred>,
+    /// The enclosing loops, outermost first.
+    pub loops: Vec<LoopRef>,
+    pub location: String,
+}
+
+impl Site {
+    pub fn is_write(&self) -> bool {
+        self.op.is_some()
+    }
+}
+
+/// `e` with the variables named in `map` renamed.
+pub fn rename_index(e: &IndexExpr, map: &BTreeMap<String, String>) -> IndexExpr {
+    match e {
+        IndexExpr::Var(v) => match map.get(v) {
+            Some(to) => IndexExpr::Var(to.clone()),
+            None => e.clone(),
+        },
+        IndexExpr::Const(_) | IndexExpr::Meta(_) => e.clone(),
+        IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(rename_index(a, map))),
+        IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, rename_index(a, map), rename_index(b, map)),
+    }
+}
+
+/// `p` with the variables named in `map` renamed.
+pub fn rename_pred(p: &Pred, map: &BTreeMap<String, String>) -> Pred {
+    if map.is_empty() {
+        return p.clone();
+    }
+    p.map_index(&mut |e| rename_index(e, map))
+}
+
+/// The renaming of `loops`' variables to `var#copy`: `#` occurs in no kernel name, so
+/// the copies of two sites never clash with each other or with a shared variable.
+pub fn copy_names(loops: &[LoopRef], copy: usize) -> BTreeMap<String, String> {
+    loops
+        .iter()
+        .map(|l| (l.var.clone(), format!("{}#{copy}", l.var)))
+        .collect()
+}
+
+/// Pushes `p` unless it is already there or is `true`.
+pub fn push_fact(facts: &mut Vec<Pred>, p: Pred) {
+    if p != Pred::Bool(true) && !facts.contains(&p) {
+        facts.push(p);
+    }
+}
