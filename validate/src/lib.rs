@@ -6,7 +6,7 @@
 //! types (`atl-loopir`) only — never on `atl-lower`'s lowering, normalization,
 //! annotation or placement passes, so that it cannot share their mistakes. Its own
 //! translation of the target's index language ([`translate`]) is written here for the
-//! same reason. `tests/independence.rs` checks the crate graph.
+//! same reason. `cli/tests/crate_graph.rs` checks the crate graph.
 //!
 //! What this increment checks ([`obligations`]), each obligation proved by the solver
 //! for all sizes (`atl_solver::Solver::prove`; "unknown" is never "proved"):
