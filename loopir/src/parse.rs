@@ -23,11 +23,11 @@ use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::{BinOp, Expr};
 use atl_lang::span::Span;
 
+use crate::ir::Cond;
 use crate::ir::{
     BufferDecl, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Precondition, PreconditionKind,
     Stmt, Storage, StoreOp, Val,
 };
-use crate::ir::Cond;
 use crate::print::{plain_cond, precondition_kind_word};
 
 /// Parses the full textual form of a kernel.
@@ -70,8 +70,8 @@ struct Token {
 }
 
 const SYMBOLS: &[&str] = &[
-    "..", "+=", "==", "!=", "<=", ">=", "&&", "||", "->", "(", ")", "[", "]", "{", "}", ",",
-    ";", ":", "?", "@", "#", "+", "-", "*", "/", "%", "=", "<", ">", "!",
+    "..", "+=", "==", "!=", "<=", ">=", "&&", "||", "->", "(", ")", "[", "]", "{", "}", ",", ";",
+    ":", "?", "@", "#", "+", "-", "*", "/", "%", "=", "<", ">", "!",
 ];
 
 fn syntax(span: Span, message: impl Into<String>, label: impl Into<String>) -> Diagnostic {
@@ -628,11 +628,7 @@ impl Parser<'_> {
                 let zero_span = self.here();
                 let zero = self.arith()?.to_ix()?;
                 if zero != Ix::Const(0) {
-                    return Err(syntax(
-                        zero_span,
-                        "a fill starts at 0",
-                        "expected `0`",
-                    ));
+                    return Err(syntax(zero_span, "a fill starts at 0", "expected `0`"));
                 }
                 self.sym("..")?;
                 let len = self.arith()?.to_ix()?;
@@ -978,7 +974,11 @@ impl Parser<'_> {
                 self.sym(":")?;
                 let zero_span = self.here();
                 if !matches!(self.peek(), Some(Tok::Num(n)) if n == "0") {
-                    return Err(syntax(zero_span, "a select's else value is 0", "expected `0`"));
+                    return Err(syntax(
+                        zero_span,
+                        "a select's else value is 0",
+                        "expected `0`",
+                    ));
                 }
                 self.pos += 1;
                 Val::Select(c.to_cond()?, Box::new(value))
@@ -1024,8 +1024,7 @@ impl Parser<'_> {
 
     fn val_unary(&mut self) -> R<Val> {
         if self.is_sym("-") {
-            if matches!(self.peek_at(1), Some(Tok::Num(_))) && !self.tokens[self.pos + 1].spaced
-            {
+            if matches!(self.peek_at(1), Some(Tok::Num(_))) && !self.tokens[self.pos + 1].spaced {
                 return Ok(Val::Lit(self.literal()?));
             }
             self.pos += 1;
@@ -1118,11 +1117,7 @@ impl Parser<'_> {
         let Some(Tok::Num(n)) = self.peek() else {
             return Err(self.expected("an integer"));
         };
-        let text = if negative {
-            format!("-{n}")
-        } else {
-            n.clone()
-        };
+        let text = if negative { format!("-{n}") } else { n.clone() };
         let value = text.parse::<i64>().map_err(|_| {
             syntax(
                 span,
@@ -1136,8 +1131,7 @@ impl Parser<'_> {
 
     fn arith_unary(&mut self) -> R<Arith> {
         if self.is_sym("-") {
-            if matches!(self.peek_at(1), Some(Tok::Num(_))) && !self.tokens[self.pos + 1].spaced
-            {
+            if matches!(self.peek_at(1), Some(Tok::Num(_))) && !self.tokens[self.pos + 1].spaced {
                 self.pos += 1;
                 return Ok(Arith::Const(self.int(true)?));
             }
@@ -1305,10 +1299,9 @@ fn resolve_source(
     }
     match program.def(&def_name) {
         Some(def) => Ok(def.body.clone()),
-        None => Err(Diagnostic::error(
-            "E0942",
-            "the kernel's source expression does not resolve",
-        )
-        .at(line_span, "here")),
+        None => Err(
+            Diagnostic::error("E0942", "the kernel's source expression does not resolve")
+                .at(line_span, "here"),
+        ),
     }
 }

@@ -337,7 +337,11 @@ impl Printer {
             }
             Stmt::Fill { buf, len, value } => {
                 let len = self.ix(len);
-                let _ = writeln!(self.out, "fill {buf}[0..{len}] = {}", format_lit_signed(*value));
+                let _ = writeln!(
+                    self.out,
+                    "fill {buf}[0..{len}] = {}",
+                    format_lit_signed(*value)
+                );
             }
         }
     }

@@ -141,9 +141,9 @@ fn mutate_val(v: &mut Val, rng: &mut SplitMix64) {
                     Ix::Var("zz".into()),
                     Ix::Const(3),
                 )),
-                Box::new(atl_loopir::ir::Cond::Not(Box::new(atl_loopir::ir::Cond::Bool(
-                    false,
-                )))),
+                Box::new(atl_loopir::ir::Cond::Not(Box::new(
+                    atl_loopir::ir::Cond::Bool(false),
+                ))),
             );
             *v = if rng.chance(50) {
                 Val::Select(c, Box::new(v.clone()))
@@ -301,7 +301,10 @@ fn damaged_texts_give_diagnostics_with_spans() {
                 1 => {
                     damaged.remove(at);
                 }
-                _ => damaged.insert(at, *rng.pick(&['(', ']', '@', '#', '"', '-', 'x', '\n', '$'])),
+                _ => damaged.insert(
+                    at,
+                    *rng.pick(&['(', ']', '@', '#', '"', '-', 'x', '\n', '$']),
+                ),
             }
             let damaged: String = damaged.into_iter().collect();
             if let Err(diags) = parse_kernel(&damaged) {
