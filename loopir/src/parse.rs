@@ -946,7 +946,6 @@ impl Parser<'_> {
         if negative {
             self.pos += 1;
         }
-        let span = self.here();
         let value = match self.peek() {
             Some(Tok::Num(n)) => n.parse::<f64>().ok(),
             Some(Tok::Ident(w)) if w == "inf" => Some(f64::INFINITY),
@@ -954,7 +953,6 @@ impl Parser<'_> {
             _ => None,
         }
         .ok_or_else(|| self.expected("a number"))?;
-        let _ = span;
         self.pos += 1;
         Ok(if negative { -value } else { value })
     }
