@@ -72,8 +72,8 @@ enum Command {
     Run(commands::run::RunArgs),
     /// Translation validation of a definition's kernel (or of a given loop-IR text,
     /// `--ir`): prints every obligation and the verdict; exits 0 only when the kernel is
-    /// validated. Values, coverage, races and temporaries are not checked yet, so every
-    /// kernel is at best "not validated" (exit 1, saying why).
+    /// validated. The validator does not check everything yet (values, temporaries…), so
+    /// every kernel is at best "not validated" today (exit 1, saying why).
     Validate(commands::validate::ValidateArgs),
     /// Interactive rewriting: apply steps to a definition and see the result at once.
     Repl(commands::repl::ReplArgs),

@@ -8,8 +8,9 @@
 //!     Prints every obligation with its verdict (proved, refuted with a
 //!     counterexample, unknown), then the kernel's verdict. Exits 0 only when the
 //!     kernel is validated; 1 when it is rejected (the counterexample) or not
-//!     validated (the reasons). The validator does not check values, coverage, races
-//!     and temporaries yet, so today every kernel is at best "not validated": exit 1.
+//!     validated (the reasons). The validator does not check everything yet (values,
+//!     temporaries…: `atl_validate::NOT_CHECKED_YET`), so today every kernel is at
+//!     best "not validated": exit 1.
 //! ```
 //!
 //! With `--ir`, the kernel text must declare the definition's sizes, inputs and output
