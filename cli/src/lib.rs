@@ -67,8 +67,14 @@ enum Command {
     Derive(commands::derive::DeriveArgs),
     /// Lower a definition to C (after the pad-type and safety gate).
     Emit(commands::emit::EmitArgs),
-    /// Compile a definition, run it, and compare it with the interpreter.
+    /// Compile a definition (or a given loop-IR kernel, `--ir`), run it, and compare it
+    /// with the interpreter.
     Run(commands::run::RunArgs),
+    /// Translation validation of a definition's kernel (or of a given loop-IR text,
+    /// `--ir`): prints every obligation and the verdict; exits 0 only when the kernel is
+    /// validated. The validator does not check everything yet (values, temporaries…), so
+    /// every kernel is at best "not validated" today (exit 1, saying why).
+    Validate(commands::validate::ValidateArgs),
     /// Interactive rewriting: apply steps to a definition and see the result at once.
     Repl(commands::repl::ReplArgs),
     /// Time a definition's compiled kernel (optionally against another definition).
@@ -119,6 +125,7 @@ pub fn run(
         Command::Derive(args) => commands::derive::run(args, &mut ctx),
         Command::Emit(args) => commands::emit::run(args, &mut ctx),
         Command::Run(args) => commands::run::run(args, &mut ctx),
+        Command::Validate(args) => commands::validate::run(args, &mut ctx),
         Command::Repl(args) => commands::repl::run(args, &mut ctx),
         Command::Bench(args) => commands::bench::run(args, &mut ctx),
         Command::Verify(args) => commands::verify::run(args, &mut ctx),

@@ -74,6 +74,10 @@ pub static GROUPS: &[ErrorGroup] = &[
         "E093",
         "the C kernel (its name and files, compiling, loading, running and timing it, its 64-bit index arithmetic)",
     ),
+    group(
+        "E094",
+        "the textual loop IR (`atl validate --ir`, `atl run --ir`)",
+    ),
     group("E10", "the certificate checker (`atl verify`)"),
 ];
 
@@ -712,6 +716,26 @@ pub static CODES: &[ErrorCode] = &[
         "E0939",
         "`atl run`: the compiled kernel disagrees with the interpreter by more than the tolerance (the message names the worst element; the tolerance is relative to the output's largest magnitude)",
         "rounding of long sums or of reassociating rewrites: raise `--tolerance`; anything else is a bug of lowering or C emission: report it with the file",
+    ),
+    active(
+        "E0940",
+        "loop-IR text: a syntax error (an unexpected token or character, an unterminated string, nesting too deep)",
+        "write the kernel as `atl emit --ir` prints it",
+    ),
+    active(
+        "E0941",
+        "loop-IR text: well-formed but not a kernel (an unknown note word or storage, target arithmetic in an ATL index expression, an access whose extents cannot be taken from its buffer)",
+        "write the kernel as `atl emit --ir` prints it; give an access's extents (`@ (i : n)`) when they are not its buffer's shape",
+    ),
+    active(
+        "E0942",
+        "loop-IR text: the `source:` expression does not resolve as the body of a definition over the kernel's sizes and inputs",
+        "the source is an ATL expression; every definition it uses must be bound by a `let`",
+    ),
+    active(
+        "E0943",
+        "`atl validate --ir` / `atl run --ir`: the kernel's sizes, inputs or output shape are not the definition's",
+        "pass the definition the kernel was printed from (`--def`)",
     ),
     active(
         "E1001",

@@ -1,6 +1,6 @@
 //! `atl-loopir`: the loop IR that lowering produces, the C emitter prints and the
 //! translation validator checks (DESIGN §6) — its data types ([`ir`]), its textual
-//! form ([`mod@print`]) and its checking interpreter ([`interp`]).
+//! form ([`mod@print`], read back by [`parse`]) and its checking interpreter ([`interp`]).
 //!
 //! It is a crate of its own, depending only on `atl-lang`, so that code which must be
 //! independent of the lowering passes (the validator, `atl-validate`) can read
@@ -11,8 +11,10 @@
 
 pub mod interp;
 pub mod ir;
+pub mod parse;
 pub mod print;
 
 pub use interp::{CallShapes, check_call, run_kernel};
 pub use ir::Kernel;
-pub use print::kernel_to_string;
+pub use parse::parse_kernel;
+pub use print::{kernel_to_string, kernel_to_text};

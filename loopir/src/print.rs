@@ -9,17 +9,101 @@
 //! shows where it is not the default: a loop lists the heap buffers declared around
 //! it (`; buffers: t`, `; buffers per thread: t` for a parallel loop), and an `alloc`
 //! placed in one of them says so (`# in the buffer of loop k`).
+//!
+//! [`kernel_to_text`] prints the *full* form, which [`crate::parse::parse_kernel`]
+//! reads back to an equal kernel (`atl emit --ir` prints it): the same layout plus
+//! what the reading form leaves out — each precondition's kind and reason (and its
+//! target condition when it is not the plain translation of the predicate), the
+//! `source` expression, the coordinates of every load (`A[k * i + j @ (i, j)]`), a
+//! coordinate's extent when it is not the declared one of its buffer (`@ (i : n)`),
+//! every `alloc`'s storage, and negations of constants kept distinct from negative
+//! constants (`-(3)`). In the full form the `#` notes are part of the syntax.
 
 use std::fmt::Write as _;
 
 use atl_lang::index::CmpOp;
 use atl_lang::pretty::format_lit;
 
-use crate::ir::{Cond, Coord, Ix, IxOp, Kernel, LoopOrigin, Stmt, Storage, StoreOp, Val};
+use atl_lang::index::IndexExpr;
 
-/// Prints a kernel.
+use crate::ir::{
+    Cond, Coord, Ix, IxOp, Kernel, LoopOrigin, PreconditionKind, Stmt, Storage, StoreOp, Val,
+};
+
+/// Prints a kernel in the reading form (snapshots, the REPL's `:ir`).
 pub fn kernel_to_string(k: &Kernel) -> String {
-    let mut p = Printer { out: String::new() };
+    print_kernel(k, false)
+}
+
+/// Prints a kernel in the full form, which [`crate::parse::parse_kernel`] reads back
+/// to an equal kernel (`atl emit --ir`).
+pub fn kernel_to_text(k: &Kernel) -> String {
+    print_kernel(k, true)
+}
+
+/// The keyword of a precondition kind in the full form.
+pub fn precondition_kind_word(kind: PreconditionKind) -> &'static str {
+    match kind {
+        PreconditionKind::Size => "size",
+        PreconditionKind::Assume => "assume",
+        PreconditionKind::Amount => "amount",
+        PreconditionKind::InputExtent => "input_extent",
+        PreconditionKind::IndexRange => "index_range",
+    }
+}
+
+/// The target condition a predicate stands for when nothing is known about its
+/// operands: floor operations as the helpers, `None` for a metavariable. The full form
+/// prints a precondition's condition only when it differs from this.
+pub fn plain_cond(pred: &atl_lang::index::Pred) -> Option<Cond> {
+    use atl_lang::index::Pred;
+    Some(match pred {
+        Pred::Bool(b) => Cond::Bool(*b),
+        Pred::Cmp(op, a, b) => Cond::Cmp(*op, plain_ix(a)?, plain_ix(b)?),
+        Pred::And(a, b) => Cond::And(Box::new(plain_cond(a)?), Box::new(plain_cond(b)?)),
+        Pred::Or(a, b) => Cond::Or(Box::new(plain_cond(a)?), Box::new(plain_cond(b)?)),
+        Pred::Not(a) => Cond::Not(Box::new(plain_cond(a)?)),
+    })
+}
+
+/// [`plain_cond`] for one index expression.
+pub fn plain_ix(e: &IndexExpr) -> Option<Ix> {
+    use atl_lang::index::IndexOp;
+    Some(match e {
+        IndexExpr::Const(c) => Ix::Const(*c),
+        IndexExpr::Var(v) => Ix::Var(v.clone()),
+        IndexExpr::Meta(_) => return None,
+        IndexExpr::Neg(a) => Ix::Neg(Box::new(plain_ix(a)?)),
+        IndexExpr::Bin(op, a, b) => {
+            let op = match op {
+                IndexOp::Add => IxOp::Add,
+                IndexOp::Sub => IxOp::Sub,
+                IndexOp::Mul => IxOp::Mul,
+                IndexOp::Div => IxOp::FloorDiv,
+                IndexOp::Mod => IxOp::FloorMod,
+                IndexOp::CDiv => IxOp::CeilDiv,
+                IndexOp::Min => IxOp::Min,
+                IndexOp::Max => IxOp::Max,
+            };
+            Ix::bin(op, plain_ix(a)?, plain_ix(b)?)
+        }
+    })
+}
+
+/// Whether an access's recorded extents are the declared shape of its buffer, so that
+/// the full form can leave them out (the parser fills them back in from the shape).
+pub(crate) fn extents_implied(coords: &[Coord], shape: Option<&[IndexExpr]>) -> bool {
+    shape.is_some_and(|shape| {
+        shape.len() == coords.len() && shape.iter().zip(coords).all(|(s, c)| *s == c.extent)
+    })
+}
+
+fn print_kernel(k: &Kernel, full: bool) -> String {
+    let mut p = Printer {
+        out: String::new(),
+        full,
+        scope: Vec::new(),
+    };
     let inputs: Vec<String> = k
         .inputs
         .iter()
@@ -35,7 +119,30 @@ pub fn kernel_to_string(k: &Kernel) -> String {
         shape_str(&k.output.shape)
     );
     for pre in &k.preconditions {
-        let _ = writeln!(p.out, "  requires {}", pre.pred);
+        if !full {
+            let _ = writeln!(p.out, "  requires {}", pre.pred);
+            continue;
+        }
+        let _ = write!(p.out, "  requires {}", pre.pred);
+        if plain_cond(&pre.pred).as_ref() != Some(&pre.cond) {
+            let _ = write!(p.out, " as {}", p.cond(&pre.cond));
+        }
+        let _ = writeln!(
+            p.out,
+            "  # {}: {:?}",
+            precondition_kind_word(pre.kind),
+            pre.reason
+        );
+    }
+    if full {
+        let _ = writeln!(
+            p.out,
+            "  source: {}",
+            atl_lang::pretty::expr_to_string(&k.source, Default::default())
+        );
+        for b in k.inputs.iter().chain(std::iter::once(&k.output)) {
+            p.scope.push((b.name.clone(), b.shape.clone()));
+        }
     }
     p.out.push_str("{\n");
     p.block(&k.body, 1);
@@ -50,9 +157,56 @@ fn shape_str(shape: &[atl_lang::index::IndexExpr]) -> String {
 
 struct Printer {
     out: String,
+    /// The full (round-tripping) form rather than the reading form.
+    full: bool,
+    /// The buffers in scope with their shapes (full form only), innermost last.
+    scope: Vec<(String, Vec<IndexExpr>)>,
 }
 
 impl Printer {
+    fn shape_of(&self, buf: &str) -> Option<&[IndexExpr]> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(name, _)| name == buf)
+            .map(|(_, shape)| shape.as_slice())
+    }
+
+    fn ix(&self, ix: &Ix) -> String {
+        let mut s = String::new();
+        write_ix(&mut s, ix, 0, self.full);
+        s
+    }
+
+    fn cond(&self, c: &Cond) -> String {
+        let mut s = String::new();
+        write_cond(&mut s, c, 0, self.full);
+        s
+    }
+
+    fn val(&self, v: &Val) -> String {
+        let mut s = String::new();
+        write_val(&mut s, v, 0, self);
+        s
+    }
+
+    /// `(i, j)`; in the full form an extent that is not the declared one is written
+    /// `i : n` (all of them, when the buffer's shape does not give them).
+    fn coords(&self, buf: &str, coords: &[Coord]) -> String {
+        let implied = !self.full || extents_implied(coords, self.shape_of(buf));
+        let c: Vec<String> = coords
+            .iter()
+            .map(|c| {
+                if implied {
+                    c.index.to_string()
+                } else {
+                    format!("{} : {}", c.index, c.extent)
+                }
+            })
+            .collect();
+        format!("({})", c.join(", "))
+    }
+
     fn indent(&mut self, depth: usize) {
         for _ in 0..depth {
             self.out.push_str("  ");
@@ -95,8 +249,8 @@ impl Printer {
                     self.out,
                     "for {} in {}..{} {{  # {notes}",
                     l.var,
-                    ix_to_string(&l.lo),
-                    ix_to_string(&l.hi),
+                    self.ix(&l.lo),
+                    self.ix(&l.hi),
                 );
                 self.block(&l.body, depth + 1);
                 self.indent(depth);
@@ -107,7 +261,8 @@ impl Printer {
                 then_branch,
                 else_branch,
             } => {
-                let _ = writeln!(self.out, "if {} {{", cond_to_string(cond));
+                let cond = self.cond(cond);
+                let _ = writeln!(self.out, "if {cond} {{");
                 self.block(then_branch, depth + 1);
                 if !else_branch.is_empty() {
                     self.indent(depth);
@@ -128,6 +283,8 @@ impl Printer {
                 // Stack and heap storage are not shown: they follow from the length
                 // (a small constant is a stack array).
                 let place = match storage {
+                    Storage::Heap if self.full => "  # heap".to_string(),
+                    Storage::Stack if self.full => "  # stack".to_string(),
                     Storage::Heap | Storage::Stack => String::new(),
                     Storage::Hoisted {
                         loop_var,
@@ -137,27 +294,31 @@ impl Printer {
                         format!("  # in the {whose}buffer of loop {loop_var}")
                     }
                 };
+                let len = self.ix(len);
                 let _ = writeln!(
                     self.out,
-                    "alloc {buf}{} = {}[{}] {{{place}",
+                    "alloc {buf}{} = {}[{len}] {{{place}",
                     shape_str(shape),
                     if *zeroed { "zeros" } else { "uninit" },
-                    ix_to_string(len)
                 );
+                self.scope.push((buf.clone(), shape.clone()));
                 self.block(body, depth + 1);
+                self.scope.pop();
                 self.indent(depth);
                 self.out.push_str("}\n");
             }
             Stmt::Decl { name, init } => match init {
                 Some(v) => {
-                    let _ = writeln!(self.out, "scalar {name} = {}", val_to_string(v));
+                    let v = self.val(v);
+                    let _ = writeln!(self.out, "scalar {name} = {v}");
                 }
                 None => {
                     let _ = writeln!(self.out, "scalar {name}");
                 }
             },
             Stmt::SetScalar { name, op, value } => {
-                let _ = writeln!(self.out, "{name} {} {}", op_str(*op), val_to_string(value));
+                let value = self.val(value);
+                let _ = writeln!(self.out, "{name} {} {value}", op_str(*op));
             }
             Stmt::Store {
                 buf,
@@ -166,20 +327,19 @@ impl Printer {
                 op,
                 value,
             } => {
+                let (index, value) = (self.ix(index), self.val(value));
+                let coords = self.coords(buf, coords);
                 let _ = writeln!(
                     self.out,
-                    "{buf}[{}] {} {}  @ {}",
-                    ix_to_string(index),
+                    "{buf}[{index}] {} {value}  @ {coords}",
                     op_str(*op),
-                    val_to_string(value),
-                    coords_str(coords)
                 );
             }
             Stmt::Fill { buf, len, value } => {
+                let len = self.ix(len);
                 let _ = writeln!(
                     self.out,
-                    "fill {buf}[0..{}] = {}",
-                    ix_to_string(len),
+                    "fill {buf}[0..{len}] = {}",
                     format_lit_signed(*value)
                 );
             }
@@ -192,11 +352,6 @@ fn op_str(op: StoreOp) -> &'static str {
         StoreOp::Assign => "=",
         StoreOp::Accumulate => "+=",
     }
-}
-
-fn coords_str(coords: &[Coord]) -> String {
-    let c: Vec<String> = coords.iter().map(|c| c.index.to_string()).collect();
-    format!("({})", c.join(", "))
 }
 
 fn format_lit_signed(v: f64) -> String {
@@ -221,10 +376,11 @@ fn ix_prec(ix: &Ix) -> u8 {
     }
 }
 
-fn write_ix(out: &mut String, ix: &Ix, min: u8) {
+/// `full`: the negation of a constant is written `-(3)`, apart from the constant -3.
+fn write_ix(out: &mut String, ix: &Ix, min: u8, full: bool) {
     if ix_prec(ix) < min {
         out.push('(');
-        write_ix(out, ix, 0);
+        write_ix(out, ix, 0, full);
         out.push(')');
         return;
     }
@@ -235,7 +391,12 @@ fn write_ix(out: &mut String, ix: &Ix, min: u8) {
         Ix::Var(v) => out.push_str(v),
         Ix::Neg(a) => {
             out.push('-');
-            write_ix(out, a, 4);
+            let min = if full && matches!(**a, Ix::Const(_)) {
+                5
+            } else {
+                4
+            };
+            write_ix(out, a, min, full);
         }
         Ix::Bin(op, a, b) => {
             let call = match op {
@@ -248,9 +409,9 @@ fn write_ix(out: &mut String, ix: &Ix, min: u8) {
             };
             if let Some(name) = call {
                 let _ = write!(out, "{name}(");
-                write_ix(out, a, 0);
+                write_ix(out, a, 0, full);
                 out.push_str(", ");
-                write_ix(out, b, 0);
+                write_ix(out, b, 0, full);
                 out.push(')');
                 return;
             }
@@ -262,9 +423,9 @@ fn write_ix(out: &mut String, ix: &Ix, min: u8) {
                 _ => "%",
             };
             let p = ix_prec(ix);
-            write_ix(out, a, p);
+            write_ix(out, a, p, full);
             let _ = write!(out, " {sym} ");
-            write_ix(out, b, p + 1);
+            write_ix(out, b, p + 1, full);
         }
     }
 }
@@ -272,7 +433,7 @@ fn write_ix(out: &mut String, ix: &Ix, min: u8) {
 /// An index expression in the printer's syntax.
 pub fn ix_to_string(ix: &Ix) -> String {
     let mut s = String::new();
-    write_ix(&mut s, ix, 0);
+    write_ix(&mut s, ix, 0, false);
     s
 }
 
@@ -289,10 +450,10 @@ fn cond_prec(c: &Cond) -> u8 {
     }
 }
 
-fn write_cond(out: &mut String, c: &Cond, min: u8) {
+fn write_cond(out: &mut String, c: &Cond, min: u8, full: bool) {
     if cond_prec(c) < min {
         out.push('(');
-        write_cond(out, c, 0);
+        write_cond(out, c, 0, full);
         out.push(')');
         return;
     }
@@ -301,23 +462,23 @@ fn write_cond(out: &mut String, c: &Cond, min: u8) {
             let _ = write!(out, "{b}");
         }
         Cond::Cmp(op, a, b) => {
-            write_ix(out, a, 0);
+            write_ix(out, a, 0, full);
             let _ = write!(out, " {} ", cmp_str(*op));
-            write_ix(out, b, 0);
+            write_ix(out, b, 0, full);
         }
         Cond::And(a, b) => {
-            write_cond(out, a, 2);
+            write_cond(out, a, 2, full);
             out.push_str(" && ");
-            write_cond(out, b, 3);
+            write_cond(out, b, 3, full);
         }
         Cond::Or(a, b) => {
-            write_cond(out, a, 1);
+            write_cond(out, a, 1, full);
             out.push_str(" || ");
-            write_cond(out, b, 2);
+            write_cond(out, b, 2, full);
         }
         Cond::Not(a) => {
             out.push('!');
-            write_cond(out, a, 4);
+            write_cond(out, a, 4, full);
         }
     }
 }
@@ -325,7 +486,7 @@ fn write_cond(out: &mut String, c: &Cond, min: u8) {
 /// A condition in the printer's syntax.
 pub fn cond_to_string(c: &Cond) -> String {
     let mut s = String::new();
-    write_cond(&mut s, c, 0);
+    write_cond(&mut s, c, 0, false);
     s
 }
 
@@ -343,10 +504,10 @@ fn val_prec(v: &Val) -> u8 {
     }
 }
 
-fn write_val(out: &mut String, v: &Val, min: u8) {
+fn write_val(out: &mut String, v: &Val, min: u8, p: &Printer) {
     if val_prec(v) < min {
         out.push('(');
-        write_val(out, v, 0);
+        write_val(out, v, 0, p);
         out.push(')');
         return;
     }
@@ -354,29 +515,39 @@ fn write_val(out: &mut String, v: &Val, min: u8) {
         Val::Lit(x) => out.push_str(&format_lit_signed(*x)),
         Val::Scalar(s) => out.push_str(s),
         Val::Load(l) => {
-            let _ = write!(out, "{}[{}]", l.buf, ix_to_string(&l.index));
+            let _ = write!(out, "{}[{}", l.buf, p.ix(&l.index));
+            if p.full {
+                let _ = write!(out, " @ {}", p.coords(&l.buf, &l.coords));
+            }
+            out.push(']');
         }
         Val::Neg(a) => {
             out.push('-');
-            write_val(out, a, 4);
+            // `-1` is the literal -1; the negation of the literal 1 is `-(1)`.
+            let min = if p.full && matches!(**a, Val::Lit(_)) {
+                5
+            } else {
+                4
+            };
+            write_val(out, a, min, p);
         }
         Val::Bin(op, a, b) => {
-            let p = val_prec(v);
-            write_val(out, a, p);
+            let prec = val_prec(v);
+            write_val(out, a, prec, p);
             let _ = write!(out, " {} ", op.symbol());
-            write_val(out, b, p + 1);
+            write_val(out, b, prec + 1, p);
         }
         Val::Blend(c, a) => {
             out.push_str("blend(");
-            write_cond(out, c, 0);
+            write_cond(out, c, 0, p.full);
             out.push_str(", ");
-            write_val(out, a, 0);
+            write_val(out, a, 0, p);
             out.push(')');
         }
         Val::Select(c, a) => {
-            write_cond(out, c, 1);
+            write_cond(out, c, 1, p.full);
             out.push_str(" ? ");
-            write_val(out, a, 1);
+            write_val(out, a, 1, p);
             out.push_str(" : 0");
         }
     }
@@ -384,7 +555,10 @@ fn write_val(out: &mut String, v: &Val, min: u8) {
 
 /// A scalar expression in the printer's syntax.
 pub fn val_to_string(v: &Val) -> String {
-    let mut s = String::new();
-    write_val(&mut s, v, 0);
-    s
+    Printer {
+        out: String::new(),
+        full: false,
+        scope: Vec::new(),
+    }
+    .val(v)
 }

@@ -7,11 +7,12 @@
 //!     Prints the C source of the definition (to stdout, or to OUT.c), and with
 //!     --header its header (prototype, documented shapes and preconditions) to OUT.h.
 //!     --name sets the C symbol (default: the definition's name), --dtype the element
-//!     type (default f32), --ir prints the loop IR instead of C.
+//!     type (default f32), --ir prints the loop IR instead of C, in the full textual
+//!     form that `atl validate --ir` and `atl run --ir` read back.
 //! ```
 //!
 //! The printing functions work on a lowered [`Kernel`]; the REPL's `:ir` is
-//! [`ir_text`], its `:c` is [`c_text`].
+//! [`ir_text`] (the reading form), its `:c` is [`c_text`].
 
 use std::path::{Path, PathBuf};
 
@@ -81,7 +82,7 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         dtype,
     };
     let result = if args.ir {
-        let _ = write!(ctx.stdout, "{}", ir_text(&kernel));
+        let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(&kernel));
         Ok(())
     } else {
         match &args.output {
@@ -110,7 +111,8 @@ pub fn lower(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Kernel, 
     crate::lowering::lower_ungated(program, shapes, def)
 }
 
-/// The loop IR, printed (`atl emit --ir`, the REPL's `:ir`).
+/// The loop IR in the reading form (the REPL's `:ir`; `atl emit --ir` prints the full
+/// form, `atl_lower::print::kernel_to_text`).
 pub fn ir_text(kernel: &Kernel) -> String {
     atl_lower::kernel_to_string(kernel)
 }

@@ -14,4 +14,5 @@ pub mod prove;
 pub mod repl;
 pub mod rules;
 pub mod run;
+pub mod validate;
 pub mod verify;

@@ -4,8 +4,14 @@
 //!
 //! ```text
 //! atl run FILE --def NAME --sizes n=4,m=5 [--input f=random:SEED|f=PATH.npy]...
-//!     [--dtype f32|f64] [--tolerance T]
+//!     [--dtype f32|f64] [--tolerance T] [--ir KERNEL.ir]
 //!     Inputs not given are filled with random:1, random:2, … in declaration order.
+//!     --ir compiles and runs the given loop-IR kernel (the text `atl emit --ir`
+//!     prints, perhaps edited) instead of the one lowering produces; it must be a
+//!     kernel of the definition (same sizes, inputs, output shape and source, E0943),
+//!     and it is first run by the checking loop-IR interpreter at these sizes, so that
+//!     a kernel that would access memory out of bounds is refused before it is
+//!     compiled (E0921 and the other E092x codes).
 //!     Prints the output shape, the maximum absolute and relative error, and the
 //!     compile, kernel and interpreter times (`write_run_report`); exits 1 with E0939
 //!     (naming the worst element) when the kernel disagrees with the interpreter by
@@ -56,6 +62,10 @@ pub struct RunArgs {
     /// `8 · ε · (1 + L)` (ε the dtype's unit roundoff, L the summation length).
     #[arg(long = "tolerance", value_name = "T")]
     pub tolerance: Option<f64>,
+    /// Compile and run this loop-IR kernel (as `atl emit --ir` prints it) instead of
+    /// the one lowering produces; it must be a kernel of the definition.
+    #[arg(long = "ir", value_name = "KERNEL.ir")]
+    pub ir: Option<PathBuf>,
 }
 
 /// `atl run`.
@@ -70,7 +80,10 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         )));
     }
     let mut prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &args.inputs)?;
-    let kernel = gate_and_lower_loaded(ctx, file, &prepared.loaded, &prepared.name)?;
+    let mut kernel = gate_and_lower_loaded(ctx, file, &prepared.loaded, &prepared.name)?;
+    if let Some(ir) = &args.ir {
+        kernel = super::validate::read_kernel_for(ir, &kernel)?;
+    }
     // Inputs not given: random:1, random:2, … in declaration order.
     for (k, decl) in prepared.loaded.program.inputs.iter().enumerate() {
         if !prepared.inputs.contains_key(&decl.name)
@@ -81,6 +94,17 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
                 Tensor::random(shape.clone(), k as u64 + 1),
             );
         }
+    }
+    if let Some(ir) = &args.ir {
+        // A given kernel is unchecked: the checking interpreter runs it first, so that
+        // one that would read or write out of its buffers never runs as C.
+        atl_lower::run_kernel(&kernel, &prepared.sizes, &prepared.inputs).map_err(|d| {
+            Failure::message(format!(
+                "error: the loop-IR interpreter refuses the kernel of `{}`; it is not compiled",
+                ir.display()
+            ))
+            .then_line(format!("error[{}]: {}", d.code, d.message))
+        })?;
     }
     let options = EmitOptions {
         symbol: None,

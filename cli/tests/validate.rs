@@ -1,0 +1,193 @@
+//! `atl validate` and `atl run --ir` through [`atl_cli::run`] (in-process): the report
+//! of a lowered kernel (every obligation proved, still "not validated", exit 1), an
+//! edited kernel text rejected with a counterexample, malformed texts answered with
+//! diagnostics (never a panic), a kernel of another definition refused, and a printed
+//! kernel run from its text agreeing with the interpreter.
+
+use std::path::{Path, PathBuf};
+
+use atl_cli::{EXIT_OK, EXIT_USER, run};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn path(rel: &str) -> String {
+    root().join(rel).display().to_string()
+}
+
+/// Runs `atl ARGS…`; returns (status, stdout, stderr).
+fn atl(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut all = vec!["atl"];
+    all.extend_from_slice(args);
+    let code = run(all, &mut out, &mut err, false);
+    (
+        code,
+        String::from_utf8(out).expect("stdout is UTF-8"),
+        String::from_utf8(err).expect("stderr is UTF-8"),
+    )
+}
+
+/// A scratch file holding `text`, in a directory of this test process.
+fn scratch(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("atl-validate-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join(name);
+    std::fs::write(&file, text).expect("write");
+    file.display().to_string()
+}
+
+/// `atl emit --ir` of a definition of the matmul example.
+fn printed_kernel(def: &str) -> String {
+    let (code, out, err) = atl(&[
+        "emit",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        def,
+        "--ir",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    out
+}
+
+#[test]
+fn validate_prints_proved_obligations_and_exits_1_not_validated() {
+    let (code, out, err) = atl(&[
+        "validate",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled",
+    ]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(out.contains("kernel tiled:"), "{out}");
+    assert!(out.contains("0 refuted, 0 unknown"), "{out}");
+    assert!(out.contains("  proved   bounds of load"), "{out}");
+    assert!(out.contains("verdict: not validated"), "{out}");
+    // The reason names what the validator does not check yet (it changes as it grows).
+    assert!(out.contains(atl_validate::NOT_CHECKED_YET), "{out}");
+    assert!(err.contains("is not validated"), "{err}");
+}
+
+#[test]
+fn validate_of_the_printed_kernel_matches_validate_of_the_definition() {
+    let text = printed_kernel("tiled");
+    let ir = scratch("tiled.ir", &text);
+    let file = path("examples/matmul/matmul.atl");
+    let (code, from_text, err) = atl(&["validate", &file, "--def", "tiled", "--ir", &ir]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    let (_, lowered, _) = atl(&["validate", &file, "--def", "tiled"]);
+    // The same obligations and verdicts, up to the timing-free report.
+    assert_eq!(from_text, lowered);
+}
+
+#[test]
+fn an_edited_loop_bound_is_rejected_with_a_counterexample() {
+    let text = printed_kernel("tiled");
+    let edited = text.replacen("for k in 0..K {", "for k in 0..K + 1 {", 1);
+    assert_ne!(edited, text, "the k loop is in the printed kernel:\n{text}");
+    let ir = scratch("tiled_bound.ir", &edited);
+    let (code, out, err) = atl(&[
+        "validate",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled",
+        "--ir",
+        &ir,
+    ]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(out.contains("verdict: rejected"), "{out}");
+    assert!(out.contains("counterexample:"), "{out}");
+    assert!(out.contains("k=1") || out.contains("k = 1"), "{out}");
+    assert!(err.contains("is rejected"), "{err}");
+}
+
+#[test]
+fn malformed_kernel_texts_give_diagnostics_with_spans() {
+    let text = printed_kernel("matmul");
+    let file = path("examples/matmul/matmul.atl");
+    let cases = [
+        // A cut in the middle of an index expression.
+        text[..text.find("requires").unwrap() + "requires M >=".len()].to_string(),
+        // An unknown character.
+        text.replacen("for", "for $", 1),
+        // A loop without its origin.
+        text.replacen("# gen", "# parallel", 1),
+        // Target arithmetic in a coordinate.
+        text.replacen("@ (i,", "@ (floordiv(i, 1),", 1),
+        // A source expression that does not resolve.
+        text.replacen("source: ", "source: nosuchtensor + ", 1),
+        String::new(),
+    ];
+    for (k, bad) in cases.iter().enumerate() {
+        let ir = scratch(&format!("bad{k}.ir"), bad);
+        let (code, out, err) = atl(&["validate", &file, "--def", "matmul", "--ir", &ir]);
+        assert_eq!(code, EXIT_USER, "case {k}: {out}{err}\n{bad}");
+        assert!(err.contains("[E0"), "case {k}: no diagnostic code: {err}");
+        // ariadne's rendering of a span: `╭─[ FILE:LINE:COLUMN ]`.
+        assert!(
+            err.contains(&format!("bad{k}.ir:")),
+            "case {k}: no span: {err}"
+        );
+        assert!(
+            !out.contains("verdict"),
+            "case {k}: validated anyway: {out}"
+        );
+    }
+}
+
+#[test]
+fn a_kernel_of_another_definition_is_refused() {
+    let text = printed_kernel("matmul").replacen("k < K", "k < K - 1", 1);
+    let ir = scratch("other_source.ir", &text);
+    let (code, out, err) = atl(&[
+        "validate",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "matmul",
+        "--ir",
+        &ir,
+    ]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(err.contains("E0943"), "{err}");
+    assert!(err.contains("normalized source"), "{err}");
+}
+
+#[test]
+fn run_ir_runs_a_printed_kernel_and_agrees_with_the_interpreter() {
+    let ir = scratch("tiled_run.ir", &printed_kernel("tiled"));
+    let (code, out, err) = atl(&[
+        "run",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled",
+        "--ir",
+        &ir,
+        "--sizes",
+        "M=11,N=9,K=4",
+        "--dtype",
+        "f64",
+    ]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("output shape [11, 9]"), "{out}");
+}
+
+#[test]
+fn run_ir_refuses_an_out_of_bounds_kernel_before_compiling_it() {
+    let text = printed_kernel("tiled").replacen("for k in 0..K {", "for k in 0..K + 1 {", 1);
+    let ir = scratch("tiled_oob.ir", &text);
+    let (code, out, err) = atl(&[
+        "run",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled",
+        "--ir",
+        &ir,
+        "--sizes",
+        "M=5,N=9,K=3",
+    ]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(err.contains("it is not compiled"), "{err}");
+    assert!(!out.contains("output shape"), "{out}");
+}
