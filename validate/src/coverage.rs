@@ -42,7 +42,7 @@ pub(crate) fn coordinate(d: usize) -> String {
     format!("c#{d}")
 }
 
-fn row_major(coords: &[IndexExpr], shape: &[IndexExpr]) -> IndexExpr {
+pub(crate) fn row_major(coords: &[IndexExpr], shape: &[IndexExpr]) -> IndexExpr {
     let mut position = IndexExpr::Const(0);
     for (d, i) in coords.iter().enumerate() {
         position = if d == 0 {
@@ -54,7 +54,7 @@ fn row_major(coords: &[IndexExpr], shape: &[IndexExpr]) -> IndexExpr {
     position
 }
 
-fn conjunction(preds: impl IntoIterator<Item = Pred>) -> Pred {
+pub(crate) fn conjunction(preds: impl IntoIterator<Item = Pred>) -> Pred {
     preds
         .into_iter()
         .filter(|p| *p != Pred::Bool(true))

@@ -32,11 +32,18 @@
 //!   assignment store or a fill, proved with witnesses solved from the coordinates
 //!   (unknown, never refuted, when the witnesses do not reach an element that may be
 //!   written otherwise).
+//! - (f) reads after writes ([`reads`]): every read of a temporary, of the output or
+//!   of a scalar, and every `+=` into one, follows an assignment (`=`, a fill, a
+//!   scalar's declaration with a value; for a scalar `+=`, in the same iteration of
+//!   the non-`sum` loops around it) of the element it touches, earlier in program
+//!   order within the same lifetime; zeroed `alloc`s need nothing. Proved by a
+//!   sufficient rule with coverage's witnesses (an assignment that precedes the access
+//!   in their common block writes its element), unknown where the rule does not
+//!   reach, refuted only when no assignment that may run before it writes the element.
 //!
-//! What it does **not** check yet: that the values stored are the source's, that
-//! reads follow the writes they need (initialisation of temporaries, zeroing before
-//! accumulation, the order of a zeroing store and an assignment), and that
-//! temporaries hold what the source's `let`s say when read. So a kernel whose
+//! What it does **not** check yet: that the values stored are the source's (each sum
+//! accumulating its terms exactly once), and that temporaries hold what the source's
+//! `let`s say when read. So a kernel whose
 //! obligations all hold is
 //! [`KernelVerdict::NotValidated`] with the reason [`NOT_CHECKED_YET`] — never
 //! [`KernelVerdict::Validated`], which no function of this increment returns. A
@@ -54,6 +61,7 @@
 pub mod coverage;
 pub mod interference;
 pub mod obligations;
+pub mod reads;
 pub mod sites;
 pub mod translate;
 
@@ -67,7 +75,7 @@ use atl_solver::{Counterexample, Solver, Verdict};
 pub use obligations::{Access, AccessKind, Lemma, Obligation, ObligationKind, Walk, collect, walk};
 
 /// The reason every kernel is, at best, not validated by this increment.
-pub const NOT_CHECKED_YET: &str = "values, reads after writes (initialisation, zeroing before accumulation) and temporaries are not checked yet";
+pub const NOT_CHECKED_YET: &str = "values (each stored value is the source's, each sum accumulates its terms exactly once) and temporaries (they hold what the source's `let`s say when read) are not checked yet";
 
 /// How an obligation was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,6 +211,7 @@ pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
         .map(|o| discharge(o, solver))
         .collect();
     checked.push(coverage::check(&walked, solver));
+    checked.extend(reads::check(&walked, solver));
     let refuted: Vec<Refutation> = checked
         .iter()
         .filter_map(|c| match &c.verdict {

@@ -21,7 +21,7 @@ use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, StoreOp, Val};
 use atl_solver::Facts;
 
-use crate::sites::{Binding, BindingRole, LoopRef, Site};
+use crate::sites::{Binding, BindingRole, LoopRef, Path, Site};
 use crate::translate::{Scope, Translation};
 
 /// Which memory operation an obligation is about.
@@ -105,6 +105,14 @@ pub enum ObligationKind {
     /// write's loops, at the iteration computed from the coordinate (the witness),
     /// reach it and write that coordinate" (see [`crate::coverage`]).
     Coverage { buffer: String },
+    /// Reads after writes ([`crate::reads`]): the element a read reads, or a `+=`
+    /// accumulates into, was assigned (by `=`, a fill, a scalar's declaration) earlier
+    /// in the same lifetime of its buffer — for a scalar `+=`, in the same iteration of
+    /// every non-`sum` loop around it inside the scalar's scope. The goal is a
+    /// disjunction, over the assignments that precede the access in program order, of
+    /// "this assignment, at the iteration computed from the element (the witness),
+    /// runs and writes it".
+    Initialised { access: Access },
 }
 
 impl fmt::Display for ObligationKind {
@@ -140,6 +148,9 @@ impl fmt::Display for ObligationKind {
             }
             ObligationKind::Coverage { buffer } => {
                 write!(f, "coverage: every element of `{buffer}` is written")
+            }
+            ObligationKind::Initialised { access } => {
+                write!(f, "initialised before {access}")
             }
         }
     }
@@ -213,6 +224,9 @@ pub struct Walk {
     pub preconditions: Vec<Pred>,
     /// Fills: (binding, length, context, location).
     pub fills: Vec<Fill>,
+    /// The initialisations of scalars by their declaration (`double s = v;`), as
+    /// assignment writes: kept apart from `sites`, whose writes are statements.
+    pub scalar_inits: Vec<Site>,
 }
 
 /// A `fill` of a buffer in scope.
@@ -222,6 +236,7 @@ pub struct Fill {
     pub len: IndexExpr,
     pub facts: Vec<Pred>,
     pub loops: Vec<LoopRef>,
+    pub path: Path,
 }
 
 /// Every obligation of `kernel`: those of single operations in the order of a
@@ -255,6 +270,9 @@ pub fn walk(kernel: &Kernel) -> Walk {
         scalars: Vec::new(),
         sites: Vec::new(),
         fills: Vec::new(),
+        scalar_inits: Vec::new(),
+        order: Vec::new(),
+        next_block: 0,
     };
     // Preconditions, left to right as C checks them: each one's side conditions under
     // the earlier ones, then it joins the context.
@@ -281,6 +299,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
                 BindingRole::Output
             },
             shape.clone(),
+            false,
         );
         c.buffers.push(Buffer {
             name: decl.name.clone(),
@@ -300,6 +319,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
         sizes: kernel.sizes.clone(),
         preconditions,
         fills: c.fills,
+        scalar_inits: c.scalar_inits,
     }
 }
 
@@ -323,6 +343,10 @@ struct Collector {
     scalars: Vec<(String, usize)>,
     sites: Vec<Site>,
     fills: Vec<Fill>,
+    scalar_inits: Vec<Site>,
+    /// The program-order position of the statement being walked.
+    order: Path,
+    next_block: usize,
 }
 
 /// `a && b`, dropping a `true`.
@@ -406,18 +430,29 @@ impl Collector {
     fn block(&mut self, stmts: &[Stmt]) {
         // A scalar lives until the end of the block that declares it.
         let scalars = self.scalars.len();
-        for s in stmts {
+        let block = self.next_block;
+        self.next_block += 1;
+        for (index, s) in stmts.iter().enumerate() {
+            self.order.push((block, index));
             self.stmt(s);
+            self.order.pop();
         }
         self.scalars.truncate(scalars);
     }
 
-    fn bind(&mut self, name: &str, role: BindingRole, shape: Vec<IndexExpr>) -> usize {
+    fn bind(
+        &mut self,
+        name: &str,
+        role: BindingRole,
+        shape: Vec<IndexExpr>,
+        zeroed: bool,
+    ) -> usize {
         self.bindings.push(Binding {
             name: name.to_string(),
             role,
             shape,
             loops: self.loops.clone(),
+            zeroed,
         });
         self.bindings.len() - 1
     }
@@ -455,6 +490,7 @@ impl Collector {
             facts: self.context(guard),
             loops: self.loops.clone(),
             location: self.location(),
+            path: self.order.clone(),
         });
     }
 
@@ -513,6 +549,7 @@ impl Collector {
                 len,
                 body,
                 storage,
+                zeroed,
                 ..
             } => {
                 let mut t = Translation::default();
@@ -526,8 +563,12 @@ impl Collector {
                     &yes,
                     Pred::cmp(CmpOp::Eq, len, numel(&shape)),
                 );
-                let binding =
-                    self.bind(buf, BindingRole::Temporary(storage.clone()), shape.clone());
+                let binding = self.bind(
+                    buf,
+                    BindingRole::Temporary(storage.clone()),
+                    shape.clone(),
+                    *zeroed,
+                );
                 self.buffers.push(Buffer {
                     name: buf.clone(),
                     shape,
@@ -543,8 +584,25 @@ impl Collector {
                 if let Some(v) = init {
                     self.val(v, &yes);
                 }
-                let binding = self.bind(name, BindingRole::Scalar, Vec::new());
+                let binding = self.bind(name, BindingRole::Scalar, Vec::new(), false);
                 self.scalars.push((name.clone(), binding));
+                if init.is_some() {
+                    self.scalar_inits.push(Site {
+                        access: Access {
+                            kind: AccessKind::ScalarWrite,
+                            buffer: name.clone(),
+                            ordinal: self.scalar_inits.len(),
+                            text: format!("double {name} = ..."),
+                        },
+                        op: Some(StoreOp::Assign),
+                        binding,
+                        coords: Vec::new(),
+                        facts: self.context(&yes),
+                        loops: self.loops.clone(),
+                        location: self.location(),
+                        path: self.order.clone(),
+                    });
+                }
             }
             Stmt::SetScalar { name, op, value } => {
                 self.val(value, &yes);
@@ -575,6 +633,7 @@ impl Collector {
                         len: len.clone(),
                         facts: self.facts.clone(),
                         loops: self.loops.clone(),
+                        path: self.order.clone(),
                     };
                     self.fills.push(fill);
                 }
@@ -729,6 +788,7 @@ impl Collector {
                 facts: self.context(guard),
                 loops: self.loops.clone(),
                 location: self.location(),
+                path: self.order.clone(),
             });
         }
         // Row-major: ((i0 * e1 + i1) * e2 + i2) ...

@@ -51,7 +51,15 @@ pub struct Binding {
     pub shape: Vec<IndexExpr>,
     /// The loops around the `alloc` or `Decl` (empty for inputs and the output).
     pub loops: Vec<LoopRef>,
+    /// Whether every element holds zero when the lifetime starts (a zeroed `alloc`);
+    /// `false` for the output (the caller's memory) and for scalars.
+    pub zeroed: bool,
 }
+
+/// Where a statement is in program order: per enclosing block, outermost first, the
+/// block (unique per block of the kernel: a loop body, a branch of an `if`, an
+/// `alloc` body, the kernel body) and the statement's index in it.
+pub type Path = Vec<(usize, usize)>;
 
 /// One memory operation of the kernel, well formed (its buffer is in scope and it has
 /// one coordinate per dimension).
@@ -70,6 +78,8 @@ pub struct Site {
     /// The enclosing loops, outermost first.
     pub loops: Vec<LoopRef>,
     pub location: String,
+    /// The statement it belongs to (the loads of a store share the store's path).
+    pub path: Path,
 }
 
 impl Site {
