@@ -233,8 +233,8 @@ fn disjunct(
     // A fact of `a` that mentions none of its own loops and that `r` has too is the
     // same fact of their common context: it holds, leave it out.
     let keep = |f: &Pred, own: &BTreeMap<String, String>| {
-        !walk.preconditions.contains(f)
-            && !(r.facts.contains(f) && own.values().all(|v| !f.mentions(v)))
+        let shared_fact = r.facts.contains(f) && own.values().all(|v| !f.mentions(v));
+        !(walk.preconditions.contains(f) || shared_fact)
     };
     match a {
         Assignment::Fill(fill) => {
