@@ -273,6 +273,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
         scalar_inits: Vec::new(),
         order: Vec::new(),
         next_block: 0,
+        blends: 0,
     };
     // Preconditions, left to right as C checks them: each one's side conditions under
     // the earlier ones, then it joins the context.
@@ -347,6 +348,8 @@ struct Collector {
     /// The program-order position of the statement being walked.
     order: Path,
     next_block: usize,
+    /// How many `blend`s the value being walked is in.
+    blends: usize,
 }
 
 /// `a && b`, dropping a `true`.
@@ -491,6 +494,7 @@ impl Collector {
             loops: self.loops.clone(),
             location: self.location(),
             path: self.order.clone(),
+            discarded: self.blends > 0,
         });
     }
 
@@ -601,6 +605,7 @@ impl Collector {
                         loops: self.loops.clone(),
                         location: self.location(),
                         path: self.order.clone(),
+                        discarded: self.blends > 0,
                     });
                 }
             }
@@ -697,7 +702,9 @@ impl Collector {
                 let mut t = Translation::default();
                 t.cond(&self.scope, guard, c);
                 self.finish(t, "blend condition");
+                self.blends += 1;
                 self.val(a, guard);
+                self.blends -= 1;
             }
         }
     }
@@ -789,6 +796,7 @@ impl Collector {
                 loops: self.loops.clone(),
                 location: self.location(),
                 path: self.order.clone(),
+                discarded: self.blends > 0,
             });
         }
         // Row-major: ((i0 * e1 + i1) * e2 + i2) ...

@@ -28,7 +28,8 @@
 //! it when that block runs once per lifetime (no loop between the lifetime's start and
 //! the block), which can never run before `R` in the same lifetime. A scalar `+=` that
 //! only misses the same-iteration rule (it is assigned once, before the loops) is
-//! therefore unknown, not refuted.
+//! therefore unknown, not refuted; so is a load in a `blend` (evaluated whatever the
+//! blend's condition, its value discarded where the condition is false).
 
 use std::collections::BTreeMap;
 
@@ -202,7 +203,9 @@ fn obligation(
             Verdict::Unknown(format!("initialisation not established ({why})"))
         }
         Verdict::Refuted(cex) => {
-            if confirmed(walk, r, assignments, &cex, solver) {
+            // A load in a blend may read what nothing wrote where its value is
+            // discarded: never a refutation (unknown), since no result need be wrong.
+            if !r.discarded && confirmed(walk, r, assignments, &cex, solver) {
                 Verdict::Refuted(cex)
             } else {
                 Verdict::Unknown(format!(

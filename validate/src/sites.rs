@@ -80,6 +80,9 @@ pub struct Site {
     pub location: String,
     /// The statement it belongs to (the loads of a store share the store's path).
     pub path: Path,
+    /// A load in a `blend`: evaluated whatever the blend's condition, its value
+    /// discarded when the condition is false.
+    pub discarded: bool,
 }
 
 impl Site {

@@ -385,3 +385,96 @@ fn a_zeroing_after_the_accumulation_is_rejected() {
     k.body.swap(0, 1);
     initialisation_refuted(&refutations(&k), "out", AccessKind::Store, false);
 }
+
+/// `alloc t[n + 1] { for i < n: t[i] = a[i]; for i < n: o[i] = g(i + 1 < n, t[i + 1]) }`
+/// where `g` is a `select` (`blend == false`) or a `blend`: `t[n]` is never written,
+/// and read at `i = n - 1` only by the blend, which discards its value.
+fn shifted_copy_through_a_temporary(blend: bool) -> Kernel {
+    let at1 = |buf: &str, index: Ix, coord: IndexExpr, extent: IndexExpr| {
+        (
+            buf.to_string(),
+            index,
+            vec![Coord {
+                index: coord,
+                extent,
+            }],
+        )
+    };
+    let n1 = IndexExpr::add(ivar("n"), IndexExpr::Const(1));
+    let (buf, index, coords) = at1("t", var("i"), ivar("i"), n1.clone());
+    let produce = for_loop(
+        "i",
+        var("n"),
+        LoopOrigin::Gen,
+        vec![Stmt::Store {
+            buf,
+            index,
+            coords,
+            op: StoreOp::Assign,
+            value: Val::Load(Load {
+                buf: "a".to_string(),
+                index: var("i"),
+                coords: vec![Coord {
+                    index: ivar("i"),
+                    extent: ivar("n"),
+                }],
+            }),
+        }],
+    );
+    let next = Ix::bin(IxOp::Add, var("i"), Ix::Const(1));
+    let (buf, index, coords) = at1(
+        "t",
+        next.clone(),
+        IndexExpr::add(ivar("i"), IndexExpr::Const(1)),
+        n1.clone(),
+    );
+    let read = Box::new(Val::Load(Load { buf, index, coords }));
+    let cond = atl_loopir::ir::Cond::Cmp(atl_lang::index::CmpOp::Lt, next, var("n"));
+    let (buf, index, coords) = at1("o", var("i"), ivar("i"), ivar("n"));
+    let consume = for_loop(
+        "i",
+        var("n"),
+        LoopOrigin::Gen,
+        vec![Stmt::Store {
+            buf,
+            index,
+            coords,
+            op: StoreOp::Assign,
+            value: if blend {
+                Val::Blend(cond, read)
+            } else {
+                Val::Select(cond, read)
+            },
+        }],
+    );
+    Kernel {
+        name: "by_hand".to_string(),
+        sizes: vec!["n".to_string()],
+        inputs: vec![decl("a", vec![ivar("n")])],
+        output: decl("o", vec![ivar("n")]),
+        preconditions: Vec::new(),
+        body: vec![Stmt::Alloc {
+            buf: "t".to_string(),
+            shape: vec![n1],
+            len: Ix::bin(IxOp::Add, var("n"), Ix::Const(1)),
+            zeroed: false,
+            storage: atl_loopir::ir::Storage::Heap,
+            body: vec![produce, consume],
+        }],
+        source: atl_lang::ir::Expr::lit(0.0),
+    }
+}
+
+#[test]
+fn a_guarded_read_of_a_partly_written_temporary_written_by_hand_is_accepted() {
+    assert_accepted(&shifted_copy_through_a_temporary(false));
+}
+
+#[test]
+fn a_blended_read_of_an_unwritten_element_is_unknown_not_rejected() {
+    let report = report(&shifted_copy_through_a_temporary(true));
+    assert!(!report.is_rejected(), "{report}");
+    let t = initialised(&report, "t", AccessKind::Load);
+    assert_eq!(t.len(), 1, "{report}");
+    assert!(matches!(t[0].verdict, Verdict::Unknown(_)), "{report}");
+}
