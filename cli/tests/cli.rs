@@ -619,3 +619,32 @@ fn summation_length_counts_the_longest_accumulation() {
     assert_eq!(length("tri"), 6);
     assert_eq!(length("staged"), 40 + 6);
 }
+
+/// `atl run` and `atl bench` choose the C symbol themselves (issue 21): a definition
+/// named `main` (which `atl emit` refuses as a C function name, E0931) runs and is
+/// timed, compared with the interpreter.
+#[test]
+fn run_and_bench_work_on_a_definition_named_main() {
+    let dir = std::env::temp_dir().join(format!("atl-main-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("main.atl");
+    std::fs::write(
+        &file,
+        "size n\ninput f : [n]\ndef twice = gen i < n: 2 * f[i]\ndef main = gen i < n: twice[i] + 1\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let (code, out, err) = atl(&["run", &file, "--def", "main", "--sizes", "n=7"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("main (float): output shape [7]"), "{out}");
+    let (code, out, err) = atl(&[
+        "bench", &file, "--def", "main", "--vs", "twice", "--sizes", "n=100", "--runs", "2",
+    ]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("ratio twice / main"), "{out}");
+    // `atl emit` still refuses the name for a function others link.
+    let (code, _, err) = atl(&["emit", &file, "--def", "main"]);
+    assert_eq!(code, EXIT_USER);
+    assert!(err.contains("E0931"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

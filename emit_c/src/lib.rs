@@ -73,6 +73,18 @@ pub struct CCode {
     pub source: String,
 }
 
+/// The C symbol of a kernel that only `atl` itself calls (`atl run`, `atl bench`): the
+/// definition's name when it is a C identifier a user may define, otherwise
+/// `kernel_NAME`, so that any definition name works there (`main`, `exp`, `int`, …)
+/// although `atl emit` would refuse it as the name of a function to link.
+pub fn internal_symbol(definition: &str) -> String {
+    if is_free_identifier(definition) {
+        definition.to_string()
+    } else {
+        format!("kernel_{}", definition.trim_start_matches('_'))
+    }
+}
+
 /// Prints `kernel` as C (see the crate documentation). Fails only for a symbol that
 /// is not a usable C identifier (E0931).
 pub fn emit(kernel: &Kernel, options: &EmitOptions) -> Result<CCode, Diagnostic> {
@@ -123,4 +135,20 @@ fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
         sym = code.symbol,
         args = args.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_symbols_are_always_definable() {
+        assert_eq!(internal_symbol("matmul"), "matmul");
+        assert_eq!(internal_symbol("_x"), "_x");
+        for name in ["main", "int", "for", "atl_floordiv", "__x", "malloc", "_X"] {
+            let symbol = internal_symbol(name);
+            assert!(is_free_identifier(&symbol), "{name} -> {symbol}");
+            assert!(!is_free_identifier(name), "{name} was refused before");
+        }
+    }
 }

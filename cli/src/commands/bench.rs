@@ -214,7 +214,8 @@ fn compile(gated: &Gated<'_>, dtype: Dtype) -> Result<(Compiled, Duration), Vec<
         &kernel,
         &atl_emit_c::EmitOptions {
             dtype,
-            symbol: None,
+            // `atl bench` never exposes the symbol: any definition name works.
+            symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
         },
         &CompileOptions {
             opt_level: 3,

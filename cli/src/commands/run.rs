@@ -106,8 +106,9 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
             .then_line(format!("error[{}]: {}", d.code, d.message))
         })?;
     }
+    // `atl run` never exposes the symbol: any definition name works.
     let options = EmitOptions {
-        symbol: None,
+        symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
         dtype,
     };
     let report = compare(
