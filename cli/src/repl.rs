@@ -590,6 +590,13 @@ impl Session {
             Some(rest) => (true, rest.trim()),
             None => (false, args),
         };
+        if name.is_empty() {
+            let _ = writeln!(
+                out,
+                "`:sites RULE` lists the places where a rule matches (`:sites <- RULE` right to left); `:rules [FILTER]` lists the rules"
+            );
+            return Control::Continue;
+        }
         let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
             let _ = writeln!(out, "no program in focus");
             return Control::Continue;

@@ -347,3 +347,22 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     assert!(text.contains("for ii in 0..8 {  # gen, vector"), "{text}");
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
+
+/// `:sites` without a rule says how to use it instead of looking up a rule named ``
+/// (E0801), and changes nothing.
+#[test]
+fn sites_without_a_rule_shows_its_usage() {
+    let file = temp_copy("sites_usage");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let text = session_output(&mut session, ":focus pipeline\n:sites\n:sites <-\n");
+    assert!(!text.contains("E0801"), "{text}");
+    assert_eq!(
+        text.matches("`:sites RULE` lists the places").count(),
+        2,
+        "{text}"
+    );
+    assert!(session.step_texts().is_empty());
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
