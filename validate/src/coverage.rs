@@ -62,6 +62,54 @@ pub(crate) fn conjunction(preds: impl IntoIterator<Item = Pred>) -> Pred {
         .unwrap_or(Pred::Bool(true))
 }
 
+/// The sizes of a counterexample as facts (`n == 5`, …): the second proof that confirms
+/// a refutation is made at exactly those sizes.
+pub(crate) fn pinned_sizes(walk: &Walk, cex: &atl_solver::Counterexample) -> Vec<Pred> {
+    walk.sizes
+        .iter()
+        .filter_map(|s| {
+            cex.get(s)
+                .map(|v| Pred::cmp(CmpOp::Eq, IndexExpr::var(s), IndexExpr::Const(v)))
+        })
+        .collect()
+}
+
+/// The element a counterexample names (its coordinates `c#0`, `c#1`, … of `rank`).
+pub(crate) fn counterexample_element(
+    cex: &atl_solver::Counterexample,
+    rank: usize,
+) -> Option<Vec<IndexExpr>> {
+    (0..rank)
+        .map(|d| cex.get(&coordinate(d)).map(IndexExpr::Const))
+        .collect()
+}
+
+/// `coords != values` in some dimension.
+pub(crate) fn differs(coords: &[IndexExpr], values: &[IndexExpr]) -> Pred {
+    coords
+        .iter()
+        .zip(values)
+        .map(|(x, v)| Pred::cmp(CmpOp::Ne, x.clone(), v.clone()))
+        .reduce(Pred::or)
+        .unwrap_or(Pred::Bool(false))
+}
+
+/// Whether `misses` (the write does not touch the element) is proved under the write's
+/// own `facts` at the counterexample's sizes (`pinned`).
+pub(crate) fn proved_to_miss(
+    walk: &Walk,
+    facts: &[Pred],
+    pinned: &[Pred],
+    misses: &Pred,
+    solver: &Solver,
+) -> bool {
+    let facts = Facts {
+        sizes: walk.sizes.clone(),
+        facts: facts.iter().chain(pinned).cloned().collect(),
+    };
+    solver.prove(&facts, misses).is_proved()
+}
+
 /// `coef * m0 * m1 * ...`
 fn term(monomial: &[IndexExpr], coef: i64) -> IndexExpr {
     let product = monomial.iter().cloned().reduce(IndexExpr::mul);
@@ -327,44 +375,22 @@ pub fn check(walk: &Walk, solver: &Solver) -> CheckedObligation {
         Verdict::Unknown(why) => Verdict::Unknown(format!("coverage not established ({why})")),
         Verdict::Refuted(cex) => {
             // Only a real refutation if nothing writes that element at those sizes.
-            let pinned: Vec<Pred> = walk
-                .sizes
-                .iter()
-                .filter_map(|s| {
-                    cex.get(s)
-                        .map(|v| Pred::cmp(CmpOp::Eq, IndexExpr::var(s), IndexExpr::Const(v)))
-                })
-                .collect();
-            let values: Option<Vec<IndexExpr>> = (0..targets.len())
-                .map(|d| cex.get(&coordinate(d)).map(IndexExpr::Const))
-                .collect();
+            let pinned = pinned_sizes(walk, &cex);
+            let values = counterexample_element(&cex, targets.len());
             let unwritten = values.is_some_and(|values| {
                 let stores_miss = stores.iter().all(|s| {
-                    let mut facts = s.facts.clone();
-                    facts.extend(pinned.iter().cloned());
-                    let differ = s
-                        .coords
-                        .iter()
-                        .zip(&values)
-                        .map(|(x, v)| Pred::cmp(CmpOp::Ne, x.clone(), v.clone()))
-                        .reduce(Pred::or)
-                        .unwrap_or(Pred::Bool(false));
-                    let facts = Facts {
-                        sizes: walk.sizes.clone(),
-                        facts,
-                    };
-                    solver.prove(&facts, &differ).is_proved()
+                    proved_to_miss(
+                        walk,
+                        &s.facts,
+                        &pinned,
+                        &differs(&s.coords, &values),
+                        solver,
+                    )
                 });
                 let position = row_major(&values, &out.shape);
                 let fills_miss = fills.iter().all(|f| {
-                    let mut facts = f.facts.clone();
-                    facts.extend(pinned.iter().cloned());
-                    let facts = Facts {
-                        sizes: walk.sizes.clone(),
-                        facts,
-                    };
                     let beyond = Pred::cmp(CmpOp::Ge, position.clone(), f.len.clone());
-                    solver.prove(&facts, &beyond).is_proved()
+                    proved_to_miss(walk, &f.facts, &pinned, &beyond, solver)
                 });
                 stores_miss && fills_miss
             });

@@ -37,7 +37,10 @@ use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_loopir::ir::{LoopOrigin, StoreOp};
 use atl_solver::{Facts, Solver, Verdict};
 
-use crate::coverage::{conjunction, coordinate, row_major, witness};
+use crate::coverage::{
+    conjunction, coordinate, counterexample_element, differs, pinned_sizes, proved_to_miss,
+    row_major, witness,
+};
 use crate::obligations::{Fill, Obligation, ObligationKind, Walk};
 use crate::sites::{BindingRole, LoopRef, Path, Site, rename_index, rename_pred};
 use crate::{CheckedObligation, Method};
@@ -313,18 +316,8 @@ fn confirmed(
     solver: &Solver,
 ) -> bool {
     let binding = &walk.bindings[r.binding];
-    let pinned: Vec<Pred> = walk
-        .sizes
-        .iter()
-        .filter_map(|s| {
-            cex.get(s)
-                .map(|v| Pred::cmp(CmpOp::Eq, IndexExpr::var(s), IndexExpr::Const(v)))
-        })
-        .collect();
-    let Some(values) = (0..r.coords.len())
-        .map(|d| cex.get(&coordinate(d)).map(IndexExpr::Const))
-        .collect::<Option<Vec<IndexExpr>>>()
-    else {
+    let pinned = pinned_sizes(walk, cex);
+    let Some(values) = counterexample_element(cex, r.coords.len()) else {
         return false;
     };
     assignments.iter().all(|a| {
@@ -333,26 +326,12 @@ fn confirmed(
             return true;
         }
         let (facts, misses) = match a {
-            Assignment::Write(w) => (
-                &w.facts,
-                w.coords
-                    .iter()
-                    .zip(&values)
-                    .map(|(x, v)| Pred::cmp(CmpOp::Ne, x.clone(), v.clone()))
-                    .reduce(Pred::or)
-                    .unwrap_or(Pred::Bool(false)),
-            ),
+            Assignment::Write(w) => (&w.facts, differs(&w.coords, &values)),
             Assignment::Fill(f) => (
                 &f.facts,
                 Pred::cmp(CmpOp::Ge, row_major(&values, &binding.shape), f.len.clone()),
             ),
         };
-        let mut facts = facts.clone();
-        facts.extend(pinned.iter().cloned());
-        let facts = Facts {
-            sizes: walk.sizes.clone(),
-            facts,
-        };
-        solver.prove(&facts, &misses).is_proved()
+        proved_to_miss(walk, facts, &pinned, &misses, solver)
     })
 }

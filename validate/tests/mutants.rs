@@ -8,39 +8,14 @@
 
 mod common;
 
+use common::{assert_accepted, decl, edit_blocks, ivar, refutations, var};
+
 use atl_lang::index::{CmpOp, IndexExpr};
 use atl_loopir::ir::{
     BufferDecl, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Stmt, StoreOp, Val,
 };
-use atl_validate::{KernelVerdict, NOT_CHECKED_YET, ObligationKind, Refutation, Report, validate};
+use atl_validate::{ObligationKind, Refutation};
 
-fn report(kernel: &Kernel) -> Report {
-    validate(kernel, &atl_solver::Solver::new())
-}
-
-/// The refutations of a rejected kernel (panics, with the report, otherwise).
-fn refutations(kernel: &Kernel) -> Vec<Refutation> {
-    let report = report(kernel);
-    match report.verdict {
-        KernelVerdict::Rejected { refuted } => refuted,
-        _ => panic!("the mutant was not rejected:\n{report}"),
-    }
-}
-
-/// Asserts the kernel is accepted on what this increment checks.
-fn assert_accepted(kernel: &Kernel) {
-    let report = report(kernel);
-    assert_eq!(
-        report.verdict,
-        KernelVerdict::NotValidated {
-            reasons: vec![NOT_CHECKED_YET.to_string()]
-        },
-        "{report}"
-    );
-    assert!(!report.obligations.is_empty());
-}
-
-/// The refutation whose obligation satisfies `wanted`, with a readable failure.
 fn find(refuted: &[Refutation], wanted: impl Fn(&ObligationKind) -> bool) -> &Refutation {
     refuted
         .iter()
@@ -63,26 +38,6 @@ fn is_flattening(kind: &ObligationKind, buffer: &str) -> bool {
 }
 
 // ---- editing kernels ------------------------------------------------------------
-
-/// Applies `f` to every statement list of the body, outermost first.
-fn edit_blocks(stmts: &mut Vec<Stmt>, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
-    f(stmts);
-    for s in stmts.iter_mut() {
-        match s {
-            Stmt::For(l) => edit_blocks(&mut l.body, f),
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                edit_blocks(then_branch, f);
-                edit_blocks(else_branch, f);
-            }
-            Stmt::Alloc { body, .. } => edit_blocks(body, f),
-            _ => {}
-        }
-    }
-}
 
 /// Applies `f` to every statement of the body.
 fn edit_stmts(kernel: &mut Kernel, f: &mut dyn FnMut(&mut Stmt)) {
@@ -114,16 +69,6 @@ fn edit_vals(kernel: &mut Kernel, f: &mut dyn FnMut(&mut Val)) {
 fn plus_one(ix: &Ix) -> Ix {
     Ix::bin(IxOp::Add, ix.clone(), Ix::Const(1))
 }
-
-fn var(name: &str) -> Ix {
-    Ix::Var(name.to_string())
-}
-
-fn ivar(name: &str) -> IndexExpr {
-    IndexExpr::var(name)
-}
-
-// ---- mutants of lowered kernels ------------------------------------------------
 
 #[test]
 fn a_loop_bound_plus_one_is_rejected() {
@@ -326,13 +271,6 @@ fn kernel(sizes: &[&str], inputs: Vec<BufferDecl>, output: BufferDecl, body: Vec
         preconditions: Vec::new(),
         body,
         source: atl_lang::ir::Expr::lit(0.0),
-    }
-}
-
-fn decl(name: &str, shape: Vec<IndexExpr>) -> BufferDecl {
-    BufferDecl {
-        name: name.to_string(),
-        shape,
     }
 }
 

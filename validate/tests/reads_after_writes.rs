@@ -5,43 +5,15 @@
 
 mod common;
 
+use common::{assert_accepted, decl, edit_blocks, ivar, refutations, report, var};
+
 use atl_lang::index::IndexExpr;
-use atl_loopir::ir::{
-    BufferDecl, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Stmt, StoreOp, Val,
-};
+use atl_loopir::ir::{Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Stmt, StoreOp, Val};
 use atl_solver::Verdict;
 use atl_validate::{
-    AccessKind, CheckedObligation, KernelVerdict, NOT_CHECKED_YET, ObligationKind, Refutation,
-    Report, validate,
+    AccessKind, CheckedObligation, KernelVerdict, ObligationKind, Refutation, Report,
 };
 
-fn report(kernel: &Kernel) -> Report {
-    validate(kernel, &atl_solver::Solver::new())
-}
-
-/// The refutations of a rejected kernel (panics, with the report, otherwise).
-fn refutations(kernel: &Kernel) -> Vec<Refutation> {
-    let report = report(kernel);
-    match report.verdict {
-        KernelVerdict::Rejected { refuted } => refuted,
-        _ => panic!("the mutant was not rejected:\n{report}"),
-    }
-}
-
-/// Asserts every obligation is proved: the verdict is `NotValidated` with the one
-/// reason [`NOT_CHECKED_YET`].
-fn assert_accepted(kernel: &Kernel) {
-    let report = report(kernel);
-    assert_eq!(
-        report.verdict,
-        KernelVerdict::NotValidated {
-            reasons: vec![NOT_CHECKED_YET.to_string()]
-        },
-        "{report}"
-    );
-}
-
-/// The reads-after-writes obligations of accesses of `buffer` of kind `kind`.
 fn initialised<'a>(
     report: &'a Report,
     buffer: &str,
@@ -87,26 +59,6 @@ fn initialisation_refuted(
         })
         .cloned()
         .unwrap_or_else(|| panic!("not among the refutations: {}", all.join("; ")))
-}
-
-/// Applies `f` to every statement list of the body, outermost first.
-fn edit_blocks(stmts: &mut Vec<Stmt>, f: &mut dyn FnMut(&mut Vec<Stmt>)) {
-    f(stmts);
-    for s in stmts.iter_mut() {
-        match s {
-            Stmt::For(l) => edit_blocks(&mut l.body, f),
-            Stmt::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                edit_blocks(then_branch, f);
-                edit_blocks(else_branch, f);
-            }
-            Stmt::Alloc { body, .. } => edit_blocks(body, f),
-            _ => {}
-        }
-    }
 }
 
 // ---- mutants of lowered kernels ------------------------------------------------
@@ -239,14 +191,6 @@ fn a_staged_blur_with_its_stages_swapped_is_rejected() {
 
 // ---- kernels written by hand ---------------------------------------------------
 
-fn var(name: &str) -> Ix {
-    Ix::Var(name.to_string())
-}
-
-fn ivar(name: &str) -> IndexExpr {
-    IndexExpr::var(name)
-}
-
 fn for_loop(v: &str, hi: Ix, origin: LoopOrigin, body: Vec<Stmt>) -> Stmt {
     Stmt::For(For {
         var: v.to_string(),
@@ -259,13 +203,6 @@ fn for_loop(v: &str, hi: Ix, origin: LoopOrigin, body: Vec<Stmt>) -> Stmt {
         unroll: false,
         hoisted_buffers: Vec::new(),
     })
-}
-
-fn decl(name: &str, shape: Vec<IndexExpr>) -> BufferDecl {
-    BufferDecl {
-        name: name.to_string(),
-        shape,
-    }
 }
 
 /// `buf[a*ext_b + b] @ (a, b)` of an `[ext_a, ext_b]` buffer.
