@@ -221,15 +221,67 @@ impl Expr {
         }
     }
 
-    /// A copy of this node with every direct child replaced by `f(child)`, in the order of
-    /// [`Expr::children`]; the node's own data (names, ranges, indices, predicates) and
-    /// span are kept.
+    /// A copy of this node with every direct child replaced by `f(child)`, called in the
+    /// order of [`Expr::children`]; the node's own data (names, ranges, indices,
+    /// predicates) and span are kept. Only the node itself is copied, never its children
+    /// (cloning the subtree first would make every recursive rebuild quadratic in depth).
     pub fn map_children(&self, mut f: impl FnMut(&Expr) -> Expr) -> Expr {
-        let mut out = self.clone();
-        for c in out.children_mut() {
-            *c = f(c);
+        use ExprKind as K;
+        let mut child = |e: &Expr| Box::new(f(e));
+        let kind = match &self.kind {
+            K::Lit(_) | K::Input(_) | K::DefRef(_) | K::Var(_) | K::Meta(_) => self.kind.clone(),
+            K::Gen { var, lo, hi, body } => K::Gen {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: child(body),
+            },
+            K::Sum { var, lo, hi, body } => K::Sum {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: child(body),
+            },
+            K::Guard { pred, body } => K::Guard {
+                pred: pred.clone(),
+                body: child(body),
+            },
+            K::Let { var, value, body } => {
+                let value = child(value);
+                let body = child(body);
+                K::Let {
+                    var: var.clone(),
+                    value,
+                    body,
+                }
+            }
+            K::Access { tensor, index } => K::Access {
+                tensor: child(tensor),
+                index: index.clone(),
+            },
+            K::Neg(e) => K::Neg(child(e)),
+            K::Transpose(e) => K::Transpose(child(e)),
+            K::Flatten(e) => K::Flatten(child(e)),
+            K::Amount { op, amount, arg } => K::Amount {
+                op: *op,
+                amount: amount.clone(),
+                arg: child(arg),
+            },
+            K::Binary { op, lhs, rhs } => {
+                let lhs = child(lhs);
+                let rhs = child(rhs);
+                K::Binary { op: *op, lhs, rhs }
+            }
+            K::Concat(a, b) => {
+                let a = child(a);
+                let b = child(b);
+                K::Concat(a, b)
+            }
+        };
+        Expr {
+            kind,
+            span: self.span,
         }
-        out
     }
 
     /// Whether two nodes have the same head: the same construct and, for `Binary` and
