@@ -20,16 +20,7 @@ use atl_loopir::{kernel_to_text, parse_kernel};
 fn corpus() -> Vec<(String, Kernel)> {
     let mut out = Vec::new();
     for path in support::example_files() {
-        let ex = support::load(&path);
-        for def in &ex.defs {
-            let kernel = atl_lower::lower_def_with(
-                &ex.program,
-                &ex.shapes,
-                def,
-                &atl_solver::Solver::new(),
-                &atl_lower::LowerOptions::default(),
-            )
-            .unwrap_or_else(|d| panic!("{}: `{def}` does not lower: {d:?}", path.display()));
+        for (def, kernel) in support::kernels_of(&path) {
             let name = format!("{}: `{def}`", path.file_name().unwrap().to_string_lossy());
             out.push((name, kernel));
         }

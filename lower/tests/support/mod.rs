@@ -11,6 +11,33 @@ use atl_lang::interp::{EvalOptions, Tensor};
 use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
 
+/// Every kernel of one example file, lowered as `atl emit` lowers them (`Solver::new()`,
+/// the default options): (definition, kernel). Panics if a derivation failed or a
+/// definition does not lower.
+pub fn kernels_of(path: &Path) -> Vec<(String, atl_lower::Kernel)> {
+    let ex = load(path);
+    assert!(
+        ex.failed_derivations.is_empty(),
+        "{}: derivations failed: {:?}",
+        path.display(),
+        ex.failed_derivations
+    );
+    ex.defs
+        .iter()
+        .map(|def| {
+            let kernel = atl_lower::lower_def_with(
+                &ex.program,
+                &ex.shapes,
+                def,
+                &atl_solver::Solver::new(),
+                &atl_lower::LowerOptions::default(),
+            )
+            .unwrap_or_else(|d| panic!("{}: `{def}` does not lower: {d:?}", path.display()));
+            (def.clone(), kernel)
+        })
+        .collect()
+}
+
 /// An example file, checked, with every derivation added as a definition.
 pub struct Example {
     pub path: PathBuf,

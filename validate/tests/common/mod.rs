@@ -15,27 +15,7 @@ use atl_validate::{KernelVerdict, NOT_CHECKED_YET, Refutation, Report, validate}
 
 /// Every kernel of one example file: (definition, kernel).
 pub fn kernels_of(path: &Path) -> Vec<(String, Kernel)> {
-    let ex = support::load(path);
-    assert!(
-        ex.failed_derivations.is_empty(),
-        "{}: derivations failed: {:?}",
-        path.display(),
-        ex.failed_derivations
-    );
-    ex.defs
-        .iter()
-        .map(|def| {
-            let kernel = atl_lower::lower_def_with(
-                &ex.program,
-                &ex.shapes,
-                def,
-                &atl_solver::Solver::new(),
-                &atl_lower::LowerOptions::default(),
-            )
-            .unwrap_or_else(|d| panic!("{}: `{def}` does not lower: {d:?}", path.display()));
-            (def.clone(), kernel)
-        })
-        .collect()
+    support::kernels_of(path)
 }
 
 /// The kernel of definition `def` in `examples/<file>`.
