@@ -296,6 +296,59 @@ pub(crate) fn witness(
     }
 }
 
+/// `num / d` and `num % d` where `num = d*q + r` with `0 <= r < d` provable from
+/// `facts` (by the solver's fast path) are `q` and `r`: an identity under the facts
+/// (floor division) that spares z3 the nested divisions of a row-major position
+/// decomposed again (`(D*(C*x + y) + z) / D / C`), on which it gives up.
+pub(crate) fn reduce_divisions(e: &IndexExpr, facts: &Facts, solver: &Solver) -> IndexExpr {
+    match e {
+        IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => e.clone(),
+        IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(reduce_divisions(a, facts, solver))),
+        IndexExpr::Bin(op, a, b) => {
+            let a = reduce_divisions(a, facts, solver);
+            let b = reduce_divisions(b, facts, solver);
+            if matches!(op, IndexOp::Div | IndexOp::Mod)
+                && let Some((q, r)) = split_multiple(&a, &b)
+            {
+                let bounded = Pred::and(
+                    Pred::cmp(CmpOp::Le, IndexExpr::Const(0), r.clone()),
+                    Pred::cmp(CmpOp::Lt, r.clone(), b.clone()),
+                );
+                if solver.prove_fast(facts, &bounded) {
+                    return if *op == IndexOp::Div { q } else { r };
+                }
+            }
+            IndexExpr::bin(*op, a, b)
+        }
+    }
+}
+
+/// `num = d*q + r` where `q` collects the terms with the factor `d` (a variable or a
+/// positive constant); `None` when no term has it.
+fn split_multiple(num: &IndexExpr, d: &IndexExpr) -> Option<(IndexExpr, IndexExpr)> {
+    let poly = Poly::from_index(num);
+    let mut q = IndexExpr::Const(0);
+    let mut r = IndexExpr::Const(0);
+    let mut found = false;
+    for (monomial, coef) in poly.terms() {
+        match d {
+            IndexExpr::Var(_) if monomial.contains(d) => {
+                let mut rest = monomial.clone();
+                let at = rest.iter().position(|m| m == d).expect("contained");
+                rest.remove(at);
+                q = IndexExpr::add(q, term(&rest, *coef));
+                found = true;
+            }
+            IndexExpr::Const(k) if *k > 0 && coef % k == 0 => {
+                q = IndexExpr::add(q, term(monomial, coef / k));
+                found = true;
+            }
+            _ => r = IndexExpr::add(r, term(monomial, *coef)),
+        }
+    }
+    found.then(|| (atl_lang::poly::normalize(&q), atl_lang::poly::normalize(&r)))
+}
+
 fn substitute(p: &Pred, w: &BTreeMap<String, IndexExpr>) -> Pred {
     w.iter().fold(p.clone(), |p, (v, e)| p.subst(v, e))
 }
@@ -370,8 +423,16 @@ pub fn check(walk: &Walk, solver: &Solver) -> CheckedObligation {
         goal,
         lemma: None,
     };
-    let verdict = match solver.prove(&obligation.context, &obligation.goal) {
+    let reduced = obligation
+        .goal
+        .map_index(&mut |e| reduce_divisions(e, &obligation.context, solver));
+    let mut method = Method::Solver;
+    let verdict = match solver.prove(&obligation.context, &reduced) {
         Verdict::Proved => Verdict::Proved,
+        _ if fills.is_empty() && by_counting(walk, &stores, solver) => {
+            method = Method::Counting;
+            Verdict::Proved
+        }
         Verdict::Unknown(why) => Verdict::Unknown(format!("coverage not established ({why})")),
         Verdict::Refuted(cex) => {
             // Only a real refutation if nothing writes that element at those sizes.
@@ -407,6 +468,66 @@ pub fn check(walk: &Walk, solver: &Solver) -> CheckedObligation {
     CheckedObligation {
         obligation,
         verdict,
-        method: Method::Solver,
+        method,
     }
+}
+
+/// Coverage by counting: when the assignment stores of the output run over
+/// rectangular loop nests with no condition but their loop ranges, write in-bounds
+/// elements (obligation (a)), never the same element twice (obligation (d), every
+/// pair of them), and run as many times in all as the output has elements, they write
+/// every element (an injection between finite sets of equal size is onto). This proof
+/// holds given (a) and (d), which are obligations of the same kernel: a kernel is only
+/// validated when they are proved too.
+fn by_counting(walk: &Walk, stores: &[&Site], solver: &Solver) -> bool {
+    if stores.is_empty() {
+        return false;
+    }
+    let out = &walk.bindings[walk.output];
+    let mut total = IndexExpr::Const(0);
+    let mut facts = walk.preconditions.clone();
+    let mut nonnegative = Vec::new();
+    for store in stores {
+        let vars: Vec<&str> = store.loops.iter().map(|l| l.var.as_str()).collect();
+        let mut count = IndexExpr::Const(1);
+        let mut ranges = Vec::new();
+        for l in &store.loops {
+            if vars.iter().any(|v| l.lo.mentions(v) || l.hi.mentions(v)) {
+                return false;
+            }
+            let v = IndexExpr::var(l.var.clone());
+            ranges.push(Pred::and(
+                Pred::cmp(CmpOp::Le, l.lo.clone(), v.clone()),
+                Pred::cmp(CmpOp::Lt, v, l.hi.clone()),
+            ));
+            let extent = IndexExpr::sub(l.hi.clone(), l.lo.clone());
+            nonnegative.push(Pred::cmp(CmpOp::Le, IndexExpr::Const(0), extent.clone()));
+            count = IndexExpr::mul(count, extent);
+        }
+        // No condition but the loop ranges (and the preconditions).
+        if store
+            .facts
+            .iter()
+            .any(|f| !walk.preconditions.contains(f) && !ranges.contains(f))
+        {
+            return false;
+        }
+        total = IndexExpr::add(total, count);
+    }
+    let sizes_only = Facts {
+        sizes: walk.sizes.clone(),
+        facts: std::mem::take(&mut facts),
+    };
+    let goal = nonnegative
+        .into_iter()
+        .fold(Pred::cmp(CmpOp::Eq, total, numel(&out.shape)), Pred::and);
+    solver.prove(&sizes_only, &goal).is_proved()
+}
+
+fn numel(shape: &[IndexExpr]) -> IndexExpr {
+    shape
+        .iter()
+        .cloned()
+        .reduce(IndexExpr::mul)
+        .unwrap_or(IndexExpr::Const(1))
 }

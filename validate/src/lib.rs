@@ -8,7 +8,7 @@
 //! translation of the target's index language ([`translate`]) is written here for the
 //! same reason. `cli/tests/crate_graph.rs` checks the crate graph.
 //!
-//! What this increment checks ([`obligations`]), each obligation proved by the solver
+//! What it checks ([`obligations`]), each obligation proved by the solver
 //! for all sizes (`atl_solver::Solver::prove`; "unknown" is never "proved"):
 //!
 //! - (a) bounds: every coordinate of every load and store is in `[0, extent)` of the
@@ -41,41 +41,54 @@
 //!   in their common block writes its element), unknown where the rule does not
 //!   reach, refuted only when no assignment that may run before it writes the element.
 //!
-//! What it does **not** check yet: that the values stored are the source's (each sum
-//! accumulating its terms exactly once), and that temporaries hold what the source's
-//! `let`s say when read. So a kernel whose
-//! obligations all hold is
-//! [`KernelVerdict::NotValidated`] with the reason [`NOT_CHECKED_YET`] — never
-//! [`KernelVerdict::Validated`], which no function of this increment returns. A
-//! refuted obligation rejects the kernel ([`KernelVerdict::Rejected`]) with the
-//! solver's counterexample (sizes and loop variables), which the solver has checked by
-//! evaluation and which satisfies the obligation's context, i.e. is a point the
-//! kernel reaches.
+//! - (g) shapes: the kernel's inputs have the shapes the program declares and its
+//!   output the definition's shape;
+//! - (h) values ([`values`]): every element of the output ends with the source
+//!   definition's element (computed from the definition as derived, [`source`]),
+//!   equal over the reals for all inputs, each sum accumulating the source's terms
+//!   exactly once and in the source's order. Temporaries are checked through the
+//!   values: a read of a temporary stands for what the kernel wrote there (the last
+//!   assignment before the read and the `+=`s after it), so a temporary holding
+//!   anything but what the output needs is found where it is used.
 //!
-//! Assumptions of this increment: integers are unbounded (the kernel's `int64_t`
-//! arithmetic is trusted not to overflow under its preconditions; the lowering's
-//! index-range preconditions are meant for that, and are not validated here).
+//! A kernel is [`KernelVerdict::Validated`] when every obligation is proved, and only
+//! then. A refuted obligation rejects the kernel ([`KernelVerdict::Rejected`]) with
+//! the solver's counterexample (sizes and loop variables), which the solver has
+//! checked by evaluation and which satisfies the obligation's context, i.e. is a point
+//! the kernel reaches. When something is not proved, the kernel and the source are
+//! also run at small sizes ([`concrete`]): a wrong result there rejects the kernel
+//! with the sizes, the element, the expected and the computed value; otherwise it is
+//! [`KernelVerdict::NotValidated`], with the obligations not decided.
+//!
+//! Assumptions: integers are unbounded (the kernel's `int64_t` arithmetic is trusted
+//! not to overflow under its preconditions; the lowering's index-range preconditions
+//! are meant for that, and are not validated here); values are real numbers (floating
+//! point rounding is not modelled: the order of summation is checked, not the
+//! rounding of each operation).
 //!
 //! Library code never prints.
 
+pub mod concrete;
 pub mod coverage;
 pub mod interference;
 pub mod obligations;
 pub mod reads;
 pub mod sites;
+pub mod source;
+pub mod term;
 pub mod translate;
+pub mod values;
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_lang::ir::Program;
+use atl_lang::shapes::ShapeEnv;
 use atl_loopir::ir::Kernel;
-use atl_solver::{Counterexample, Solver, Verdict};
+use atl_solver::{Counterexample, Facts, Solver, Verdict};
 
 pub use obligations::{Access, AccessKind, Lemma, Obligation, ObligationKind, Walk, collect, walk};
-
-/// The reason every kernel is, at best, not validated by this increment.
-pub const NOT_CHECKED_YET: &str = "values (each stored value is the source's, each sum accumulates its terms exactly once) and temporaries (they hold what the source's `let`s say when read) are not checked yet";
 
 /// How an obligation was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +99,9 @@ pub enum Method {
     Solver,
     /// The obligation's [`Lemma`], proved by `Solver::prove`.
     Lemma,
+    /// Coverage by counting ([`coverage`]): given the bounds and double-write
+    /// obligations, as many distinct in-bounds writes as elements.
+    Counting,
 }
 
 /// An obligation with its verdict.
@@ -106,11 +122,14 @@ pub struct Refutation {
 /// The verdict on a kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelVerdict {
-    /// Every obligation of full translation validation holds. Not returned by this
-    /// increment (see the crate documentation).
+    /// Every obligation holds: the kernel computes the source definition.
     Validated,
-    /// Some obligation is false at a reachable point: the kernel is wrong.
-    Rejected { refuted: Vec<Refutation> },
+    /// Some obligation is false at a reachable point, or a run at small sizes computed
+    /// a wrong result ([`concrete`]): the kernel is wrong.
+    Rejected {
+        refuted: Vec<Refutation>,
+        disagreement: Option<concrete::Disagreement>,
+    },
     /// Nothing was refuted, but something was not proved: the obligations the solver
     /// could not decide, and what is not checked at all.
     NotValidated { reasons: Vec<String> },
@@ -198,8 +217,26 @@ pub fn discharge(obligation: Obligation, solver: &Solver) -> CheckedObligation {
     }
 }
 
-/// Collects and decides every obligation of `kernel` ([`collect`], [`discharge`]).
-pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
+/// The source program a kernel must compute: the definition `def` of `program` (as
+/// derived: a derived definition is one of the program's definitions), with the
+/// program's shapes.
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    pub program: &'a Program,
+    pub shapes: &'a ShapeEnv,
+    pub def: &'a str,
+}
+
+/// The reason a kernel validated without a [`Source`] is, at best, not validated.
+pub const NO_SOURCE: &str =
+    "the values are not checked: no source program was given to compare the kernel with";
+
+/// Collects and decides every obligation of `kernel`: those of single operations
+/// ([`collect`], [`discharge`]), coverage, reads after writes and, given the source it
+/// was lowered from, the values ([`values`]). Validated when every obligation is
+/// proved; rejected when one is refuted or, when something is not proved, when a run
+/// at small sizes finds a wrong result ([`concrete`]); otherwise not validated.
+pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -> Report {
     let start = Instant::now();
     let walked = walk(kernel);
     let mut checked: Vec<CheckedObligation> = walked
@@ -212,6 +249,11 @@ pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
         .collect();
     checked.push(coverage::check(&walked, solver));
     checked.extend(reads::check(&walked, solver));
+    if let Some(src) = source {
+        checked.extend(shape_obligations(kernel, src, solver));
+        let mut eval = source::SourceEval::new(src.program, src.shapes);
+        checked.extend(values::check(&walked, &mut eval, src.def, solver));
+    }
     let refuted: Vec<Refutation> = checked
         .iter()
         .filter_map(|c| match &c.verdict {
@@ -222,17 +264,30 @@ pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
             _ => None,
         })
         .collect();
-    let verdict = if !refuted.is_empty() {
-        KernelVerdict::Rejected { refuted }
+    let mut reasons: Vec<String> = checked
+        .iter()
+        .filter_map(|c| match &c.verdict {
+            Verdict::Unknown(why) => Some(format!("not decided: {} ({why})", c.obligation)),
+            _ => None,
+        })
+        .collect();
+    if source.is_none() {
+        reasons.push(NO_SOURCE.to_string());
+    }
+    let disagreement = match source {
+        Some(src) if refuted.is_empty() && !reasons.is_empty() => {
+            concrete::find_disagreement(kernel, src.program, src.def)
+        }
+        _ => None,
+    };
+    let verdict = if !refuted.is_empty() || disagreement.is_some() {
+        KernelVerdict::Rejected {
+            refuted,
+            disagreement,
+        }
+    } else if reasons.is_empty() {
+        KernelVerdict::Validated
     } else {
-        let mut reasons: Vec<String> = checked
-            .iter()
-            .filter_map(|c| match &c.verdict {
-                Verdict::Unknown(why) => Some(format!("not decided: {} ({why})", c.obligation)),
-                _ => None,
-            })
-            .collect();
-        reasons.push(NOT_CHECKED_YET.to_string());
         KernelVerdict::NotValidated { reasons }
     };
     Report {
@@ -243,11 +298,64 @@ pub fn validate(kernel: &Kernel, solver: &Solver) -> Report {
     }
 }
 
+/// The kernel's input and output shapes are the source's: every input has the shape
+/// the program declares, the output the definition's shape (the value check reads the
+/// inputs, and names the output's elements, through them).
+fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<CheckedObligation> {
+    let sizes = Facts {
+        sizes: kernel.sizes.clone(),
+        facts: Vec::new(),
+    };
+    let mut pairs: Vec<(String, Vec<IndexExpr>, Option<Vec<IndexExpr>>)> = Vec::new();
+    for decl in &kernel.inputs {
+        let declared = src.program.input(&decl.name).map(|i| i.shape.clone());
+        pairs.push((
+            format!("input `{}`", decl.name),
+            decl.shape.clone(),
+            declared,
+        ));
+    }
+    let expected = src
+        .program
+        .def(src.def)
+        .and_then(|d| atl_lang::shapes::infer(src.shapes, &d.body).ok());
+    pairs.push((
+        format!("output `{}`", kernel.output.name),
+        kernel.output.shape.clone(),
+        expected,
+    ));
+    pairs
+        .into_iter()
+        .map(|(what, have, want)| {
+            let goal = match &want {
+                Some(want) if want.len() == have.len() => have
+                    .iter()
+                    .zip(want)
+                    .map(|(a, b)| Pred::cmp(CmpOp::Eq, a.clone(), b.clone()))
+                    .reduce(Pred::and)
+                    .unwrap_or(Pred::Bool(true)),
+                _ => Pred::Bool(false),
+            };
+            let obligation = Obligation {
+                kind: ObligationKind::SourceShape { what },
+                location: String::new(),
+                context: sizes.clone(),
+                goal,
+                lemma: None,
+            };
+            discharge(obligation, solver)
+        })
+        .collect()
+}
+
 impl fmt::Display for KernelVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KernelVerdict::Validated => write!(f, "validated"),
-            KernelVerdict::Rejected { refuted } => {
+            KernelVerdict::Rejected {
+                refuted,
+                disagreement,
+            } => {
                 write!(f, "rejected")?;
                 for r in refuted {
                     write!(
@@ -255,6 +363,9 @@ impl fmt::Display for KernelVerdict {
                         "\n  {}\n    counterexample: {}",
                         r.obligation, r.counterexample
                     )?;
+                }
+                if let Some(d) = disagreement {
+                    write!(f, "\n  a wrong result {d}")?;
                 }
                 Ok(())
             }

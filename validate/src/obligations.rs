@@ -22,6 +22,7 @@ use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, StoreOp, Val};
 use atl_solver::Facts;
 
 use crate::sites::{Binding, BindingRole, LoopRef, Path, Site};
+use crate::term::Term;
 use crate::translate::{Scope, Translation};
 
 /// Which memory operation an obligation is about.
@@ -113,6 +114,11 @@ pub enum ObligationKind {
     /// "this assignment, at the iteration computed from the element (the witness),
     /// runs and writes it".
     Initialised { access: Access },
+    /// The value check ([`crate::values`]): the element `write` assigns to the output
+    /// ends with the source definition's value there.
+    Value { write: String },
+    /// The kernel's declared shape of an input or the output is the source's.
+    SourceShape { what: String },
 }
 
 impl fmt::Display for ObligationKind {
@@ -151,6 +157,12 @@ impl fmt::Display for ObligationKind {
             }
             ObligationKind::Initialised { access } => {
                 write!(f, "initialised before {access}")
+            }
+            ObligationKind::SourceShape { what } => {
+                write!(f, "the shape of {what} is the source's")
+            }
+            ObligationKind::Value { write } => {
+                write!(f, "value: the element {write} writes is the source's")
             }
         }
     }
@@ -234,6 +246,8 @@ pub struct Walk {
 pub struct Fill {
     pub binding: usize,
     pub len: IndexExpr,
+    /// The value every element gets.
+    pub value: f64,
     pub facts: Vec<Pred>,
     pub loops: Vec<LoopRef>,
     pub path: Path,
@@ -469,10 +483,16 @@ impl Collector {
         facts
     }
 
-    fn scalar_site(&mut self, name: &str, op: Option<StoreOp>, guard: &Pred) {
-        let Some(&(_, binding)) = self.scalars.iter().rev().find(|(n, _)| n == name) else {
-            return;
-        };
+    /// Records a read (`op` is `None`) or a write of the scalar `name`; the site's index,
+    /// or `None` when no scalar of that name is in scope.
+    fn scalar_site(
+        &mut self,
+        name: &str,
+        op: Option<StoreOp>,
+        guard: &Pred,
+        value: Option<Term>,
+    ) -> Option<usize> {
+        let &(_, binding) = self.scalars.iter().rev().find(|(n, _)| n == name)?;
         let (kind, ordinal) = if op.is_some() {
             self.scalar_writes += 1;
             (AccessKind::ScalarWrite, self.scalar_writes - 1)
@@ -495,7 +515,9 @@ impl Collector {
             location: self.location(),
             path: self.order.clone(),
             discarded: self.blends > 0,
+            value,
         });
+        Some(self.sites.len() - 1)
     }
 
     fn stmt(&mut self, s: &Stmt) {
@@ -585,9 +607,7 @@ impl Collector {
                 self.buffers.pop();
             }
             Stmt::Decl { name, init } => {
-                if let Some(v) = init {
-                    self.val(v, &yes);
-                }
+                let value = init.as_ref().map(|v| self.val(v, &yes));
                 let binding = self.bind(name, BindingRole::Scalar, Vec::new(), false);
                 self.scalars.push((name.clone(), binding));
                 if init.is_some() {
@@ -606,12 +626,13 @@ impl Collector {
                         location: self.location(),
                         path: self.order.clone(),
                         discarded: self.blends > 0,
+                        value,
                     });
                 }
             }
             Stmt::SetScalar { name, op, value } => {
-                self.val(value, &yes);
-                self.scalar_site(name, Some(*op), &yes);
+                let value = self.val(value, &yes);
+                self.scalar_site(name, Some(*op), &yes, Some(value));
             }
             Stmt::Store {
                 buf,
@@ -620,7 +641,7 @@ impl Collector {
                 value,
                 op,
             } => {
-                self.val(value, &yes);
+                let value = self.val(value, &yes);
                 let access = Access {
                     kind: AccessKind::Store,
                     buffer: buf.clone(),
@@ -628,14 +649,15 @@ impl Collector {
                     text: access_text(buf, index, coords),
                 };
                 self.stores += 1;
-                self.access(access, index, coords, &yes, Some(*op));
+                self.access(access, index, coords, &yes, Some((*op, value)));
             }
-            Stmt::Fill { buf, len, .. } => {
+            Stmt::Fill { buf, len, value } => {
                 let len = self.ix(&yes, len, "fill length");
                 if let Some(b) = self.buffer(buf) {
                     let fill = Fill {
                         binding: b.binding,
                         len: len.clone(),
+                        value: *value,
                         facts: self.facts.clone(),
                         loops: self.loops.clone(),
                         path: self.order.clone(),
@@ -671,11 +693,20 @@ impl Collector {
         }
     }
 
-    /// The loads of a value; `guard` is what must hold for it to be evaluated.
-    fn val(&mut self, v: &Val, guard: &Pred) {
+    /// The loads of a value; `guard` is what must hold for it to be evaluated. Returns
+    /// the value as a [`Term`] in the solver's names: an input element for a load of an
+    /// input, a [`Term::Read`] of the load's site for anything else, [`Term::Unknown`]
+    /// for a read of nothing in scope (itself an obligation that fails).
+    fn val(&mut self, v: &Val, guard: &Pred) -> Term {
         match v {
-            Val::Lit(_) => {}
-            Val::Scalar(name) => self.scalar_site(name, None, guard),
+            Val::Lit(x) => Term::Lit(*x),
+            Val::Scalar(name) => match self.scalar_site(name, None, guard, None) {
+                Some(site) => Term::Read {
+                    site,
+                    subst: Default::default(),
+                },
+                None => Term::Unknown(format!("the scalar `{name}`, which is not in scope")),
+            },
             Val::Load(l) => {
                 let access = Access {
                     kind: AccessKind::Load,
@@ -684,27 +715,40 @@ impl Collector {
                     text: access_text(&l.buf, &l.index, &l.coords),
                 };
                 self.loads += 1;
-                self.access(access, &l.index, &l.coords, guard, None);
+                match self.access(access, &l.index, &l.coords, guard, None) {
+                    Some(Accessed::Input(coords)) => Term::Input {
+                        name: l.buf.clone(),
+                        coords,
+                    },
+                    Some(Accessed::Site(site)) => Term::Read {
+                        site,
+                        subst: Default::default(),
+                    },
+                    None => Term::Unknown(format!("a load of `{}`, which is not in scope", l.buf)),
+                }
             }
-            Val::Neg(a) => self.val(a, guard),
-            Val::Bin(_, a, b) => {
-                self.val(a, guard);
-                self.val(b, guard);
+            Val::Neg(a) => Term::Neg(Box::new(self.val(a, guard))),
+            Val::Bin(op, a, b) => {
+                let a = self.val(a, guard);
+                let b = self.val(b, guard);
+                Term::bin(*op, a, b)
             }
             Val::Select(c, a) => {
                 let mut t = Translation::default();
                 let p = t.cond(&self.scope, guard, c);
                 self.finish(t, "select condition");
-                self.val(a, &conj(guard, p));
+                let a = self.val(a, &conj(guard, p.clone()));
+                Term::guarded(p, a)
             }
             Val::Blend(c, a) => {
                 // The value is computed whatever the condition: it guards nothing.
                 let mut t = Translation::default();
-                t.cond(&self.scope, guard, c);
+                let p = t.cond(&self.scope, guard, c);
                 self.finish(t, "blend condition");
                 self.blends += 1;
-                self.val(a, guard);
+                let a = self.val(a, guard);
                 self.blends -= 1;
+                Term::guarded(p, a)
             }
         }
     }
@@ -719,8 +763,8 @@ impl Collector {
         index: &Ix,
         coords: &[Coord],
         guard: &Pred,
-        op: Option<StoreOp>,
-    ) {
+        write: Option<(StoreOp, Term)>,
+    ) -> Option<Accessed> {
         let flat = self.ix(guard, index, &format!("index of {access}"));
         let (shape, role, binding) = match self.buffer(&access.buffer) {
             Some(b) => (b.shape.clone(), b.role, b.binding),
@@ -731,7 +775,7 @@ impl Collector {
                     guard,
                     Pred::Bool(false),
                 );
-                return;
+                return None;
             }
         };
         if access.kind == AccessKind::Store && role == Role::Input {
@@ -753,7 +797,7 @@ impl Collector {
                 guard,
                 Pred::Bool(false),
             );
-            return;
+            return None;
         }
         let mut t = Translation::default();
         let indices: Vec<IndexExpr> = coords
@@ -786,6 +830,15 @@ impl Collector {
                 Pred::cmp(CmpOp::Eq, rec, extent.clone()),
             );
         }
+        let (op, value) = match write {
+            Some((op, value)) => (Some(op), Some(value)),
+            None => (None, None),
+        };
+        let accessed = if role == Role::Input {
+            Accessed::Input(indices.clone())
+        } else {
+            Accessed::Site(self.sites.len())
+        };
         if role != Role::Input {
             self.sites.push(Site {
                 access: access.clone(),
@@ -797,6 +850,7 @@ impl Collector {
                 location: self.location(),
                 path: self.order.clone(),
                 discarded: self.blends > 0,
+                value,
             });
         }
         // Row-major: ((i0 * e1 + i1) * e2 + i2) ...
@@ -813,7 +867,14 @@ impl Collector {
             guard,
             Pred::cmp(CmpOp::Eq, flat, position),
         );
+        Some(accessed)
     }
+}
+
+/// What an access reads or writes: an input element (its coordinates) or a site.
+enum Accessed {
+    Input(Vec<IndexExpr>),
+    Site(usize),
 }
 
 /// `buf[index] @ (coordinates)`, as the loop-IR printer shows an access.

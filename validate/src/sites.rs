@@ -14,6 +14,7 @@ use atl_lang::index::{IndexExpr, Pred};
 use atl_loopir::ir::{LoopOrigin, Storage, StoreOp};
 
 use crate::obligations::Access;
+use crate::term::Term;
 
 /// A loop around a site.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,6 +84,9 @@ pub struct Site {
     /// A load in a `blend`: evaluated whatever the blend's condition, its value
     /// discarded when the condition is false.
     pub discarded: bool,
+    /// For a write, the value it stores, in the solver's names (reads of temporaries,
+    /// scalars and the output are [`Term::Read`]s of their sites).
+    pub value: Option<Term>,
 }
 
 impl Site {

@@ -7,10 +7,9 @@
 //! atl validate FILE [--def NAME] [--ir KERNEL.ir]
 //!     Prints every obligation with its verdict (proved, refuted with a
 //!     counterexample, unknown), then the kernel's verdict. Exits 0 only when the
-//!     kernel is validated; 1 when it is rejected (the counterexample) or not
-//!     validated (the reasons). The validator does not check everything yet (values,
-//!     temporaries…: `atl_validate::NOT_CHECKED_YET`), so today every kernel is at
-//!     best "not validated": exit 1.
+//!     kernel is validated (every obligation proved, the values against the
+//!     definition included); 1 when it is rejected (a counterexample, or a wrong
+//!     result found by running it at small sizes) or not validated (the reasons).
 //! ```
 //!
 //! With `--ir`, the kernel text must declare the definition's sizes, inputs and output
@@ -54,10 +53,21 @@ pub fn run(args: &ValidateArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         Some(ir) => read_kernel_for(ir, &lowered)?,
         None => lowered,
     };
-    let report = atl_validate::validate(&kernel, &atl_solver::Solver::new());
+    let source = atl_validate::Source {
+        program: &loaded.program,
+        shapes: &loaded.shapes,
+        def: &name,
+    };
+    let report = atl_validate::validate(&kernel, Some(&source), &atl_solver::Solver::new());
     let _ = writeln!(ctx.stdout, "{report}");
     match &report.verdict {
         KernelVerdict::Validated => Ok(()),
+        KernelVerdict::Rejected {
+            disagreement: Some(_),
+            ..
+        } => Err(Failure::message(format!(
+            "error: the kernel of `{name}` is rejected: it computes a wrong result (above)"
+        ))),
         KernelVerdict::Rejected { .. } => Err(Failure::message(format!(
             "error: the kernel of `{name}` is rejected: an obligation is false (counterexample above)"
         ))),

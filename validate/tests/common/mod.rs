@@ -11,7 +11,7 @@ use std::path::Path;
 
 use atl_lang::index::IndexExpr;
 use atl_loopir::ir::{BufferDecl, Ix, Kernel, Stmt};
-use atl_validate::{KernelVerdict, NOT_CHECKED_YET, Refutation, Report, validate};
+use atl_validate::{KernelVerdict, NO_SOURCE, Refutation, Report, validate};
 
 /// Every kernel of one example file: (definition, kernel).
 pub fn kernels_of(path: &Path) -> Vec<(String, Kernel)> {
@@ -31,14 +31,14 @@ pub fn example_kernel(file: &str, def: &str) -> Kernel {
 // ---- shared by the mutant tests -------------------------------------------------
 
 pub fn report(kernel: &Kernel) -> Report {
-    validate(kernel, &atl_solver::Solver::new())
+    validate(kernel, None, &atl_solver::Solver::new())
 }
 
 /// The refutations of a rejected kernel (panics, with the report, otherwise).
 pub fn refutations(kernel: &Kernel) -> Vec<Refutation> {
     let report = report(kernel);
     match report.verdict {
-        KernelVerdict::Rejected { refuted } => refuted,
+        KernelVerdict::Rejected { refuted, .. } => refuted,
         _ => panic!("the mutant was not rejected:\n{report}"),
     }
 }
@@ -49,7 +49,7 @@ pub fn assert_accepted(kernel: &Kernel) {
     assert_eq!(
         report.verdict,
         KernelVerdict::NotValidated {
-            reasons: vec![NOT_CHECKED_YET.to_string()]
+            reasons: vec![NO_SOURCE.to_string()]
         },
         "{report}"
     );
@@ -92,4 +92,35 @@ pub fn decl(name: &str, shape: Vec<IndexExpr>) -> BufferDecl {
         name: name.to_string(),
         shape,
     }
+}
+
+// ---- the value check ----------------------------------------------------------------
+
+/// A program from its text (which must check), with its shapes.
+pub fn program(text: &str) -> (atl_lang::ir::Program, atl_lang::shapes::ShapeEnv) {
+    let (checked, diags) = atl_lang::check_source(text);
+    let checked = checked.unwrap_or_else(|| panic!("the program does not check: {diags:?}"));
+    (checked.program, checked.shapes)
+}
+
+/// The report on `kernel` as a kernel of definition `def` of the program `text`.
+pub fn report_against(kernel: &Kernel, text: &str, def: &str) -> Report {
+    let (program, shapes) = program(text);
+    let source = atl_validate::Source {
+        program: &program,
+        shapes: &shapes,
+        def,
+    };
+    validate(kernel, Some(&source), &atl_solver::Solver::new())
+}
+
+/// The report on `kernel` as the kernel of `def` in `examples/<file>`.
+pub fn report_against_example(kernel: &Kernel, file: &str, def: &str) -> Report {
+    let example = support::load(&support::examples_dir().join(file));
+    let source = atl_validate::Source {
+        program: &example.program,
+        shapes: &example.shapes,
+        def,
+    };
+    validate(kernel, Some(&source), &atl_solver::Solver::new())
 }
