@@ -139,3 +139,134 @@ pub fn gate_and_lower_loaded(
         .lower()
         .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
 }
+
+/// Whether a command validates the kernel it uses: on unless `--no-validate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// Validate; a kernel that is not validated is refused (E0950, E0951).
+    On,
+    /// `--no-validate`: use the kernel unchecked (an emitted one says so).
+    Off,
+}
+
+impl Validation {
+    pub fn from_flag(no_validate: bool) -> Validation {
+        if no_validate {
+            Validation::Off
+        } else {
+            Validation::On
+        }
+    }
+}
+
+/// The comment heading a C file or header emitted with `--no-validate`.
+pub const NOT_VALIDATED_NOTE: &str = "/* NOT VALIDATED: emitted with `atl emit --no-validate`; the translation validator did\n   not check that this kernel computes its definition (`atl validate` does). */\n";
+
+/// Validates `kernel` as the kernel of definition `name` of `program` (issue 19,
+/// `atl-validate`). `Ok` with the report when every obligation is proved; otherwise the
+/// report and the diagnostic that refuses the kernel: E0951 when it is rejected (a
+/// counterexample), E0950 when it is only not validated.
+pub fn validate_kernel(
+    program: &Program,
+    shapes: &ShapeEnv,
+    name: &str,
+    kernel: &Kernel,
+) -> Result<atl_validate::Report, (Box<atl_validate::Report>, Diagnostic)> {
+    let source = atl_validate::Source {
+        program,
+        shapes,
+        def: name,
+    };
+    let report = atl_validate::validate(kernel, Some(&source), &atl_solver::Solver::new());
+    let diagnostic = match &report.verdict {
+        atl_validate::KernelVerdict::Validated => return Ok(report),
+        atl_validate::KernelVerdict::Rejected {
+            refuted,
+            disagreement,
+        } => {
+            let mut d = Diagnostic::error(
+                "E0951",
+                format!(
+                    "the kernel lowered from `{name}` is wrong: the translation validator rejects it"
+                ),
+            );
+            for r in refuted.iter().take(3) {
+                d = d.with_note(format!(
+                    "{} — counterexample: {}",
+                    r.obligation, r.counterexample
+                ));
+            }
+            if let Some(wrong) = disagreement {
+                d = d.with_note(format!("a wrong result {wrong}"));
+            }
+            d.with_help(format!(
+                "this is a bug of the lowering: please report it with the program; \
+                 `atl validate FILE --def {name}` shows every obligation"
+            ))
+        }
+        atl_validate::KernelVerdict::NotValidated { reasons } => {
+            let mut d = Diagnostic::error(
+                "E0950",
+                format!(
+                    "the kernel lowered from `{name}` is not validated: the translation validator \
+                     could not prove every obligation"
+                ),
+            );
+            for r in reasons.iter().take(3) {
+                d = d.with_note(shorten(r, 400));
+            }
+            if reasons.len() > 3 {
+                d = d.with_note(format!("and {} more", reasons.len() - 3));
+            }
+            d.with_help(format!(
+                "`atl validate FILE --def {name}` lists every obligation; `--no-validate` uses \
+                 the kernel anyway (an emitted one says so in its header); please report the program"
+            ))
+        }
+    };
+    Err((Box::new(report), diagnostic))
+}
+
+/// `text` cut after `max` characters (on a character boundary), with `…`.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// The commands' validation of a kernel of a loaded file: nothing with `--no-validate`;
+/// otherwise the kernel is validated or the command fails with E0950/E0951. With
+/// `explain`, the validator's report (every obligation and its verdict) is written to
+/// standard error first.
+pub fn validate_loaded(
+    ctx: &mut Ctx<'_>,
+    file: &Path,
+    loaded: &Loaded,
+    name: &str,
+    kernel: &Kernel,
+    validation: Validation,
+    explain: bool,
+) -> Result<(), Failure> {
+    if validation == Validation::Off {
+        return Ok(());
+    }
+    match validate_kernel(&loaded.program, &loaded.shapes, name, kernel) {
+        Ok(report) => {
+            if explain {
+                let _ = writeln!(ctx.stderr, "{report}");
+            }
+            Ok(())
+        }
+        Err((report, d)) => {
+            if explain {
+                let _ = writeln!(ctx.stderr, "{report}");
+            }
+            Err(
+                Failure::diagnostics(vec![d], file, &loaded.source).then_line(format!(
+                    "error: the kernel of `{name}` was not used (`--no-validate` to use it anyway)"
+                )),
+            )
+        }
+    }
+}

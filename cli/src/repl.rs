@@ -133,8 +133,8 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "c",
-        args: "",
-        help: "the C the current program lowers to",
+        args: "[--no-validate]",
+        help: "the C the current program lowers to, once the translation validator validates it",
         run: Session::cmd_c,
     },
     Command {
@@ -825,6 +825,19 @@ impl Session {
     /// lowered (`crate::lowering`): lowering only sees programs that pass pad types and
     /// access safety.
     fn lowerable(&self, out: &mut dyn Write) -> Option<atl_lower::Kernel> {
+        self.lowerable_with_source(out).map(|(kernel, _, _)| kernel)
+    }
+
+    /// [`Session::lowerable`], with the program (the focus as `__current`) and its
+    /// shapes, for the validator.
+    fn lowerable_with_source(
+        &self,
+        out: &mut dyn Write,
+    ) -> Option<(
+        atl_lower::Kernel,
+        atl_lang::ir::Program,
+        atl_lang::shapes::ShapeEnv,
+    )> {
         let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
             let _ = writeln!(out, "no program in focus");
             return None;
@@ -895,7 +908,7 @@ impl Session {
             }
         }
         match crate::lowering::gate_and_lower(&program, &shapes, "__current", &self.solver) {
-            Ok(kernel) => Some(kernel),
+            Ok(kernel) => Some((kernel, program, shapes)),
             Err(crate::lowering::NotLowered::Gate(diags)) => {
                 self.render(&diags, "<program>", "", out);
                 let _ = writeln!(out, "the program fails the gate before lowering");
@@ -915,15 +928,46 @@ impl Session {
         Control::Continue
     }
 
-    fn cmd_c(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        if let Some(kernel) = self.lowerable(out) {
+    fn cmd_c(&mut self, args: &str, out: &mut dyn Write) -> Control {
+        let unchecked = match args.trim() {
+            "" => false,
+            "--no-validate" => true,
+            _ => {
+                let _ = writeln!(out, "usage: :c [--no-validate]");
+                return Control::Continue;
+            }
+        };
+        if let Some((kernel, program, shapes)) = self.lowerable_with_source(out) {
+            // As `atl emit`: the kernel is validated first.
+            let note = if unchecked {
+                crate::lowering::NOT_VALIDATED_NOTE
+            } else {
+                match crate::lowering::validate_kernel(&program, &shapes, "__current", &kernel) {
+                    Ok(_) => "",
+                    Err((_, d)) => {
+                        let name = self.focus.clone().unwrap_or_else(|| "the focus".into());
+                        let d = Diagnostic {
+                            message: d.message.replace("`__current`", &format!("`{name}`")),
+                            help: Some(
+                                "`:c --no-validate` prints the kernel anyway; please report the \
+                                 program"
+                                    .to_string(),
+                            ),
+                            ..d
+                        };
+                        self.render(&[d], "<program>", "", out);
+                        let _ = writeln!(out, "the C is not printed");
+                        return Control::Continue;
+                    }
+                }
+            };
             let options = crate::commands::emit::EmitOptions {
                 symbol: self.focus.clone(),
                 ..Default::default()
             };
             match crate::commands::emit::c_text(&kernel, &options) {
                 Ok(t) => {
-                    let _ = write!(out, "{t}");
+                    let _ = write!(out, "{note}{t}");
                 }
                 Err(d) => self.render(&d, "<program>", "", out),
             }

@@ -299,6 +299,17 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     assert!(text.contains("gate: passes"), "{text}");
     assert!(text.contains("kernel __current"), "{text}");
     assert!(text.contains("void tiled(int64_t n"), "{text}");
+    // Validated, so printed without the note; `--no-validate` prints it with the note,
+    // anything else is a usage line.
+    assert!(!text.contains("NOT VALIDATED"), "{text}");
+    let text = session_output(
+        &mut session,
+        ":c --no-validate
+:c please
+",
+    );
+    assert!(text.contains("/* NOT VALIDATED"), "{text}");
+    assert!(text.contains("usage: :c [--no-validate]"), "{text}");
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
 

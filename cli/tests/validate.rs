@@ -227,6 +227,86 @@ fn run_ir_refuses_an_out_of_bounds_kernel_before_compiling_it() {
         "M=5,N=9,K=3",
     ]);
     assert_eq!(code, EXIT_USER, "{out}{err}");
+    // The validator refuses it first (the bounds of the loads of A and B).
+    assert!(err.contains("E0951"), "{err}");
+    assert!(err.contains("was not used"), "{err}");
+    assert!(!out.contains("output shape"), "{out}");
+    // Unvalidated, the checking interpreter still refuses it before any C runs.
+    let (code, out, err) = atl(&[
+        "run",
+        &path("examples/matmul/matmul.atl"),
+        "--def",
+        "tiled",
+        "--ir",
+        &ir,
+        "--sizes",
+        "M=5,N=9,K=3",
+        "--no-validate",
+    ]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
     assert!(err.contains("it is not compiled"), "{err}");
     assert!(!out.contains("output shape"), "{out}");
+}
+
+#[test]
+fn run_refuses_a_kernel_it_cannot_validate_unless_no_validate() {
+    // Right for every K <= 30 (so at the sizes run here), not validated.
+    let text = printed_kernel("tiled").replacen("for k in 0..K {", "for k in 0..min(K, 30) {", 1);
+    let ir = scratch("tiled_capped.ir", &text);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "examples/matmul/matmul.atl",
+            "--def",
+            "tiled",
+            "--ir",
+            &ir,
+            "--sizes",
+            "M=5,N=9,K=3",
+        ];
+        args.extend_from_slice(extra);
+        let file = path(args[1]);
+        args[1] = &file;
+        atl(&args)
+    };
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(err.contains("E0950"), "{err}");
+    assert!(err.contains("is not validated"), "{err}");
+    assert!(!out.contains("output shape"), "{out}");
+    let (code, out, err) = run(&["--no-validate"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("output shape [5, 9]"), "{out}");
+}
+
+#[test]
+fn emit_no_validate_marks_the_files_and_explain_shows_the_obligations() {
+    let file = path("examples/matmul/matmul.atl");
+    let dir = std::env::temp_dir().join(format!("atl-novalidate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join("k.c");
+    let h = dir.join("k.h");
+    let (code, out, err) = atl(&[
+        "emit",
+        &file,
+        "--def",
+        "tiled",
+        "-o",
+        c.to_str().unwrap(),
+        "--header",
+        h.to_str().unwrap(),
+        "--no-validate",
+    ]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    let source = std::fs::read_to_string(&c).unwrap();
+    let header = std::fs::read_to_string(&h).unwrap();
+    assert!(source.starts_with("/* NOT VALIDATED"), "{source}");
+    assert!(header.starts_with("/* NOT VALIDATED"), "{header}");
+    // Validated (the default): no such note, and --explain shows the obligations.
+    let (code, out, err) = atl(&["emit", &file, "--def", "tiled", "--explain"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(!out.contains("NOT VALIDATED"), "{out}");
+    assert!(err.contains("verdict: validated"), "{err}");
+    assert!(err.contains("proved   value: the element"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -78,6 +78,10 @@ pub static GROUPS: &[ErrorGroup] = &[
         "E094",
         "the textual loop IR (`atl validate --ir`, `atl run --ir`)",
     ),
+    group(
+        "E095",
+        "translation validation of a kernel before it is emitted, run or timed",
+    ),
     group("E10", "the certificate checker (`atl verify`)"),
 ];
 
@@ -736,6 +740,16 @@ pub static CODES: &[ErrorCode] = &[
         "E0943",
         "`atl validate --ir` / `atl run --ir`: the kernel's sizes, inputs or output shape are not the definition's",
         "pass the definition the kernel was printed from (`--def`)",
+    ),
+    active(
+        "E0950",
+        "the kernel is not validated: the translation validator did not prove every obligation (the notes name the first ones), so it is not emitted, run or timed",
+        "`atl validate FILE --def NAME` lists every obligation; `--no-validate` uses the kernel anyway (an emitted one says so in its header); please report the program",
+    ),
+    active(
+        "E0951",
+        "the kernel is rejected by the translation validator: lowering produced a wrong kernel (the notes give the counterexample)",
+        "this is a bug of the lowering: please report it with the program; `atl validate FILE --def NAME` shows every obligation",
     ),
     active(
         "E1001",

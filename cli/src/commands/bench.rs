@@ -5,8 +5,11 @@
 //!
 //! ```text
 //! atl bench FILE --def NAME --sizes n=2000,m=2000 [--vs OTHER] [--threads N]
-//!     [--runs R] [--check-sizes n=19,m=17] [--dtype f32|f64]
+//!     [--runs R] [--check-sizes n=19,m=17] [--dtype f32|f64] [--no-validate]
 //! ```
+//!
+//! Each kernel is validated before it is compiled (`atl-validate`, as `atl emit`
+//! does); one that is not validated is refused (E0950, E0951) unless --no-validate.
 //!
 //! Method (the bench kit's, `../shared/bench/README.md`): every kernel is compiled
 //! with `-O3 -march=native -fopenmp`; each gets one warm-up call (two when the first
@@ -34,7 +37,7 @@ use clap::Args;
 use crate::ctx::Ctx;
 use crate::failure::Failure;
 use crate::load::{parse_dtype, parse_sizes, pick_def, prepare};
-use crate::lowering::{Gated, gate_loaded};
+use crate::lowering::{Gated, Validation, gate_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -59,6 +62,9 @@ pub struct BenchArgs {
     pub check_sizes: Vec<String>,
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
+    /// Time the kernels even if the translation validator does not validate them.
+    #[arg(long = "no-validate")]
+    pub no_validate: bool,
 }
 
 /// `atl bench`.
@@ -99,6 +105,14 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let mut gated = Vec::new();
     for name in std::iter::once(&prepared.name).chain(&vs) {
         gated.push(gate_loaded(ctx, file, loaded, name)?);
+    }
+    // Every kernel is validated before anything is compiled.
+    let validation = Validation::from_flag(args.no_validate);
+    for g in &gated {
+        let kernel = g
+            .lower()
+            .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
+        validate_loaded(ctx, file, loaded, g.name(), &kernel, validation, false)?;
     }
     if args.threads > 1 && std::env::var_os("OMP_WAIT_POLICY").is_none() {
         let _ = writeln!(

@@ -4,11 +4,17 @@
 //!
 //! ```text
 //! atl emit FILE --def NAME [-o OUT.c] [--header OUT.h] [--name SYMBOL] [--dtype f32|f64] [--ir]
+//!     [--no-validate] [--explain]
 //!     Prints the C source of the definition (to stdout, or to OUT.c), and with
 //!     --header its header (prototype, documented shapes and preconditions) to OUT.h.
 //!     --name sets the C symbol (default: the definition's name), --dtype the element
 //!     type (default f32), --ir prints the loop IR instead of C, in the full textual
 //!     form that `atl validate --ir` and `atl run --ir` read back.
+//!     The kernel is validated first (`atl-validate`: it computes the definition, for
+//!     every size its preconditions allow); one that is not validated is not written
+//!     (E0950, or E0951 when it is wrong) unless --no-validate, and then the C file
+//!     and the header begin with a comment saying so. --explain prints the
+//!     validator's obligations and verdicts to standard error.
 //! ```
 //!
 //! The printing functions work on a lowered [`Kernel`]; the REPL's `:ir` is
@@ -26,7 +32,7 @@ use clap::Args;
 use crate::ctx::Ctx;
 use crate::failure::Failure;
 use crate::load::{load_derived, parse_dtype, pick_loaded_def};
-use crate::lowering::gate_and_lower_loaded;
+use crate::lowering::{NOT_VALIDATED_NOTE, Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -50,6 +56,13 @@ pub struct EmitArgs {
     /// Print the loop IR instead of C.
     #[arg(long)]
     pub ir: bool,
+    /// Emit the kernel even if the translation validator does not validate it (the C
+    /// file and header then say so).
+    #[arg(long = "no-validate")]
+    pub no_validate: bool,
+    /// Print the translation validator's obligations and verdicts to standard error.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// Options of the C printer for `atl emit`, `atl run` and the REPL's `:c`.
@@ -77,26 +90,33 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let loaded = load_derived(ctx, file)?;
     let name = pick_loaded_def(&loaded, file, args.def.as_deref())?;
     let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
+    let validation = Validation::from_flag(args.no_validate);
+    validate_loaded(ctx, file, &loaded, &name, &kernel, validation, args.explain)?;
     let options = EmitOptions {
         symbol: args.name.clone(),
         dtype,
+    };
+    let note = match validation {
+        Validation::On => "",
+        Validation::Off => NOT_VALIDATED_NOTE,
     };
     let result = if args.ir {
         let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(&kernel));
         Ok(())
     } else {
         match &args.output {
-            Some(path) => emit_files(&kernel, &options, path, args.header.as_deref()),
+            Some(path) => emit_files(&kernel, &options, path, args.header.as_deref(), note),
             None => c_code(&kernel, &options).and_then(|code| {
                 // C on standard output; the header (if asked for) to its file.
                 if let Some(h) = &args.header {
-                    std::fs::write(h, &code.header).map_err(|e| {
+                    std::fs::write(h, format!("{note}{}", code.header)).map_err(|e| {
                         vec![Diagnostic::error(
                             "E0935",
                             format!("cannot write `{}`: {e}", h.display()),
                         )]
                     })?;
                 }
+                let _ = ctx.stdout.write_all(note.as_bytes());
                 let _ = ctx.stdout.write_all(code.source.as_bytes());
                 Ok(())
             }),
@@ -137,6 +157,7 @@ pub fn emit_files(
     options: &EmitOptions,
     source_path: &Path,
     header_path: Option<&Path>,
+    note: &str,
 ) -> Result<(), Vec<Diagnostic>> {
     let code = c_code(kernel, options)?;
     let write = |path: &Path, text: &str| {
@@ -147,9 +168,9 @@ pub fn emit_files(
             )]
         })
     };
-    write(source_path, &code.source)?;
+    write(source_path, &format!("{note}{}", code.source))?;
     if let Some(h) = header_path {
-        write(h, &code.header)?;
+        write(h, &format!("{note}{}", code.header))?;
     }
     Ok(())
 }

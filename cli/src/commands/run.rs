@@ -4,8 +4,10 @@
 //!
 //! ```text
 //! atl run FILE --def NAME --sizes n=4,m=5 [--input f=random:SEED|f=PATH.npy]...
-//!     [--dtype f32|f64] [--tolerance T] [--ir KERNEL.ir]
+//!     [--dtype f32|f64] [--tolerance T] [--ir KERNEL.ir] [--no-validate]
 //!     Inputs not given are filled with random:1, random:2, … in declaration order.
+//!     The kernel is validated first (`atl-validate`, as `atl emit` does): one that is
+//!     not validated is refused (E0950, E0951) unless --no-validate.
 //!     --ir compiles and runs the given loop-IR kernel (the text `atl emit --ir`
 //!     prints, perhaps edited) instead of the one lowering produces; it must be a
 //!     kernel of the definition (same sizes, inputs, output shape and source, E0943),
@@ -43,7 +45,7 @@ use super::emit::EmitOptions;
 use crate::ctx::Ctx;
 use crate::failure::Failure;
 use crate::load::{parse_dtype, prepare};
-use crate::lowering::gate_and_lower_loaded;
+use crate::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -66,6 +68,9 @@ pub struct RunArgs {
     /// the one lowering produces; it must be a kernel of the definition.
     #[arg(long = "ir", value_name = "KERNEL.ir")]
     pub ir: Option<PathBuf>,
+    /// Run the kernel even if the translation validator does not validate it.
+    #[arg(long = "no-validate")]
+    pub no_validate: bool,
 }
 
 /// `atl run`.
@@ -84,6 +89,15 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     if let Some(ir) = &args.ir {
         kernel = super::validate::read_kernel_for(ir, &kernel)?;
     }
+    validate_loaded(
+        ctx,
+        file,
+        &prepared.loaded,
+        &prepared.name,
+        &kernel,
+        Validation::from_flag(args.no_validate),
+        false,
+    )?;
     // Inputs not given: random:1, random:2, … in declaration order.
     for (k, decl) in prepared.loaded.program.inputs.iter().enumerate() {
         if !prepared.inputs.contains_key(&decl.name)
