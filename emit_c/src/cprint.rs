@@ -31,9 +31,7 @@ use std::fmt::Write as _;
 
 use atl_lang::index::IndexExpr;
 use atl_lang::ir::BinOp;
-use atl_lower::ir::{
-    Cond, For, Ix, IxOp, Kernel, LoopOrigin, PreconditionKind, Stmt, Storage, StoreOp, Val,
-};
+use atl_lower::ir::{Cond, For, Ix, IxOp, Kernel, PreconditionKind, Stmt, Storage, StoreOp, Val};
 
 use crate::Dtype;
 
@@ -724,9 +722,8 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
 
     /// OpenMP and unrolling pragmas for an annotated loop (see `atl_lower`'s
     /// annotations; without OpenMP the `omp` pragmas are ignored and the kernel is
-    /// the same sequential code). A parallel loop whose body is exactly one more
-    /// `gen` loop with bounds independent of it is collapsed with it, so that a short
-    /// outer extent (a batch of 8) still gives every thread work.
+    /// the same sequential code). A loop marked [`For::collapse`] (by the annotation
+    /// pass) is collapsed with its inner loop.
     /// `in_region`: a parallel loop is the worksharing `omp for` of a region already
     /// opened around it (its [`For::hoisted_buffers`]).
     fn pragmas(&mut self, l: &For, depth: usize, in_region: bool) {
@@ -734,20 +731,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
         // vector gets the combined `parallel for simd`, and a collapsed inner loop
         // carries no directive of its own (so it is only collapsed when it has none).
         let line = if l.parallel {
-            let collapse = match l.body.as_slice() {
-                [Stmt::For(inner)]
-                    if inner.origin == LoopOrigin::Gen
-                        && !inner.vector
-                        && !inner.unroll
-                        && !inner.parallel
-                        && !inner.lo.mentions(&l.var)
-                        && !inner.hi.mentions(&l.var)
-                        && inner.hoisted_buffers.is_empty() =>
-                {
-                    " collapse(2)"
-                }
-                _ => "",
-            };
+            let collapse = if l.collapse { " collapse(2)" } else { "" };
             // With `simd`, the `simd:` modifier keeps guided chunks whole vectors.
             let (simd, kind) = if l.vector {
                 (" simd", "simd: guided")

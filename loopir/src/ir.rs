@@ -258,6 +258,11 @@ pub struct For {
     pub parallel: bool,
     pub vector: bool,
     pub unroll: bool,
+    /// Only on a `parallel` loop whose body is exactly one more loop: the two loops'
+    /// iterations are shared among the threads together (`omp … collapse(2)`), so the
+    /// inner loop's iterations run in parallel too (set by `atl-lower`'s annotation
+    /// pass, after placement; printed `collapse`).
+    pub collapse: bool,
     /// Heap buffers declared, not yet allocated, in a block around this loop and freed
     /// after it: the [`Stmt::Alloc`]s of its body whose storage is
     /// [`Storage::Hoisted`] naming this loop allocate them at their first execution

@@ -688,7 +688,7 @@ impl Parser<'_> {
         }
         let words = self.note_line()?;
         let mut origin = None;
-        let (mut parallel, mut vector, mut unroll) = (false, false, false);
+        let (mut parallel, mut vector, mut unroll, mut collapse) = (false, false, false, false);
         let mut hoisted_buffers = Vec::new();
         let mut k = 0;
         let mut in_buffers = false;
@@ -729,6 +729,7 @@ impl Parser<'_> {
                         });
                     }
                     "parallel" => parallel = true,
+                    "collapse" => collapse = true,
                     "vector" => vector = true,
                     "unroll" => unroll = true,
                     _ => {
@@ -739,7 +740,7 @@ impl Parser<'_> {
                         .at(*span, "unknown")
                         .with_help(
                             "a loop's note is its origin (gen, sum or zero), then any of \
-                             parallel, vector, unroll, then `; buffers: …`",
+                             parallel, collapse, vector, unroll, then `; buffers: …`",
                         ));
                     }
                 },
@@ -770,6 +771,7 @@ impl Parser<'_> {
             parallel,
             vector,
             unroll,
+            collapse,
             hoisted_buffers,
         }))
     }

@@ -232,6 +232,9 @@ impl Printer {
                 if l.parallel {
                     notes.push("parallel");
                 }
+                if l.collapse {
+                    notes.push("collapse");
+                }
                 if l.vector {
                     notes.push("vector");
                 }

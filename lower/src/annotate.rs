@@ -259,3 +259,38 @@ fn iteration_private(body: &[Stmt]) -> bool {
     }
     private
 }
+
+/// Marks [`For::collapse`] on every parallel loop whose body is exactly one more `gen`
+/// loop, without annotations or hoisted buffers of its own, with bounds independent
+/// of the outer variable: sharing the iterations of both among the threads lets a short
+/// outer extent (a batch of 8) still give every thread work. The inner loop's
+/// iterations then run in parallel too, which `gen` iterations may (they write disjoint
+/// elements); the translation validator checks it as a parallel loop.
+pub fn collapse(stmts: &mut [Stmt]) {
+    for s in stmts {
+        match s {
+            Stmt::For(l) => {
+                l.collapse = l.parallel
+                    && matches!(l.body.as_slice(), [Stmt::For(inner)]
+                        if inner.origin == LoopOrigin::Gen
+                            && !inner.vector
+                            && !inner.unroll
+                            && !inner.parallel
+                            && !inner.lo.mentions(&l.var)
+                            && !inner.hi.mentions(&l.var)
+                            && inner.hoisted_buffers.is_empty());
+                collapse(&mut l.body);
+            }
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                collapse(then_branch);
+                collapse(else_branch);
+            }
+            Stmt::Alloc { body, .. } => collapse(body),
+            _ => {}
+        }
+    }
+}

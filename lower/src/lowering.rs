@@ -163,6 +163,9 @@ pub(crate) fn lower(
     // Where each temporary lives: on the stack, or on the heap, allocated once around
     // the loops it sits in (after the annotations, which decide the parallel loops).
     crate::placement::place(&mut kernel);
+    // Which parallel loops share their iterations with their inner loop (after
+    // placement: a loop declaring hoisted buffers opens a region of its own).
+    crate::annotate::collapse(&mut kernel.body);
     // Sizes for which some index expression (entry checks included) could overflow
     // `int64_t` are refused on entry, right after the sizes' `>= 1`.
     let bounds = crate::overflow::size_bounds(&kernel)?;
@@ -455,6 +458,7 @@ impl Lowerer<'_, '_> {
             parallel: false,
             vector: false,
             unroll: false,
+            collapse: false,
             hoisted_buffers: Vec::new(),
         })])
     }

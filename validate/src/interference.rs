@@ -70,7 +70,7 @@ fn renamed(
 /// allocated or declared outside `l`, and a buffer allocated inside `l` but hoisted
 /// (reused) around `l` or an enclosing loop — unless hoisted per thread around `l`
 /// itself, and `l` is a parallel loop whose iterations are not also SIMD lanes of one
-/// thread.
+/// thread, or around the collapsed parallel loop `l` is the inner loop of.
 fn shared_by_iterations(binding: &Binding, l: &LoopRef) -> bool {
     let storage = match &binding.role {
         BindingRole::Input | BindingRole::Output => return true,
@@ -93,6 +93,10 @@ fn shared_by_iterations(binding: &Binding, l: &LoopRef) -> bool {
             // Hoisted around a loop inside `l`: one buffer per iteration of `l`.
             Some(x) if x > at => false,
             Some(x) if x == at => !(*per_thread && l.parallel && !l.vector),
+            // Per thread around the collapsed parallel loop just around `l`: the threads
+            // of that loop's region share out the iterations of both, each with its
+            // own buffer.
+            Some(x) if x + 1 == at && l.collapsed_inner => !(*per_thread && !l.vector),
             // Around an enclosing loop, or around a loop that does not enclose the
             // alloc (ill-formed): assume the worst, shared.
             _ => true,

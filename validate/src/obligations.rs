@@ -288,6 +288,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
         order: Vec::new(),
         next_block: 0,
         blends: 0,
+        collapsed_inner: false,
     };
     // Preconditions, left to right as C checks them: each one's side conditions under
     // the earlier ones, then it joins the context.
@@ -364,6 +365,9 @@ struct Collector {
     next_block: usize,
     /// How many `blend`s the value being walked is in.
     blends: usize,
+    /// The loop about to be walked is the inner loop of a `collapse`d parallel loop:
+    /// its iterations run in parallel too.
+    collapsed_inner: bool,
 }
 
 /// `a && b`, dropping a `true`.
@@ -524,6 +528,22 @@ impl Collector {
         let yes = Pred::Bool(true);
         match s {
             Stmt::For(l) => {
+                let collapsed = std::mem::replace(&mut self.collapsed_inner, false);
+                let perfect = matches!(l.body.as_slice(), [Stmt::For(inner)]
+                    if !inner.lo.mentions(&l.var) && !inner.hi.mentions(&l.var));
+                if l.collapse && !(l.parallel && perfect) {
+                    self.push(
+                        ObligationKind::WellFormed {
+                            problem: format!(
+                                "loop `{}` is collapsed but is not a parallel loop around exactly \
+                                 one loop with bounds independent of it",
+                                l.var
+                            ),
+                        },
+                        &yes,
+                        Pred::Bool(false),
+                    );
+                }
                 let lo = self.ix(&yes, &l.lo, "loop bound");
                 let hi = self.ix(&yes, &l.hi, "loop bound");
                 let var = self.scope.bind(&l.var);
@@ -538,11 +558,14 @@ impl Collector {
                     lo,
                     hi,
                     origin: l.origin,
-                    parallel: l.parallel,
+                    parallel: l.parallel || collapsed,
                     vector: l.vector,
+                    collapsed_inner: collapsed,
                 });
                 self.next_loop += 1;
+                self.collapsed_inner = l.collapse;
                 self.block(&l.body);
+                self.collapsed_inner = false;
                 self.loops.pop();
                 self.path.pop();
                 self.facts.pop();

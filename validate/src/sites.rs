@@ -30,6 +30,9 @@ pub struct LoopRef {
     pub origin: LoopOrigin,
     pub parallel: bool,
     pub vector: bool,
+    /// The inner loop of a `collapse`d parallel loop (the loop just around it): its
+    /// iterations are shared among that loop's threads (and `parallel` is set).
+    pub collapsed_inner: bool,
 }
 
 /// Who a binding is.

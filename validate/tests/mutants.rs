@@ -258,6 +258,7 @@ fn for_loop(v: &str, lo: Ix, hi: Ix, body: Vec<Stmt>) -> Stmt {
         parallel: false,
         vector: false,
         unroll: false,
+        collapse: false,
         hoisted_buffers: Vec::new(),
     })
 }

@@ -108,6 +108,7 @@ fn a_scalar_accumulator_declared_outside_its_gen_and_not_reset_is_not_proved() {
         for s in block.iter_mut() {
             if let Stmt::For(l) = s {
                 l.parallel = false;
+                l.collapse = false;
                 l.vector = false;
             }
         }
@@ -201,6 +202,7 @@ fn for_loop(v: &str, hi: Ix, origin: LoopOrigin, body: Vec<Stmt>) -> Stmt {
         parallel: false,
         vector: false,
         unroll: false,
+        collapse: false,
         hoisted_buffers: Vec::new(),
     })
 }

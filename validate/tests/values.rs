@@ -295,3 +295,39 @@ fn the_permutation_one_iteration_short_is_not_covered() {
         d => panic!("{d:?}"),
     }
 }
+
+// ---- collapsed parallel loops ----------------------------------------------------
+
+const ROW_SUMS_INTO_OUTPUT: &str = "kernel by_hand(n, m; b: [n, m]) -> o: [n]
+  source: 0
+{
+  fill o[0..n] = 0
+  for i in 0..n {  # gen, parallel
+    for j in 0..m {  # sum
+      o[i] += b[i * m + j @ (i, j)]  @ (i)
+    }
+  }
+}
+";
+
+#[test]
+fn a_collapsed_loop_whose_inner_iterations_share_an_element_is_a_race() {
+    assert_validated(&against(ROW_SUMS_INTO_OUTPUT, "row_sums"));
+    // Collapsed, the `j` iterations of one row run on different threads, all adding
+    // into `o[i]`.
+    let text = ROW_SUMS_INTO_OUTPUT.replace("# gen, parallel", "# gen, parallel, collapse");
+    let report = against(&text, "row_sums");
+    let KernelVerdict::Rejected { refuted, .. } = &report.verdict else {
+        panic!("not rejected:\n{report}");
+    };
+    assert!(
+        refuted
+            .iter()
+            .any(|r| matches!(&r.obligation.kind, ObligationKind::Race { loop_var, .. } if loop_var == "j")),
+        "{report}"
+    );
+    // `collapse` on a loop that is not parallel is malformed.
+    let text = ROW_SUMS_INTO_OUTPUT.replace("# gen, parallel", "# gen, collapse");
+    let report = against(&text, "row_sums");
+    assert!(report.is_rejected(), "{report}");
+}
