@@ -19,11 +19,16 @@
 //! region whose worksharing loop is that loop, when it is parallel) and allocated at
 //! first use. The printer does not choose among them.
 //!
-//! Names: every name of the loop IR is kept when it is a valid C identifier that
-//! collides with nothing (C keywords, the `atl_` prefix of the helpers, the symbol,
-//! the C library names the code uses, identifiers reserved by the C standard);
-//! otherwise it gets a numeric suffix. Renaming a size or input only changes a
-//! parameter name, not the ABI.
+//! Names: everything the emitter itself defines in the C file or the header (helpers,
+//! macros, file-scope variables, loop counters of its own) starts with the reserved
+//! prefix [`RESERVED_PREFIX`] (`atl__`, or `ATL__` for macros), which no user name may
+//! start with (in any case), so a user's symbol or loop-IR name never collides with
+//! them; the symbol's own exported companions are [`set_threads_symbol`]. Every name of
+//! the loop IR is kept when it is a valid C identifier that collides with nothing (C
+//! keywords, the reserved prefix, the symbol and its companions, the C library names
+//! the code or its headers may declare, identifiers reserved by the C standard or by
+//! OpenMP); otherwise it gets a numeric suffix. Renaming a size or input only changes
+//! a parameter name, not the ABI.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -104,8 +109,131 @@ const RESERVED: &[&str] = &[
     "errno",
     "asm",
     "fortran",
-    "restrict",
+    // <stdint.h>, which every file includes.
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "intptr_t",
+    "uintptr_t",
+    "intmax_t",
+    "uintmax_t",
+    "ptrdiff_t",
+    "INT64_C",
+    "UINT64_C",
+    "INTMAX_C",
+    // <stdlib.h> (included for temporaries), besides the allocation functions above.
+    "realloc",
+    "aligned_alloc",
+    "exit",
+    "_Exit",
+    "atexit",
+    "getenv",
+    "system",
+    "qsort",
+    "bsearch",
+    "rand",
+    "srand",
+    "abs",
+    "labs",
+    "llabs",
+    "div",
+    "ldiv",
+    "lldiv",
+    "atoi",
+    "atol",
+    "atoll",
+    "atof",
+    "strtod",
+    "strtof",
+    "strtold",
+    "strtol",
+    "strtoll",
+    "strtoul",
+    "strtoull",
 ];
+
+/// <math.h> functions (included for `NAN`/`INFINITY`); each also with the `f` and `l`
+/// suffixes of its `float` and `long double` versions.
+const MATH: &[&str] = &[
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "cos",
+    "sin",
+    "tan",
+    "acosh",
+    "asinh",
+    "atanh",
+    "cosh",
+    "sinh",
+    "tanh",
+    "exp",
+    "exp2",
+    "expm1",
+    "frexp",
+    "ldexp",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logb",
+    "modf",
+    "scalbn",
+    "cbrt",
+    "fabs",
+    "hypot",
+    "pow",
+    "sqrt",
+    "erf",
+    "erfc",
+    "lgamma",
+    "tgamma",
+    "ceil",
+    "floor",
+    "nearbyint",
+    "rint",
+    "lrint",
+    "round",
+    "lround",
+    "trunc",
+    "fmod",
+    "remainder",
+    "remquo",
+    "copysign",
+    "nan",
+    "nextafter",
+    "fdim",
+    "fmax",
+    "fmin",
+    "fma",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "fpclassify",
+    "isnormal",
+    "HUGE_VAL",
+];
+
+/// The prefix of every name the emitter defines itself (helpers, macros in upper
+/// case, file-scope variables, its own loop counters); refused, in any case, for any
+/// user name.
+pub const RESERVED_PREFIX: &str = "atl__";
+
+/// The exported companion of the kernel `symbol` that sets its number of threads.
+pub fn set_threads_symbol(symbol: &str) -> String {
+    format!("{symbol}_set_threads")
+}
+
+fn is_math_name(s: &str) -> bool {
+    MATH.contains(&s)
+        || s.strip_suffix(['f', 'l'])
+            .is_some_and(|base| MATH.contains(&base))
+}
 
 /// Whether `s` is a C identifier we may define.
 pub fn is_free_identifier(s: &str) -> bool {
@@ -116,7 +244,9 @@ pub fn is_free_identifier(s: &str) -> bool {
     (first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !RESERVED.contains(&s)
-        && !s.starts_with("atl_")
+        && !is_math_name(s)
+        && !s.to_ascii_lowercase().starts_with(RESERVED_PREFIX)
+        && !s.starts_with("omp_")
         && !s.starts_with("__")
         && !(s.starts_with('_') && s.chars().nth(1).is_some_and(|c| c.is_ascii_uppercase()))
 }
@@ -131,6 +261,7 @@ impl Names {
     fn new(symbol: &str) -> Names {
         let mut used = HashSet::new();
         used.insert(symbol.to_string());
+        used.insert(set_threads_symbol(symbol));
         Names {
             map: HashMap::new(),
             used,
@@ -197,9 +328,9 @@ enum Need {
     Min,
     Max,
     Blend,
-    /// The `ATL_OMP`/`ATL_UNROLL` macros.
+    /// The `ATL__OMP`/`ATL__UNROLL` macros.
     Pragmas,
-    /// `atl_alloc` (and `free`, so `<stdlib.h>`).
+    /// `atl__alloc` (and `free`, so `<stdlib.h>`).
     Alloc,
     /// `NAN`/`INFINITY` (`<math.h>`).
     Math,
@@ -322,12 +453,13 @@ impl<'k> CPrinter<'k> {
 
     /// The header: include guard, the prototype, `extern "C"` for C++.
     pub(crate) fn header(&self) -> String {
-        let guard: String = format!("ATL_{}_H", self.symbol.to_ascii_uppercase());
+        // The symbol as it is (two symbols differing only in case get two guards).
+        let guard: String = format!("ATL__{}_H", self.symbol);
         let mut s = self.doc();
         let _ = writeln!(s, "#ifndef {guard}\n#define {guard}\n");
         s.push_str("#include <stdint.h>\n\n");
-        s.push_str("#ifdef __cplusplus\n#define ATL_RESTRICT __restrict\nextern \"C\" {\n#else\n#define ATL_RESTRICT restrict\n#endif\n\n");
-        let params = self.params("ATL_RESTRICT");
+        s.push_str("#ifdef __cplusplus\n#define ATL__RESTRICT __restrict\nextern \"C\" {\n#else\n#define ATL__RESTRICT restrict\n#endif\n\n");
+        let params = self.params("ATL__RESTRICT");
         let _ = writeln!(
             s,
             "void {}({});\n",
@@ -408,7 +540,7 @@ impl<'k> CPrinter<'k> {
         if needs.contains(&Need::FloorDiv) {
             s.push_str(
                 r#"/* Floor division with a / 0 = 0 (ATL's index arithmetic, DESIGN §3.2). */
-static inline int64_t atl_floordiv(int64_t a, int64_t b)
+static inline int64_t atl__floordiv(int64_t a, int64_t b)
 {
   if (b == 0)
     return 0;
@@ -426,7 +558,7 @@ static inline int64_t atl_floordiv(int64_t a, int64_t b)
         if needs.contains(&Need::FloorMod) {
             s.push_str(
                 r#"/* Floor modulo with a % 0 = a: the sign of the result follows the divisor. */
-static inline int64_t atl_floormod(int64_t a, int64_t b)
+static inline int64_t atl__floormod(int64_t a, int64_t b)
 {
   if (b == 0)
     return a;
@@ -444,7 +576,7 @@ static inline int64_t atl_floormod(int64_t a, int64_t b)
         if needs.contains(&Need::CeilDiv) {
             s.push_str(
                 r#"/* Ceiling division cdiv(a, b) = -((-a) / b), with cdiv(a, 0) = 0. */
-static inline int64_t atl_cdiv(int64_t a, int64_t b)
+static inline int64_t atl__cdiv(int64_t a, int64_t b)
 {
   if (b == 0)
     return 0;
@@ -461,12 +593,12 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
         }
         if needs.contains(&Need::Min) {
             s.push_str(
-                "static inline int64_t atl_min(int64_t a, int64_t b)\n{\n  return a < b ? a : b;\n}\n\n",
+                "static inline int64_t atl__min(int64_t a, int64_t b)\n{\n  return a < b ? a : b;\n}\n\n",
             );
         }
         if needs.contains(&Need::Max) {
             s.push_str(
-                "static inline int64_t atl_max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
+                "static inline int64_t atl__max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
             );
         }
         if needs.contains(&Need::Blend) {
@@ -479,7 +611,7 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
             };
             let helper = "/* `c ? v : 0`, with `v` computed whatever `c` (all its loads are in\n   \
                           bounds regardless), branch-free so that loops using it vectorize. */\n\
-                          static inline ELEM atl_blend(int c, ELEM v)\n{\n  \
+                          static inline ELEM atl__blend(int c, ELEM v)\n{\n  \
                           union { ELEM f; BITS u; } x;\n  x.f = v;\n  x.u &= -(BITS)(c != 0);\n  \
                           return x.f;\n}\n\n";
             s.push_str(&helper.replace("ELEM", self.t()).replace("BITS", bits));
@@ -488,15 +620,15 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
             s.push_str(
                 "/* Loop annotations: OpenMP pragmas when compiled with OpenMP (the kernel is\n   \
                  sequential otherwise), unrolling hints for GCC and Clang. */\n\
-                 #ifdef _OPENMP\n#define ATL_OMP(x) _Pragma(#x)\n#else\n#define ATL_OMP(x)\n#endif\n\
-                 #if defined(__GNUC__) && !defined(__INTEL_COMPILER)\n#define ATL_UNROLL(x) _Pragma(#x)\n\
-                 #else\n#define ATL_UNROLL(x)\n#endif\n\n",
+                 #ifdef _OPENMP\n#define ATL__OMP(x) _Pragma(#x)\n#else\n#define ATL__OMP(x)\n#endif\n\
+                 #if defined(__GNUC__) && !defined(__INTEL_COMPILER)\n#define ATL__UNROLL(x) _Pragma(#x)\n\
+                 #else\n#define ATL__UNROLL(x)\n#endif\n\n",
             );
         }
         if needs.contains(&Need::Alloc) {
             let helper = r#"/* A temporary of n elements (at least one, so that malloc(0) is never asked);
    aborts when memory is exhausted rather than writing through NULL. */
-static ELEM *atl_alloc(int64_t n, int zeroed)
+static ELEM *atl__alloc(int64_t n, int zeroed)
 {
   size_t count = n > 0 ? (size_t)n : 1;
   if (count > SIZE_MAX / sizeof(ELEM))
@@ -539,7 +671,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 let v = self.names.get(&l.var).to_string();
                 if l.parallel {
                     self.indent(depth);
-                    self.out.push_str("ATL_OMP(omp parallel)\n");
+                    self.out.push_str("ATL__OMP(omp parallel)\n");
                     self.need(Need::Pragmas);
                 }
                 self.indent(depth);
@@ -631,7 +763,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     self.indent(depth + 1);
                     let _ = writeln!(self.out, "if ({b} == NULL)");
                     self.indent(depth + 2);
-                    let _ = writeln!(self.out, "{b} = atl_alloc({n}, {});", i32::from(*zeroed));
+                    let _ = writeln!(self.out, "{b} = atl__alloc({n}, {});", i32::from(*zeroed));
                     self.need(Need::Alloc);
                     if *zeroed {
                         // Reused: zeroed again, as a fresh zeroed buffer would be.
@@ -654,7 +786,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 self.indent(depth + 1);
                 let _ = writeln!(
                     self.out,
-                    "{t} *restrict {b} = atl_alloc({n}, {});",
+                    "{t} *restrict {b} = atl__alloc({n}, {});",
                     i32::from(*zeroed)
                 );
                 self.need(Need::Alloc);
@@ -702,7 +834,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 self.indent(depth);
                 let _ = writeln!(
                     self.out,
-                    "for (int64_t atl_k = 0; atl_k < {n}; ++atl_k)\n{}  {b}[atl_k] = {v};",
+                    "for (int64_t atl__k = 0; atl__k < {n}; ++atl__k)\n{}  {b}[atl__k] = {v};",
                     "  ".repeat(depth)
                 );
             }
@@ -761,12 +893,12 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             // 2.17 vs 2.42 ms, blur 1.61 vs 1.66 ms); no change at 1 thread.
             let parallel = if in_region { "" } else { "parallel " };
             Some(format!(
-                "ATL_OMP(omp {parallel}for{simd}{collapse} schedule({kind}))"
+                "ATL__OMP(omp {parallel}for{simd}{collapse} schedule({kind}))"
             ))
         } else if l.vector {
-            Some("ATL_OMP(omp simd)".to_string())
+            Some("ATL__OMP(omp simd)".to_string())
         } else if let (true, Ix::Const(lo), Ix::Const(hi)) = (l.unroll, &l.lo, &l.hi) {
-            Some(format!("ATL_UNROLL(GCC unroll {})", hi - lo))
+            Some(format!("ATL__UNROLL(GCC unroll {})", hi - lo))
         } else {
             None
         };
@@ -842,11 +974,11 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             }
             Ix::Bin(op, a, b) => {
                 let call = match op {
-                    IxOp::FloorDiv => Some(("atl_floordiv", Need::FloorDiv)),
-                    IxOp::FloorMod => Some(("atl_floormod", Need::FloorMod)),
-                    IxOp::CeilDiv => Some(("atl_cdiv", Need::CeilDiv)),
-                    IxOp::Min => Some(("atl_min", Need::Min)),
-                    IxOp::Max => Some(("atl_max", Need::Max)),
+                    IxOp::FloorDiv => Some(("atl__floordiv", Need::FloorDiv)),
+                    IxOp::FloorMod => Some(("atl__floormod", Need::FloorMod)),
+                    IxOp::CeilDiv => Some(("atl__cdiv", Need::CeilDiv)),
+                    IxOp::Min => Some(("atl__min", Need::Min)),
+                    IxOp::Max => Some(("atl__max", Need::Max)),
                     _ => None,
                 };
                 if let Some((f, need)) = call {
@@ -944,7 +1076,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 // whatever the condition (its loads are in bounds regardless), and the
                 // inlined `?:` of two computed values becomes a vector blend.
                 self.need(Need::Blend);
-                format!("atl_blend({}, {})", self.cond(c), self.val(a, 0))
+                format!("atl__blend({}, {})", self.cond(c), self.val(a, 0))
             }
             Val::Select(c, a) => {
                 // Only the chosen operand of `?:` is evaluated: the guarded load never

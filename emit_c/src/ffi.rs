@@ -37,14 +37,14 @@ impl Library {
         })
     }
 
-    /// Calls `SYMBOL_atl_packed(sizes, inputs, out)` and returns the time it took.
+    /// Calls `atl__packed_SYMBOL(sizes, inputs, out)` and returns the time it took.
     pub(crate) fn call<T: Element>(
         &self,
         symbol: &str,
         args: &mut Args<T>,
     ) -> Result<Duration, String> {
         type Packed<T> = unsafe extern "C" fn(*const i64, *const *const T, *mut T);
-        let name = format!("{symbol}_atl_packed\0");
+        let name = format!("{}\0", crate::packed_symbol(symbol));
         // SAFETY: `crate::packed_wrapper` defines this symbol with exactly the C
         // signature `void(const int64_t *, const T *const *, T *)`, and `Compiled::run`
         // only calls `call::<T>` with the `T` (f32 = float, f64 = double) the library
@@ -72,10 +72,10 @@ impl Library {
         Ok(start.elapsed())
     }
 
-    /// Calls `SYMBOL_atl_set_threads(n)`.
+    /// Calls `atl__set_threads_SYMBOL(n)`.
     pub(crate) fn set_threads(&self, symbol: &str, n: i32) -> Result<(), String> {
         type SetThreads = unsafe extern "C" fn(i32);
-        let name = format!("{symbol}_atl_set_threads\0");
+        let name = format!("{}set_threads_{symbol}\0", crate::RESERVED_PREFIX);
         // SAFETY: `crate::packed_wrapper` defines this symbol as `void(int)`.
         let f: libloading::Symbol<'_, SetThreads> = unsafe {
             self.lib

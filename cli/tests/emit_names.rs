@@ -1,0 +1,129 @@
+//! The C symbol a user chooses with `atl emit --name` (issue 21): any C identifier
+//! outside the emitter's reserved prefix works, `atl_…` included, and the emitted
+//! file and header compile warning-free (`-Wall -Wextra -Werror`) into a program that
+//! calls the kernel under that name; a name in the reserved prefix is refused with
+//! E0931, which names what the user wrote.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory for one test.
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("atl-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Runs the real `atl` binary; returns (status, stdout, stderr).
+fn atl(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_atl"))
+        .args(args)
+        .output()
+        .expect("atl runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Sum of squares of each row: `rownorm[i] = sum_j A[i, j]^2`.
+const ROWNORM: &str =
+    "size n, m\ninput A : [n, m]\n\ndef rownorm =\n  gen i < n: sum j < m: A[i, j] * A[i, j]\n";
+
+/// Calls `atl_rownorm` on a 2x3 matrix whose row sums of squares are 14 and 77.
+const MAIN: &str = r#"#include <stdio.h>
+#include "atl_rownorm.h"
+
+int main(void)
+{
+  const float a[6] = {1, 2, 3, 4, 5, 6};
+  float out[2] = {-1, -1};
+  atl_rownorm(2, 3, a, out);
+  printf("%g %g\n", out[0], out[1]);
+  return out[0] == 14.0f && out[1] == 77.0f ? 0 : 1;
+}
+"#;
+
+fn compile_and_run(dir: &Path, sources: &[&str], flags: &[&str]) -> String {
+    let exe = dir.join("prog");
+    let out = Command::new("cc")
+        .current_dir(dir)
+        .args(["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .args(flags)
+        .args(sources)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-lm")
+        .output()
+        .expect("cc runs");
+    assert!(
+        out.status.success(),
+        "cc {flags:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().expect("the program runs");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "{stdout}");
+    stdout
+}
+
+#[test]
+fn a_user_chosen_atl_prefixed_name_is_emitted_compiled_and_called() {
+    let dir = temp_dir("emit-names");
+    let file = dir.join("rownorm.atl");
+    std::fs::write(&file, ROWNORM).expect("write");
+    let c = dir.join("atl_rownorm.c");
+    let h = dir.join("atl_rownorm.h");
+    let (code, _, err) = atl(&[
+        "emit",
+        file.to_str().unwrap(),
+        "--name",
+        "atl_rownorm",
+        "-o",
+        c.to_str().unwrap(),
+        "--header",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let header = std::fs::read_to_string(dir.join("atl_rownorm.h")).expect("header");
+    assert!(header.contains("void atl_rownorm(int64_t n,"), "{header}");
+    std::fs::write(dir.join("main.c"), MAIN).expect("write");
+    for flags in [&[][..], &["-fopenmp"][..]] {
+        let out = compile_and_run(&dir, &["main.c", "atl_rownorm.c"], flags);
+        assert_eq!(out.trim(), "14 77", "{flags:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_name_in_the_reserved_prefix_is_refused() {
+    let dir = temp_dir("emit-reserved");
+    let file = dir.join("rownorm.atl");
+    std::fs::write(&file, ROWNORM).expect("write");
+    let file = file.to_str().unwrap();
+    for bad in ["atl__rownorm", "ATL__OMP", "omp_rownorm", "sqrt"] {
+        let (code, out, err) = atl(&["emit", file, "--name", bad]);
+        assert_eq!(code, Some(1), "{bad}: {out}");
+        assert!(out.is_empty(), "{bad}: nothing is printed: {out}");
+        assert!(err.contains("E0931"), "{bad}: {err}");
+        assert!(err.contains(&format!("`{bad}`")), "{bad}: {err}");
+    }
+    // A definition whose own name is reserved is refused the same way, and
+    // accepted with a `--name`.
+    std::fs::write(
+        dir.join("reserved.atl"),
+        ROWNORM.replace("def rownorm", "def atl__norm"),
+    )
+    .expect("write");
+    let reserved = dir.join("reserved.atl");
+    let reserved = reserved.to_str().unwrap();
+    let (code, _, err) = atl(&["emit", reserved]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("`atl__norm`"), "{err}");
+    let (code, out, err) = atl(&["emit", reserved, "--name", "atl_norm"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("void atl_norm(int64_t n,"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
