@@ -503,7 +503,10 @@ fn loop_annotations_are_traced_certified_verified_and_emitted() {
         })
         .collect();
     assert!(
-        pragmas.contains(&("ATL__OMP(omp parallel for schedule(guided))", "y")),
+        pragmas.contains(&(
+            "ATL__OMP(omp parallel for num_threads(atl__threads()) schedule(guided))",
+            "y"
+        )),
         "{pragmas:?}"
     );
     assert!(

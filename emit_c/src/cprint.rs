@@ -334,6 +334,9 @@ enum Need {
     Alloc,
     /// `NAN`/`INFINITY` (`<math.h>`).
     Math,
+    /// An OpenMP parallel region: `atl__threads()`, the thread count that
+    /// `SYMBOL_set_threads` chose.
+    Threads,
 }
 
 /// The set of [`Need`]s, filled in by the printing functions themselves (they take
@@ -466,6 +469,17 @@ impl<'k> CPrinter<'k> {
             self.symbol,
             params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
         );
+        let _ = writeln!(
+            s,
+            "/* Threads of later calls of {sym}: n >= 1 uses n threads in its parallel loops,\n   \
+             n <= 0 restores OpenMP's default (OMP_NUM_THREADS, or omp_set_num_threads of\n   \
+             the calling thread). Affects only this kernel, never the OpenMP settings of\n   \
+             the rest of the program; does nothing when the kernel was compiled without\n   \
+             OpenMP. Not to be called while {sym} runs in another thread. */\n\
+             void {f}(int n);\n",
+            sym = self.symbol,
+            f = set_threads_symbol(&self.symbol)
+        );
         s.push_str("#ifdef __cplusplus\n}\n#endif\n\n");
         let _ = writeln!(s, "#endif /* {guard} */");
         s
@@ -490,8 +504,12 @@ impl<'k> CPrinter<'k> {
         if needs.contains(&Need::Math) {
             s.push_str("#include <math.h>\n");
         }
+        if needs.contains(&Need::Threads) {
+            s.push_str("#ifdef _OPENMP\n#include <omp.h>\n#endif\n");
+        }
         s.push('\n');
         s.push_str(&self.helpers(&needs));
+        s.push_str(&self.set_threads(needs.contains(&Need::Threads)));
         let params = self.params("restrict");
         let _ = writeln!(
             s,
@@ -527,6 +545,32 @@ impl<'k> CPrinter<'k> {
         s.push_str(&body);
         s.push_str("}\n");
         s
+    }
+
+    /// `SYMBOL_set_threads`, defined by every kernel, and the thread count its
+    /// parallel regions ask for (`parallel`: it has some). A file-scope variable rather
+    /// than `omp_set_num_threads`, which would change the calling thread's default for
+    /// every other parallel region of the host application.
+    fn set_threads(&self, parallel: bool) -> String {
+        let f = set_threads_symbol(&self.symbol);
+        if !parallel {
+            return format!(
+                "/* The kernel has no parallel loop: setting its threads changes nothing. */\n\
+                 void {f}(int n)\n{{\n  (void)n;\n}}\n\n"
+            );
+        }
+        format!(
+            "/* The threads of the kernel's parallel loops: set by {f} (0: OpenMP's\n   \
+             default, from OMP_NUM_THREADS or omp_set_num_threads). Without OpenMP the\n   \
+             kernel is sequential and {f} does nothing. */\n\
+             #ifdef _OPENMP\n\
+             static int atl__nthreads = 0;\n\n\
+             static int atl__threads(void)\n{{\n  \
+             return atl__nthreads > 0 ? atl__nthreads : omp_get_max_threads();\n}}\n\
+             #endif\n\n\
+             void {f}(int n)\n{{\n\
+             #ifdef _OPENMP\n  atl__nthreads = n > 0 ? n : 0;\n#else\n  (void)n;\n#endif\n}}\n\n"
+        )
     }
 
     /// Records that the code printed needs `n`.
@@ -671,8 +715,10 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 let v = self.names.get(&l.var).to_string();
                 if l.parallel {
                     self.indent(depth);
-                    self.out.push_str("ATL__OMP(omp parallel)\n");
+                    self.out
+                        .push_str("ATL__OMP(omp parallel num_threads(atl__threads()))\n");
                     self.need(Need::Pragmas);
+                    self.need(Need::Threads);
                 }
                 self.indent(depth);
                 let whose = if l.parallel { "each thread's" } else { "the" };
@@ -891,9 +937,15 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
             // shrinking) let a thread that kept its CPU take over the rest. Measured in
             // the bench kit at 2 threads: equal or faster on all four workloads (conv1d
             // 2.17 vs 2.42 ms, blur 1.61 vs 1.66 ms); no change at 1 thread.
-            let parallel = if in_region { "" } else { "parallel " };
+            // The region's thread count is the one `SYMBOL_set_threads` chose.
+            let (parallel, threads) = if in_region {
+                ("", "")
+            } else {
+                self.need(Need::Threads);
+                ("parallel ", " num_threads(atl__threads())")
+            };
             Some(format!(
-                "ATL__OMP(omp {parallel}for{simd}{collapse} schedule({kind}))"
+                "ATL__OMP(omp {parallel}for{simd}{collapse}{threads} schedule({kind}))"
             ))
         } else if l.vector {
             Some("ATL__OMP(omp simd)".to_string())

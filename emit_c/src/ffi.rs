@@ -72,11 +72,12 @@ impl Library {
         Ok(start.elapsed())
     }
 
-    /// Calls `atl__set_threads_SYMBOL(n)`.
-    pub(crate) fn set_threads(&self, symbol: &str, n: i32) -> Result<(), String> {
+    /// Calls `SYMBOL_set_threads(n)`, the kernel's own thread control.
+    pub(crate) fn set_threads(&mut self, symbol: &str, n: i32) -> Result<(), String> {
         type SetThreads = unsafe extern "C" fn(i32);
-        let name = format!("{}set_threads_{symbol}\0", crate::RESERVED_PREFIX);
-        // SAFETY: `crate::packed_wrapper` defines this symbol as `void(int)`.
+        let name = format!("{}\0", crate::set_threads_symbol(symbol));
+        // SAFETY: the emitted source (`cprint::CPrinter::source`) defines this symbol
+        // as `void(int)`.
         let f: libloading::Symbol<'_, SetThreads> = unsafe {
             self.lib
                 .as_ref()
@@ -84,8 +85,10 @@ impl Library {
                 .get(name.as_bytes())
         }
         .map_err(|e| e.to_string())?;
-        // SAFETY: the function only calls `omp_set_num_threads(n)` for `n > 0` (or
-        // nothing without OpenMP); it touches no memory of ours.
+        // SAFETY: the function only stores `n` in a file-scope `int` of the kernel's
+        // own object (or does nothing); it touches no memory of ours. No call of the
+        // kernel runs meanwhile, since that needs a `&self` borrow of this library
+        // and this function holds the `&mut` one.
         unsafe { f(n) };
         Ok(())
     }

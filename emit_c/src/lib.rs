@@ -134,11 +134,7 @@ fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
         "\n/* Entry point for the atl runner: the same call with packed arguments. */\n\
          void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
          void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
-         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n\
-         \n/* For the atl runner: the number of OpenMP threads of later calls. */\n\
-         #ifdef _OPENMP\n#include <omp.h>\n#endif\n\
-         void {RESERVED_PREFIX}set_threads_{sym}(int n);\n\
-         void {RESERVED_PREFIX}set_threads_{sym}(int n)\n{{\n#ifdef _OPENMP\n  if (n > 0)\n    omp_set_num_threads(n);\n#else\n  (void)n;\n#endif\n}}\n",
+         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n",
         sym = code.symbol,
         packed = packed_symbol(&code.symbol),
         args = args.join(", ")

@@ -71,7 +71,10 @@ fn heap_temporaries_are_allocated_once_per_loop_or_thread() {
                 code.source
             );
         }
-        let parallel_regions = code.source.matches("ATL__OMP(omp parallel)\n").count();
+        let parallel_regions = code
+            .source
+            .matches("ATL__OMP(omp parallel num_threads(atl__threads()))\n")
+            .count();
         let expected = if *def == "seq" { 0 } else { 1 };
         assert_eq!(parallel_regions, expected, "`{def}`:\n{}", code.source);
     }
