@@ -228,3 +228,58 @@ fn a_kernel_without_parallel_loops_still_defines_set_threads() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The kit's matmul kernel built without OpenMP, warning-free under `-Wall -Wextra
+/// -Werror` (the vectorization hints that replace `omp simd` are pragmas GCC knows),
+/// with and without `-fopenmp-simd`, computes what the OpenMP build computes.
+#[test]
+fn kernels_build_without_openmp_warning_free_and_agree() {
+    let dir = temp_dir("emit-no-openmp");
+    let (c, h) = (dir.join("mm.c"), dir.join("mm.h"));
+    let (code, _, err) = atl(&[
+        "emit",
+        matmul_example().to_str().unwrap(),
+        "--def",
+        "fast",
+        "--name",
+        "mm",
+        "-o",
+        c.to_str().unwrap(),
+        "--header",
+        h.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let source = std::fs::read_to_string(&c).expect("source");
+    assert!(source.contains("ATL__SIMD\n"), "{source}");
+    assert!(
+        source.contains("#define ATL__VEC _Pragma(\"GCC ivdep\") _Pragma(\"GCC unroll 1\")"),
+        "{source}"
+    );
+    // Without OpenMP the host has no <omp.h>: the same program without its checks of
+    // the OpenMP default.
+    let main = THREADS_MAIN
+        .replace("#include <omp.h>\n", "")
+        .replace("  omp_set_num_threads(3);\n", "")
+        .replace("omp_get_max_threads() != 3", "0")
+        .replace(
+            "\"the host's default changed: %d\\n\", omp_get_max_threads()",
+            "\"?\"",
+        );
+    std::fs::write(dir.join("main.c"), main).expect("write");
+    let mut outputs = Vec::new();
+    for flags in [
+        &["-O3"][..],
+        &["-O3", "-fopenmp-simd"][..],
+        &["-O3", "-fopenmp"][..],
+    ] {
+        let out = compile_and_run(&dir, &["main.c", "mm.c"], flags);
+        assert!(
+            out.starts_with("0 mismatches, out[0] = "),
+            "{flags:?}: {out}"
+        );
+        outputs.push(out);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

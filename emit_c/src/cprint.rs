@@ -661,10 +661,34 @@ static inline int64_t atl__cdiv(int64_t a, int64_t b)
             s.push_str(&helper.replace("ELEM", self.t()).replace("BITS", bits));
         }
         if needs.contains(&Need::Pragmas) {
+            // Without OpenMP the vector loops keep a vectorization hint: GCC's `ivdep`
+            // alone is not enough, since its early complete unrolling of a short
+            // constant loop (cunrolli, which spares `omp simd` loops) runs before the
+            // loop vectorizer and leaves straight-line code it no longer vectorizes
+            // (the matmul tile: 22x slower); `unroll 1` keeps the loop for it.
+            // Measured by bench/no_openmp.sh. The hints are pragmas every GCC and
+            // Clang knows, so `-Wall -Werror` without OpenMP stays quiet.
             s.push_str(
-                "/* Loop annotations: OpenMP pragmas when compiled with OpenMP (the kernel is\n   \
-                 sequential otherwise), unrolling hints for GCC and Clang. */\n\
-                 #ifdef _OPENMP\n#define ATL__OMP(x) _Pragma(#x)\n#else\n#define ATL__OMP(x)\n#endif\n\
+                "/* Loop annotations. ATL__OMP: OpenMP pragmas when compiled with OpenMP\n   \
+                 (-fopenmp); the kernel is sequential otherwise. ATL__SIMD: a loop to\n   \
+                 vectorize, `omp simd` with OpenMP, otherwise the compiler's own hint\n   \
+                 (ATL__VEC, also on a parallel loop whose `omp ... simd` pragma vanished).\n   \
+                 ATL__UNROLL: unrolling hints for GCC and Clang. */\n\
+                 #ifdef _OPENMP\n\
+                 #define ATL__OMP(x) _Pragma(#x)\n\
+                 #define ATL__SIMD _Pragma(\"omp simd\")\n\
+                 #define ATL__VEC\n\
+                 #else\n\
+                 #define ATL__OMP(x)\n\
+                 #if defined(__clang__)\n\
+                 #define ATL__VEC _Pragma(\"clang loop vectorize(enable) interleave(enable)\")\n\
+                 #elif defined(__GNUC__) && !defined(__INTEL_COMPILER)\n\
+                 #define ATL__VEC _Pragma(\"GCC ivdep\") _Pragma(\"GCC unroll 1\")\n\
+                 #else\n\
+                 #define ATL__VEC\n\
+                 #endif\n\
+                 #define ATL__SIMD ATL__VEC\n\
+                 #endif\n\
                  #if defined(__GNUC__) && !defined(__INTEL_COMPILER)\n#define ATL__UNROLL(x) _Pragma(#x)\n\
                  #else\n#define ATL__UNROLL(x)\n#endif\n\n",
             );
@@ -901,8 +925,9 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
     }
 
     /// OpenMP and unrolling pragmas for an annotated loop (see `atl_lower`'s
-    /// annotations; without OpenMP the `omp` pragmas are ignored and the kernel is
-    /// the same sequential code). A parallel loop whose body is exactly one more
+    /// annotations; without OpenMP the `omp` pragmas vanish and the kernel is the
+    /// same sequential code, its vector loops keeping the compiler's vectorization
+    /// hint: `ATL__SIMD`, or `ATL__VEC` under a parallel `simd` pragma). A parallel loop whose body is exactly one more
     /// `gen` loop with bounds independent of it is collapsed with it, so that a short
     /// outer extent (a batch of 8) still gives every thread work.
     /// `in_region`: a parallel loop is the worksharing `omp for` of a region already
@@ -944,11 +969,14 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 self.need(Need::Threads);
                 ("parallel ", " num_threads(atl__threads())")
             };
+            // Without OpenMP the `simd` of the pragma vanishes with it: the loop keeps
+            // the compiler's vectorization hint.
+            let vec = if l.vector { "\nATL__VEC" } else { "" };
             Some(format!(
-                "ATL__OMP(omp {parallel}for{simd}{collapse}{threads} schedule({kind}))"
+                "ATL__OMP(omp {parallel}for{simd}{collapse}{threads} schedule({kind})){vec}"
             ))
         } else if l.vector {
-            Some("ATL__OMP(omp simd)".to_string())
+            Some("ATL__SIMD".to_string())
         } else if let (true, Ix::Const(lo), Ix::Const(hi)) = (l.unroll, &l.lo, &l.hi) {
             Some(format!("ATL__UNROLL(GCC unroll {})", hi - lo))
         } else {
@@ -956,9 +984,11 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
         };
         if let Some(line) = line {
             self.need(Need::Pragmas);
-            self.indent(depth);
-            self.out.push_str(&line);
-            self.out.push('\n');
+            for line in line.lines() {
+                self.indent(depth);
+                self.out.push_str(line);
+                self.out.push('\n');
+            }
         }
     }
 
