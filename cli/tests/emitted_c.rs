@@ -201,6 +201,21 @@ fn set_threads_is_declared_and_gives_the_same_results_at_any_thread_count() {
     assert_eq!(code, Some(0), "{err}");
     let header = std::fs::read_to_string(&h).expect("header");
     assert!(header.contains("void mm_set_threads(int n);"), "{header}");
+    // The header documents the call, the checks, the threads and the build.
+    for needle in [
+        " *   M            size (int64_t)\n",
+        " *   A            input, shape [M, K]\n",
+        " *   out          output, shape [M, N]\n",
+        " *   every size >= 1;\n",
+        "M <= 3037000496, N <= 3037000496, K <= 3037000496.\n",
+        "the kernel returns at once, reading and writing nothing",
+        "mm_set_threads(n) below, else OpenMP's default\n * (OMP_NUM_THREADS,",
+        " *   cc -O3 -march=native -fopenmp -c mm.c       threads, SIMD\n",
+        " *   cc -O3 -march=native -fopenmp-simd -c mm.c  SIMD\n",
+        "Link: with -fopenmp when compiled with it",
+    ] {
+        assert!(header.contains(needle), "{needle:?} in\n{header}");
+    }
     let source = std::fs::read_to_string(&c).expect("source");
     assert!(source.contains("void mm_set_threads(int n)\n{"), "{source}");
     assert!(!source.contains("omp_set_num_threads("), "{source}");
