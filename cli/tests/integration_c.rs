@@ -48,6 +48,14 @@ fn have(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
 }
 
+/// A skipped test says so on both streams (cargo shows stdout of passing tests only
+/// with `--nocapture`; stderr too is captured, so both are used).
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+fn say_skipped(reason: &str) {
+    println!("SKIPPED: {reason}");
+    eprintln!("SKIPPED: {reason}");
+}
+
 const EXPECTED: &str = "ok: demo_matvec = [6, 14, 2], demo_rowsum = [10, 26, 2]";
 
 #[test]
@@ -81,8 +89,7 @@ fn the_cmake_project_builds_and_runs_the_example() {
             std::env::var_os("ATL_REQUIRE_CMAKE").is_none(),
             "ATL_REQUIRE_CMAKE is set but cmake is not installed: run scripts/setup.sh"
         );
-        println!("SKIPPED: cmake is not installed; run scripts/setup.sh to install it");
-        eprintln!("SKIPPED: cmake is not installed; run scripts/setup.sh to install it");
+        say_skipped("cmake is not installed; run scripts/setup.sh to install it");
         return;
     }
     let dir = temp_dir("cmake");
