@@ -13,11 +13,14 @@
 # - coq and make (only with `--with-rocq`, as scripts/test.sh and CI ask): Rocq 8.16 (Debian's
 #   package name), which checks the rule library's proofs in proofs/rocq and runs the
 #   semantic agreement test (rewrites/tests/rocq.rs). Building does not need it.
+# - cmake (also only with `--with-rocq`, i.e. for the test suite): the example C project
+#   examples/integration/c is built with its CMakeLists.txt, and with make, by
+#   cli/tests/integration_c.rs.
 set -euo pipefail
 
 packages=(libz3-dev libclang-dev pkg-config)
 if [ "${1:-}" = "--with-rocq" ]; then
-    packages+=(coq make)
+    packages+=(coq make cmake)
 fi
 
 missing=()

@@ -493,7 +493,9 @@ fn loop_annotations_are_traced_certified_verified_and_emitted() {
     let lines: Vec<&str> = c.lines().map(str::trim).collect();
     let pragmas: Vec<(&str, &str)> = lines
         .windows(2)
-        .filter(|w| w[0].starts_with("ATL_OMP(") || w[0].starts_with("ATL_UNROLL("))
+        .filter(|w| {
+            w[0].starts_with("ATL__OMP(") || w[0].starts_with("ATL__UNROLL(") || w[0] == "ATL__SIMD"
+        })
         .map(|w| {
             let var = w[1]
                 .strip_prefix("for (int64_t ")
@@ -503,13 +505,13 @@ fn loop_annotations_are_traced_certified_verified_and_emitted() {
         })
         .collect();
     assert!(
-        pragmas.contains(&("ATL_OMP(omp parallel for schedule(guided))", "y")),
+        pragmas.contains(&(
+            "ATL__OMP(omp parallel for num_threads(atl__threads()) schedule(guided))",
+            "y"
+        )),
         "{pragmas:?}"
     );
-    assert!(
-        pragmas.contains(&("ATL_OMP(omp simd)", "x3")),
-        "{pragmas:?}"
-    );
+    assert!(pragmas.contains(&("ATL__SIMD", "x3")), "{pragmas:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -343,7 +343,7 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     assert_eq!(session.step_texts(), ["unroll ii"]);
     // The C has the unroll pragma, and the saved derivation replays from the file.
     let text = session_output(&mut session, ":c\n:save tiled_unrolled\n");
-    assert!(text.contains("ATL_UNROLL(GCC unroll 8)"), "{text}");
+    assert!(text.contains("ATL__UNROLL(GCC unroll 8)"), "{text}");
     assert!(
         text.contains("saved `derive tiled_unrolled from tiled` (1 steps)"),
         "{text}"

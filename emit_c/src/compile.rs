@@ -136,6 +136,7 @@ fn compiler(options: &CompileOptions) -> Result<cc::Tool, Diagnostic> {
 /// out-of-range access; the output starts as NaN so that an unwritten element shows.
 fn harness_source(symbol: &str, dtype: Dtype) -> String {
     let t = dtype.c_type();
+    let packed = crate::packed_symbol(symbol);
     format!(
         r#"/* atl test harness for `{symbol}`. File format (native endianness):
  * in:  u64 n, i64 sizes[n], u64 m, m x (u64 len, T data[len]), u64 out_len
@@ -147,7 +148,7 @@ fn harness_source(symbol: &str, dtype: Dtype) -> String {
 #include <string.h>
 #include <time.h>
 
-void {symbol}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out);
+void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);
 
 static void *alloc_exact(uint64_t bytes)
 {{
@@ -190,7 +191,7 @@ int main(int argc, char **argv)
   memset(out, 0xff, (size_t)(out_len * sizeof({t})));
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  {symbol}_atl_packed(sizes, (const {t} *const *)inputs, out);
+  {packed}(sizes, (const {t} *const *)inputs, out);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
   FILE *o = fopen(argv[2], "wb");

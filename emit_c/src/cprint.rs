@@ -19,11 +19,16 @@
 //! region whose worksharing loop is that loop, when it is parallel) and allocated at
 //! first use. The printer does not choose among them.
 //!
-//! Names: every name of the loop IR is kept when it is a valid C identifier that
-//! collides with nothing (C keywords, the `atl_` prefix of the helpers, the symbol,
-//! the C library names the code uses, identifiers reserved by the C standard);
-//! otherwise it gets a numeric suffix. Renaming a size or input only changes a
-//! parameter name, not the ABI.
+//! Names: everything the emitter itself defines in the C file or the header (helpers,
+//! macros, file-scope variables, loop counters of its own) starts with the reserved
+//! prefix [`RESERVED_PREFIX`] (`atl__`, or `ATL__` for macros), which no user name may
+//! start with (in any case), so a user's symbol or loop-IR name never collides with
+//! them; the symbol's own exported companions are [`set_threads_symbol`]. Every name of
+//! the loop IR is kept when it is a valid C identifier that collides with nothing (C
+//! keywords, the reserved prefix, the symbol and its companions, the C library names
+//! the code or its headers may declare, identifiers reserved by the C standard or by
+//! OpenMP); otherwise it gets a numeric suffix. Renaming a size or input only changes
+//! a parameter name, not the ABI.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -102,8 +107,131 @@ const RESERVED: &[&str] = &[
     "errno",
     "asm",
     "fortran",
-    "restrict",
+    // <stdint.h>, which every file includes.
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "intptr_t",
+    "uintptr_t",
+    "intmax_t",
+    "uintmax_t",
+    "ptrdiff_t",
+    "INT64_C",
+    "UINT64_C",
+    "INTMAX_C",
+    // <stdlib.h> (included for temporaries), besides the allocation functions above.
+    "realloc",
+    "aligned_alloc",
+    "exit",
+    "_Exit",
+    "atexit",
+    "getenv",
+    "system",
+    "qsort",
+    "bsearch",
+    "rand",
+    "srand",
+    "abs",
+    "labs",
+    "llabs",
+    "div",
+    "ldiv",
+    "lldiv",
+    "atoi",
+    "atol",
+    "atoll",
+    "atof",
+    "strtod",
+    "strtof",
+    "strtold",
+    "strtol",
+    "strtoll",
+    "strtoul",
+    "strtoull",
 ];
+
+/// <math.h> functions (included for `NAN`/`INFINITY`); each also with the `f` and `l`
+/// suffixes of its `float` and `long double` versions.
+const MATH: &[&str] = &[
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "cos",
+    "sin",
+    "tan",
+    "acosh",
+    "asinh",
+    "atanh",
+    "cosh",
+    "sinh",
+    "tanh",
+    "exp",
+    "exp2",
+    "expm1",
+    "frexp",
+    "ldexp",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logb",
+    "modf",
+    "scalbn",
+    "cbrt",
+    "fabs",
+    "hypot",
+    "pow",
+    "sqrt",
+    "erf",
+    "erfc",
+    "lgamma",
+    "tgamma",
+    "ceil",
+    "floor",
+    "nearbyint",
+    "rint",
+    "lrint",
+    "round",
+    "lround",
+    "trunc",
+    "fmod",
+    "remainder",
+    "remquo",
+    "copysign",
+    "nan",
+    "nextafter",
+    "fdim",
+    "fmax",
+    "fmin",
+    "fma",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "fpclassify",
+    "isnormal",
+    "HUGE_VAL",
+];
+
+/// The prefix of every name the emitter defines itself (helpers, macros in upper
+/// case, file-scope variables, its own loop counters); refused, in any case, for any
+/// user name.
+pub const RESERVED_PREFIX: &str = "atl__";
+
+/// The exported companion of the kernel `symbol` that sets its number of threads.
+pub fn set_threads_symbol(symbol: &str) -> String {
+    format!("{symbol}_set_threads")
+}
+
+fn is_math_name(s: &str) -> bool {
+    MATH.contains(&s)
+        || s.strip_suffix(['f', 'l'])
+            .is_some_and(|base| MATH.contains(&base))
+}
 
 /// Whether `s` is a C identifier we may define.
 pub fn is_free_identifier(s: &str) -> bool {
@@ -114,7 +242,9 @@ pub fn is_free_identifier(s: &str) -> bool {
     (first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !RESERVED.contains(&s)
-        && !s.starts_with("atl_")
+        && !is_math_name(s)
+        && !s.to_ascii_lowercase().starts_with(RESERVED_PREFIX)
+        && !s.starts_with("omp_")
         && !s.starts_with("__")
         && !(s.starts_with('_') && s.chars().nth(1).is_some_and(|c| c.is_ascii_uppercase()))
 }
@@ -129,6 +259,7 @@ impl Names {
     fn new(symbol: &str) -> Names {
         let mut used = HashSet::new();
         used.insert(symbol.to_string());
+        used.insert(set_threads_symbol(symbol));
         Names {
             map: HashMap::new(),
             used,
@@ -195,12 +326,15 @@ enum Need {
     Min,
     Max,
     Blend,
-    /// The `ATL_OMP`/`ATL_UNROLL` macros.
+    /// The `ATL__OMP`/`ATL__UNROLL` macros.
     Pragmas,
-    /// `atl_alloc` (and `free`, so `<stdlib.h>`).
+    /// `atl__alloc` (and `free`, so `<stdlib.h>`).
     Alloc,
     /// `NAN`/`INFINITY` (`<math.h>`).
     Math,
+    /// An OpenMP parallel region: `atl__threads()`, the thread count that
+    /// `SYMBOL_set_threads` chose.
+    Threads,
 }
 
 /// The set of [`Need`]s, filled in by the printing functions themselves (they take
@@ -269,18 +403,23 @@ impl<'k> CPrinter<'k> {
         p
     }
 
-    /// The documentation comment shared by the header and the source.
-    fn doc(&self) -> String {
+    /// The documentation comment of the source, and (`header`: with how to build,
+    /// link and run the kernel) of the header.
+    fn doc(&self, header: bool) -> String {
         let k = self.kernel;
+        let t = self.t();
         let mut s = String::new();
         let _ = writeln!(
             s,
             "/* `{}`: generated by atl from the definition `{}`.",
             self.symbol, k.name
         );
-        s.push_str(" *\n * Arguments (all arrays dense and row-major):\n");
+        let _ = writeln!(
+            s,
+            " *\n * Arguments, in this order (every array dense, row-major, of {t}):"
+        );
         for size in &k.sizes {
-            let _ = writeln!(s, " *   {:<12} size", self.names.get(size));
+            let _ = writeln!(s, " *   {:<12} size (int64_t)", self.names.get(size));
         }
         for i in &k.inputs {
             let _ = writeln!(
@@ -300,19 +439,77 @@ impl<'k> CPrinter<'k> {
             " *\n * The kernel writes every element of the output (it need not be zeroed);\n",
         );
         s.push_str(" * the output must not overlap any input.\n");
-        let pre: Vec<String> = k
-            .preconditions
-            .iter()
-            .filter(|p| p.kind != PreconditionKind::Size)
-            .map(|p| p.pred.to_string())
-            .collect();
-        s.push_str(" * Sizes must be >= 1");
-        if !pre.is_empty() {
-            let _ = write!(s, " and satisfy: {}", pre.join(", "));
+        let listed = |kinds: &[PreconditionKind]| -> Vec<String> {
+            k.preconditions
+                .iter()
+                .filter(|p| kinds.contains(&p.kind))
+                .map(|p| p.pred.to_string())
+                .collect()
+        };
+        s.push_str(" * Checked on entry:\n *   every size >= 1");
+        let groups = [
+            (
+                "the program's assumptions",
+                listed(&[PreconditionKind::Assume]),
+            ),
+            (
+                "valid shapes",
+                listed(&[PreconditionKind::Amount, PreconditionKind::InputExtent]),
+            ),
+            (
+                "sizes small enough for the int64_t index arithmetic",
+                listed(&[PreconditionKind::IndexRange]),
+            ),
+        ];
+        for (what, items) in groups {
+            if !items.is_empty() {
+                let _ = write!(s, ";\n *   {what}:\n{}", wrap_list(&items, " *     "));
+            }
         }
-        s.push_str(";\n * otherwise the kernel returns without touching memory. Index arithmetic is\n * int64_t: sizes must be small enough for it not to overflow (the interpreter\n * reports such sizes as errors).\n");
+        s.push_str(
+            ".\n * When a check fails the kernel returns at once, reading and writing nothing\n \
+             * (the output keeps its contents): check the sizes before the call if the\n \
+             * caller cannot otherwise know. The caller guarantees what the kernel cannot\n \
+             * check: each pointer points to at least the elements of its shape.\n",
+        );
         if heap_allocates(k) {
             s.push_str(" * Temporaries are allocated with malloc/calloc; the kernel aborts if an\n * allocation fails.\n");
+        }
+        if header {
+            let f = set_threads_symbol(&self.symbol);
+            let mut parallel = false;
+            k.walk(&mut |st| parallel |= matches!(st, Stmt::For(l) if l.parallel));
+            if parallel {
+                let _ = write!(
+                    s,
+                    " *\n * Threads (with OpenMP): {f}(n) below, else OpenMP's default\n \
+                     * (OMP_NUM_THREADS, or the caller's omp_set_num_threads).\n"
+                );
+            } else {
+                s.push_str(" *\n * Threads: the kernel has no parallel loop; it runs in the calling thread.\n");
+            }
+            let sym = &self.symbol;
+            let builds = [
+                (
+                    format!("cc -O3 -march=native -fopenmp -c {sym}.c"),
+                    "threads, SIMD",
+                ),
+                (
+                    format!("cc -O3 -march=native -fopenmp-simd -c {sym}.c"),
+                    "SIMD",
+                ),
+                (format!("cc -O3 -march=native -c {sym}.c"), "SIMD (hints)"),
+            ];
+            let width = builds.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+            s.push_str(" *\n * Build (C99; -march=native: for this machine), one of:\n");
+            for (command, what) in &builds {
+                let _ = writeln!(s, " *   {command:<width$}  {what}");
+            }
+            s.push_str(
+                " * Link: with -fopenmp when compiled with it (GCC: libgomp, -lgomp; Clang:\n \
+                 * libomp, -lomp); nothing else (the kernel calls no libm function, so -lm\n \
+                 * is not needed).\n",
+            );
         }
         s.push_str(" */\n");
         s
@@ -320,17 +517,29 @@ impl<'k> CPrinter<'k> {
 
     /// The header: include guard, the prototype, `extern "C"` for C++.
     pub(crate) fn header(&self) -> String {
-        let guard: String = format!("ATL_{}_H", self.symbol.to_ascii_uppercase());
-        let mut s = self.doc();
+        // The symbol as it is (two symbols differing only in case get two guards).
+        let guard: String = format!("ATL__{}_H", self.symbol);
+        let mut s = self.doc(true);
         let _ = writeln!(s, "#ifndef {guard}\n#define {guard}\n");
         s.push_str("#include <stdint.h>\n\n");
-        s.push_str("#ifdef __cplusplus\n#define ATL_RESTRICT __restrict\nextern \"C\" {\n#else\n#define ATL_RESTRICT restrict\n#endif\n\n");
-        let params = self.params("ATL_RESTRICT");
+        s.push_str("#ifdef __cplusplus\n#define ATL__RESTRICT __restrict\nextern \"C\" {\n#else\n#define ATL__RESTRICT restrict\n#endif\n\n");
+        let params = self.params("ATL__RESTRICT");
         let _ = writeln!(
             s,
             "void {}({});\n",
             self.symbol,
             params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
+        );
+        let _ = writeln!(
+            s,
+            "/* Threads of later calls of {sym}: n >= 1 uses n threads in its parallel loops,\n   \
+             n <= 0 restores OpenMP's default (OMP_NUM_THREADS, or omp_set_num_threads of\n   \
+             the calling thread). Affects only this kernel, never the OpenMP settings of\n   \
+             the rest of the program; does nothing when the kernel was compiled without\n   \
+             OpenMP. Not to be called while {sym} runs in another thread. */\n\
+             void {f}(int n);\n",
+            sym = self.symbol,
+            f = set_threads_symbol(&self.symbol)
         );
         s.push_str("#ifdef __cplusplus\n}\n#endif\n\n");
         let _ = writeln!(s, "#endif /* {guard} */");
@@ -348,7 +557,7 @@ impl<'k> CPrinter<'k> {
         }
         let body = std::mem::take(&mut self.out);
         let needs = self.needs.borrow().clone();
-        let mut s = self.doc();
+        let mut s = self.doc(false);
         s.push_str("#include <stdint.h>\n");
         if needs.contains(&Need::Alloc) {
             s.push_str("#include <stdlib.h>\n");
@@ -356,8 +565,12 @@ impl<'k> CPrinter<'k> {
         if needs.contains(&Need::Math) {
             s.push_str("#include <math.h>\n");
         }
+        if needs.contains(&Need::Threads) {
+            s.push_str("#ifdef _OPENMP\n#include <omp.h>\n#endif\n");
+        }
         s.push('\n');
         s.push_str(&self.helpers(&needs));
+        s.push_str(&self.set_threads(needs.contains(&Need::Threads)));
         let params = self.params("restrict");
         let _ = writeln!(
             s,
@@ -395,6 +608,32 @@ impl<'k> CPrinter<'k> {
         s
     }
 
+    /// `SYMBOL_set_threads`, defined by every kernel, and the thread count its
+    /// parallel regions ask for (`parallel`: it has some). A file-scope variable rather
+    /// than `omp_set_num_threads`, which would change the calling thread's default for
+    /// every other parallel region of the host application.
+    fn set_threads(&self, parallel: bool) -> String {
+        let f = set_threads_symbol(&self.symbol);
+        if !parallel {
+            return format!(
+                "/* The kernel has no parallel loop: setting its threads changes nothing. */\n\
+                 void {f}(int n)\n{{\n  (void)n;\n}}\n\n"
+            );
+        }
+        format!(
+            "/* The threads of the kernel's parallel loops: set by {f} (0: OpenMP's\n   \
+             default, from OMP_NUM_THREADS or omp_set_num_threads). Without OpenMP the\n   \
+             kernel is sequential and {f} does nothing. */\n\
+             #ifdef _OPENMP\n\
+             static int atl__nthreads = 0;\n\n\
+             static int atl__threads(void)\n{{\n  \
+             return atl__nthreads > 0 ? atl__nthreads : omp_get_max_threads();\n}}\n\
+             #endif\n\n\
+             void {f}(int n)\n{{\n\
+             #ifdef _OPENMP\n  atl__nthreads = n > 0 ? n : 0;\n#else\n  (void)n;\n#endif\n}}\n\n"
+        )
+    }
+
     /// Records that the code printed needs `n`.
     fn need(&self, n: Need) {
         self.needs.borrow_mut().insert(n);
@@ -406,7 +645,7 @@ impl<'k> CPrinter<'k> {
         if needs.contains(&Need::FloorDiv) {
             s.push_str(
                 r#"/* Floor division with a / 0 = 0 (ATL's index arithmetic, DESIGN §3.2). */
-static inline int64_t atl_floordiv(int64_t a, int64_t b)
+static inline int64_t atl__floordiv(int64_t a, int64_t b)
 {
   if (b == 0)
     return 0;
@@ -424,7 +663,7 @@ static inline int64_t atl_floordiv(int64_t a, int64_t b)
         if needs.contains(&Need::FloorMod) {
             s.push_str(
                 r#"/* Floor modulo with a % 0 = a: the sign of the result follows the divisor. */
-static inline int64_t atl_floormod(int64_t a, int64_t b)
+static inline int64_t atl__floormod(int64_t a, int64_t b)
 {
   if (b == 0)
     return a;
@@ -442,7 +681,7 @@ static inline int64_t atl_floormod(int64_t a, int64_t b)
         if needs.contains(&Need::CeilDiv) {
             s.push_str(
                 r#"/* Ceiling division cdiv(a, b) = -((-a) / b), with cdiv(a, 0) = 0. */
-static inline int64_t atl_cdiv(int64_t a, int64_t b)
+static inline int64_t atl__cdiv(int64_t a, int64_t b)
 {
   if (b == 0)
     return 0;
@@ -459,12 +698,12 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
         }
         if needs.contains(&Need::Min) {
             s.push_str(
-                "static inline int64_t atl_min(int64_t a, int64_t b)\n{\n  return a < b ? a : b;\n}\n\n",
+                "static inline int64_t atl__min(int64_t a, int64_t b)\n{\n  return a < b ? a : b;\n}\n\n",
             );
         }
         if needs.contains(&Need::Max) {
             s.push_str(
-                "static inline int64_t atl_max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
+                "static inline int64_t atl__max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
             );
         }
         if needs.contains(&Need::Blend) {
@@ -477,24 +716,48 @@ static inline int64_t atl_cdiv(int64_t a, int64_t b)
             };
             let helper = "/* `c ? v : 0`, with `v` computed whatever `c` (all its loads are in\n   \
                           bounds regardless), branch-free so that loops using it vectorize. */\n\
-                          static inline ELEM atl_blend(int c, ELEM v)\n{\n  \
+                          static inline ELEM atl__blend(int c, ELEM v)\n{\n  \
                           union { ELEM f; BITS u; } x;\n  x.f = v;\n  x.u &= -(BITS)(c != 0);\n  \
                           return x.f;\n}\n\n";
             s.push_str(&helper.replace("ELEM", self.t()).replace("BITS", bits));
         }
         if needs.contains(&Need::Pragmas) {
+            // Without OpenMP the vector loops keep a vectorization hint: GCC's `ivdep`
+            // alone is not enough, since its early complete unrolling of a short
+            // constant loop (cunrolli, which spares `omp simd` loops) runs before the
+            // loop vectorizer and leaves straight-line code it no longer vectorizes
+            // (the matmul tile: 22x slower); `unroll 1` keeps the loop for it.
+            // Measured by bench/no_openmp.sh. The hints are pragmas every GCC and
+            // Clang knows, so `-Wall -Werror` without OpenMP stays quiet.
             s.push_str(
-                "/* Loop annotations: OpenMP pragmas when compiled with OpenMP (the kernel is\n   \
-                 sequential otherwise), unrolling hints for GCC and Clang. */\n\
-                 #ifdef _OPENMP\n#define ATL_OMP(x) _Pragma(#x)\n#else\n#define ATL_OMP(x)\n#endif\n\
-                 #if defined(__GNUC__) && !defined(__INTEL_COMPILER)\n#define ATL_UNROLL(x) _Pragma(#x)\n\
-                 #else\n#define ATL_UNROLL(x)\n#endif\n\n",
+                "/* Loop annotations. ATL__OMP: OpenMP pragmas when compiled with OpenMP\n   \
+                 (-fopenmp); the kernel is sequential otherwise. ATL__SIMD: a loop to\n   \
+                 vectorize, `omp simd` with OpenMP, otherwise the compiler's own hint\n   \
+                 (ATL__VEC, also on a parallel loop whose `omp ... simd` pragma vanished).\n   \
+                 ATL__UNROLL: unrolling hints for GCC and Clang. */\n\
+                 #ifdef _OPENMP\n\
+                 #define ATL__OMP(x) _Pragma(#x)\n\
+                 #define ATL__SIMD _Pragma(\"omp simd\")\n\
+                 #define ATL__VEC\n\
+                 #else\n\
+                 #define ATL__OMP(x)\n\
+                 #if defined(__clang__)\n\
+                 #define ATL__VEC _Pragma(\"clang loop vectorize(enable) interleave(enable)\")\n\
+                 #elif defined(__GNUC__) && !defined(__INTEL_COMPILER)\n\
+                 #define ATL__VEC _Pragma(\"GCC ivdep\") _Pragma(\"GCC unroll 1\")\n\
+                 #else\n\
+                 #define ATL__VEC\n\
+                 #endif\n\
+                 #define ATL__SIMD ATL__VEC\n\
+                 #endif\n\
+                 #if defined(__GNUC__) && !defined(__INTEL_COMPILER)\n#define ATL__UNROLL(x) _Pragma(#x)\n\
+                 #else\n#define ATL__UNROLL(x)\n#endif\n\n",
             );
         }
         if needs.contains(&Need::Alloc) {
             let helper = r#"/* A temporary of n elements (at least one, so that malloc(0) is never asked);
    aborts when memory is exhausted rather than writing through NULL. */
-static ELEM *atl_alloc(int64_t n, int zeroed)
+static ELEM *atl__alloc(int64_t n, int zeroed)
 {
   size_t count = n > 0 ? (size_t)n : 1;
   if (count > SIZE_MAX / sizeof(ELEM))
@@ -537,8 +800,10 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 let v = self.names.get(&l.var).to_string();
                 if l.parallel {
                     self.indent(depth);
-                    self.out.push_str("ATL_OMP(omp parallel)\n");
+                    self.out
+                        .push_str("ATL__OMP(omp parallel num_threads(atl__threads()))\n");
                     self.need(Need::Pragmas);
+                    self.need(Need::Threads);
                 }
                 self.indent(depth);
                 let whose = if l.parallel { "each thread's" } else { "the" };
@@ -629,7 +894,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                     self.indent(depth + 1);
                     let _ = writeln!(self.out, "if ({b} == NULL)");
                     self.indent(depth + 2);
-                    let _ = writeln!(self.out, "{b} = atl_alloc({n}, {});", i32::from(*zeroed));
+                    let _ = writeln!(self.out, "{b} = atl__alloc({n}, {});", i32::from(*zeroed));
                     self.need(Need::Alloc);
                     if *zeroed {
                         // Reused: zeroed again, as a fresh zeroed buffer would be.
@@ -652,7 +917,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 self.indent(depth + 1);
                 let _ = writeln!(
                     self.out,
-                    "{t} *restrict {b} = atl_alloc({n}, {});",
+                    "{t} *restrict {b} = atl__alloc({n}, {});",
                     i32::from(*zeroed)
                 );
                 self.need(Need::Alloc);
@@ -700,7 +965,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 self.indent(depth);
                 let _ = writeln!(
                     self.out,
-                    "for (int64_t atl_k = 0; atl_k < {n}; ++atl_k)\n{}  {b}[atl_k] = {v};",
+                    "for (int64_t atl__k = 0; atl__k < {n}; ++atl__k)\n{}  {b}[atl__k] = {v};",
                     "  ".repeat(depth)
                 );
             }
@@ -721,9 +986,10 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
     }
 
     /// OpenMP and unrolling pragmas for an annotated loop (see `atl_lower`'s
-    /// annotations; without OpenMP the `omp` pragmas are ignored and the kernel is
-    /// the same sequential code). A loop marked [`For::collapse`] (by the annotation
-    /// pass) is collapsed with its inner loop.
+    /// annotations; without OpenMP the `omp` pragmas vanish and the kernel is the
+    /// same sequential code, its vector loops keeping the compiler's vectorization
+    /// hint: `ATL__SIMD`, or `ATL__VEC` under a parallel `simd` pragma). A loop marked
+    /// [`For::collapse`] (by the annotation pass) is collapsed with its inner loop.
     /// `in_region`: a parallel loop is the worksharing `omp for` of a region already
     /// opened around it (its [`For::hoisted_buffers`]).
     fn pragmas(&mut self, l: &For, depth: usize, in_region: bool) {
@@ -743,22 +1009,33 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             // shrinking) let a thread that kept its CPU take over the rest. Measured in
             // the bench kit at 2 threads: equal or faster on all four workloads (conv1d
             // 2.17 vs 2.42 ms, blur 1.61 vs 1.66 ms); no change at 1 thread.
-            let parallel = if in_region { "" } else { "parallel " };
+            // The region's thread count is the one `SYMBOL_set_threads` chose.
+            let (parallel, threads) = if in_region {
+                ("", "")
+            } else {
+                self.need(Need::Threads);
+                ("parallel ", " num_threads(atl__threads())")
+            };
+            // Without OpenMP the `simd` of the pragma vanishes with it: the loop keeps
+            // the compiler's vectorization hint.
+            let vec = if l.vector { "\nATL__VEC" } else { "" };
             Some(format!(
-                "ATL_OMP(omp {parallel}for{simd}{collapse} schedule({kind}))"
+                "ATL__OMP(omp {parallel}for{simd}{collapse}{threads} schedule({kind})){vec}"
             ))
         } else if l.vector {
-            Some("ATL_OMP(omp simd)".to_string())
+            Some("ATL__SIMD".to_string())
         } else if let (true, Ix::Const(lo), Ix::Const(hi)) = (l.unroll, &l.lo, &l.hi) {
-            Some(format!("ATL_UNROLL(GCC unroll {})", hi - lo))
+            Some(format!("ATL__UNROLL(GCC unroll {})", hi - lo))
         } else {
             None
         };
         if let Some(line) = line {
             self.need(Need::Pragmas);
-            self.indent(depth);
-            self.out.push_str(&line);
-            self.out.push('\n');
+            for line in line.lines() {
+                self.indent(depth);
+                self.out.push_str(line);
+                self.out.push('\n');
+            }
         }
     }
 
@@ -826,11 +1103,11 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
             }
             Ix::Bin(op, a, b) => {
                 let call = match op {
-                    IxOp::FloorDiv => Some(("atl_floordiv", Need::FloorDiv)),
-                    IxOp::FloorMod => Some(("atl_floormod", Need::FloorMod)),
-                    IxOp::CeilDiv => Some(("atl_cdiv", Need::CeilDiv)),
-                    IxOp::Min => Some(("atl_min", Need::Min)),
-                    IxOp::Max => Some(("atl_max", Need::Max)),
+                    IxOp::FloorDiv => Some(("atl__floordiv", Need::FloorDiv)),
+                    IxOp::FloorMod => Some(("atl__floormod", Need::FloorMod)),
+                    IxOp::CeilDiv => Some(("atl__cdiv", Need::CeilDiv)),
+                    IxOp::Min => Some(("atl__min", Need::Min)),
+                    IxOp::Max => Some(("atl__max", Need::Max)),
                     _ => None,
                 };
                 if let Some((f, need)) = call {
@@ -928,7 +1205,7 @@ static ELEM *atl_alloc(int64_t n, int zeroed)
                 // whatever the condition (its loads are in bounds regardless), and the
                 // inlined `?:` of two computed values becomes a vector blend.
                 self.need(Need::Blend);
-                format!("atl_blend({}, {})", self.cond(c), self.val(a, 0))
+                format!("atl__blend({}, {})", self.cond(c), self.val(a, 0))
             }
             Val::Select(c, a) => {
                 // Only the chosen operand of `?:` is evaluated: the guarded load never
@@ -1003,6 +1280,30 @@ fn used_names(k: &Kernel) -> HashSet<String> {
         }
     });
     used
+}
+
+/// `items` joined by commas, in lines of at most 80 characters (one item may be
+/// longer), each starting with `prefix`.
+fn wrap_list(items: &[String], prefix: &str) -> String {
+    let mut out = String::new();
+    let mut line = prefix.to_string();
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() {
+            format!("{item},")
+        } else {
+            item.clone()
+        };
+        if line.len() > prefix.len() && line.len() + 1 + piece.len() > 80 {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = prefix.to_string();
+        } else if line.len() > prefix.len() {
+            line.push(' ');
+        }
+        line.push_str(&piece);
+    }
+    out.push_str(&line);
+    out
 }
 
 /// Whether the kernel has a temporary that is not a stack array (printed as one).

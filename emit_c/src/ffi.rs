@@ -37,14 +37,14 @@ impl Library {
         })
     }
 
-    /// Calls `SYMBOL_atl_packed(sizes, inputs, out)` and returns the time it took.
+    /// Calls `atl__packed_SYMBOL(sizes, inputs, out)` and returns the time it took.
     pub(crate) fn call<T: Element>(
         &self,
         symbol: &str,
         args: &mut Args<T>,
     ) -> Result<Duration, String> {
         type Packed<T> = unsafe extern "C" fn(*const i64, *const *const T, *mut T);
-        let name = format!("{symbol}_atl_packed\0");
+        let name = format!("{}\0", crate::packed_symbol(symbol));
         // SAFETY: `crate::packed_wrapper` defines this symbol with exactly the C
         // signature `void(const int64_t *, const T *const *, T *)`, and `Compiled::run`
         // only calls `call::<T>` with the `T` (f32 = float, f64 = double) the library
@@ -72,11 +72,12 @@ impl Library {
         Ok(start.elapsed())
     }
 
-    /// Calls `SYMBOL_atl_set_threads(n)`.
-    pub(crate) fn set_threads(&self, symbol: &str, n: i32) -> Result<(), String> {
+    /// Calls `SYMBOL_set_threads(n)`, the kernel's own thread control.
+    pub(crate) fn set_threads(&mut self, symbol: &str, n: i32) -> Result<(), String> {
         type SetThreads = unsafe extern "C" fn(i32);
-        let name = format!("{symbol}_atl_set_threads\0");
-        // SAFETY: `crate::packed_wrapper` defines this symbol as `void(int)`.
+        let name = format!("{}\0", crate::set_threads_symbol(symbol));
+        // SAFETY: the emitted source (`cprint::CPrinter::source`) defines this symbol
+        // as `void(int)`.
         let f: libloading::Symbol<'_, SetThreads> = unsafe {
             self.lib
                 .as_ref()
@@ -84,8 +85,10 @@ impl Library {
                 .get(name.as_bytes())
         }
         .map_err(|e| e.to_string())?;
-        // SAFETY: the function only calls `omp_set_num_threads(n)` for `n > 0` (or
-        // nothing without OpenMP); it touches no memory of ours.
+        // SAFETY: the function only stores `n` in a file-scope `int` of the kernel's
+        // own object (or does nothing); it touches no memory of ours. No call of the
+        // kernel runs meanwhile, since that needs a `&self` borrow of this library
+        // and this function holds the `&mut` one.
         unsafe { f(n) };
         Ok(())
     }

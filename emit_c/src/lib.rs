@@ -29,7 +29,7 @@ use atl_lower::Kernel;
 
 pub use atl_lang::interp::Tensor;
 pub use compile::{Backend, CompileOptions, Compiled, compile};
-pub use cprint::is_free_identifier;
+pub use cprint::{RESERVED_PREFIX, is_free_identifier, set_threads_symbol};
 pub use run::{PreparedCall, RunOutput};
 
 /// The element type of the generated kernel.
@@ -97,10 +97,11 @@ pub fn emit(kernel: &Kernel, options: &EmitOptions) -> Result<CCode, Diagnostic>
             "E0931",
             format!("`{symbol}` cannot be the name of a C function"),
         )
-        .with_help(
-            "use `--name` with a C identifier that is not a keyword, does not start with \
-             `atl_` or `__`, and is not a C library name",
-        ));
+        .with_help(format!(
+            "use `--name` with a C identifier that is not a C keyword or C library name \
+             and does not start with `{RESERVED_PREFIX}` (reserved for the emitter's own \
+             helpers, in any case), `omp_`, `__` or `_` and a capital letter"
+        )));
     }
     let printer = cprint::CPrinter::new(kernel, options.dtype, &symbol);
     let header = printer.header();
@@ -112,7 +113,13 @@ pub fn emit(kernel: &Kernel, options: &EmitOptions) -> Result<CCode, Diagnostic>
     })
 }
 
-/// The packed entry point the runner calls: `void SYMBOL_atl_packed(const int64_t
+/// The C symbol of the packed entry point of the kernel `symbol` (see
+/// [`packed_wrapper`]); in the reserved namespace, so it collides with no user name.
+pub(crate) fn packed_symbol(symbol: &str) -> String {
+    format!("{RESERVED_PREFIX}packed_{symbol}")
+}
+
+/// The packed entry point the runner calls: `void atl__packed_SYMBOL(const int64_t
 /// *sizes, const T *const *inputs, T *out)`, forwarding to the kernel. Appended to
 /// the source only when compiling for [`Compiled::run`]; the emitted file for users
 /// has the plain ABI only.
@@ -125,14 +132,11 @@ fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
     args.push("out".to_string());
     format!(
         "\n/* Entry point for the atl runner: the same call with packed arguments. */\n\
-         void {sym}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
-         void {sym}_atl_packed(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
-         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n\
-         \n/* For the atl runner: the number of OpenMP threads of later calls. */\n\
-         #ifdef _OPENMP\n#include <omp.h>\n#endif\n\
-         void {sym}_atl_set_threads(int n);\n\
-         void {sym}_atl_set_threads(int n)\n{{\n#ifdef _OPENMP\n  if (n > 0)\n    omp_set_num_threads(n);\n#else\n  (void)n;\n#endif\n}}\n",
+         void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
+         void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
+         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n",
         sym = code.symbol,
+        packed = packed_symbol(&code.symbol),
         args = args.join(", ")
     )
 }
@@ -145,10 +149,40 @@ mod tests {
     fn internal_symbols_are_always_definable() {
         assert_eq!(internal_symbol("matmul"), "matmul");
         assert_eq!(internal_symbol("_x"), "_x");
-        for name in ["main", "int", "for", "atl_floordiv", "__x", "malloc", "_X"] {
+        for name in [
+            "main",
+            "int",
+            "for",
+            "atl__floordiv",
+            "ATL__OMP",
+            "__x",
+            "malloc",
+            "_X",
+            "exp",
+            "sqrtf",
+            "omp_get_max_threads",
+        ] {
             let symbol = internal_symbol(name);
             assert!(is_free_identifier(&symbol), "{name} -> {symbol}");
             assert!(!is_free_identifier(name), "{name} was refused before");
+        }
+    }
+
+    #[test]
+    fn user_names_outside_the_reserved_prefix_are_free() {
+        for name in [
+            "atl_rownorm",
+            "atl_",
+            "atl",
+            "Atl_x",
+            "atl_floordiv",
+            "expo",
+            "omp",
+        ] {
+            assert!(is_free_identifier(name), "{name}");
+        }
+        for name in ["atl__x", "Atl__x", "ATL__H", "atl__"] {
+            assert!(!is_free_identifier(name), "{name}");
         }
     }
 }

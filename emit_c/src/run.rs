@@ -250,10 +250,12 @@ impl Compiled {
         })
     }
 
-    /// Sets the number of OpenMP threads later calls from this thread use (a kernel
-    /// compiled without OpenMP ignores it).
-    pub fn set_threads(&self, threads: usize) -> Result<(), Diagnostic> {
-        let Artifact::Library(lib) = &self.artifact else {
+    /// Sets the number of threads later calls use, through the kernel's own
+    /// `SYMBOL_set_threads` (the process's OpenMP settings are not touched; a kernel
+    /// compiled without OpenMP ignores it). `&mut self`: no call of the kernel can run
+    /// meanwhile (the C function writes a plain `int` that the calls read).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), Diagnostic> {
+        let Artifact::Library(lib) = &mut self.artifact else {
             return Err(Diagnostic::error(
                 "E0933",
                 "setting threads needs the shared-object backend",

@@ -133,7 +133,18 @@ fn invalid_calls_are_refused_before_running() {
 #[test]
 fn symbols_must_be_usable_c_identifiers() {
     let (_, kernel) = lowered(COPY, "copy");
-    for bad in ["int", "atl_copy", "__x", "1abc", "a-b", "_Upper", "malloc"] {
+    for bad in [
+        "int",
+        "atl__copy",
+        "ATL__copy",
+        "__x",
+        "1abc",
+        "a-b",
+        "_Upper",
+        "malloc",
+        "sqrtf",
+        "omp_copy",
+    ] {
         let options = EmitOptions {
             symbol: Some(bad.to_string()),
             ..EmitOptions::default()

@@ -57,10 +57,10 @@ fn heap_temporaries_are_allocated_once_per_loop_or_thread() {
         let code = emit(&kernel(&checked, def), &EmitOptions::default()).expect("emits");
         insta::assert_snapshot!(format!("temporaries__{def}"), code.source);
         // Every allocation is lazy, behind a test of the pointer declared outside
-        // the loop: no `atl_alloc` runs unconditionally per iteration.
+        // the loop: no `atl__alloc` runs unconditionally per iteration.
         let lines: Vec<&str> = code.source.lines().collect();
         let allocs: Vec<usize> = (1..lines.len())
-            .filter(|&i| lines[i].contains("= atl_alloc("))
+            .filter(|&i| lines[i].contains("= atl__alloc("))
             .collect();
         assert!(!allocs.is_empty(), "`{def}` allocates:\n{}", code.source);
         for i in allocs {
@@ -71,7 +71,10 @@ fn heap_temporaries_are_allocated_once_per_loop_or_thread() {
                 code.source
             );
         }
-        let parallel_regions = code.source.matches("ATL_OMP(omp parallel)\n").count();
+        let parallel_regions = code
+            .source
+            .matches("ATL__OMP(omp parallel num_threads(atl__threads()))\n")
+            .count();
         let expected = if *def == "seq" { 0 } else { 1 };
         assert_eq!(parallel_regions, expected, "`{def}`:\n{}", code.source);
     }

@@ -686,8 +686,8 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0931",
-        "`--name` is not a usable C identifier",
-        "choose another symbol",
+        "`--name` (or the definition's name) is not a usable C function name",
+        "choose a C identifier that is not a C keyword or C library name and does not start with `atl__` (in any case: the emitter's own helpers and macros), `omp_`, `__` or `_` and a capital letter; `atl_rownorm` is fine",
     ),
     active(
         "E0932",

@@ -96,7 +96,7 @@ fn shared_by_iterations(binding: &Binding, l: &LoopRef) -> bool {
             // Per thread around the collapsed parallel loop just around `l`: the threads
             // of that loop's region share out the iterations of both, each with its
             // own buffer.
-            Some(x) if x + 1 == at && l.collapsed_inner => !(*per_thread && !l.vector),
+            Some(x) if x + 1 == at && l.collapsed_inner => !*per_thread || l.vector,
             // Around an enclosing loop, or around a loop that does not enclose the
             // alloc (ill-formed): assume the worst, shared.
             _ => true,

@@ -294,7 +294,7 @@ pub fn bench(
     let inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
     let mut compiled = Vec::new();
     for (g, d) in gated.iter().zip(&defs) {
-        let (c, compile_time) = compile(g, options.dtype)?;
+        let (mut c, compile_time) = compile(g, options.dtype)?;
         let check_error = check(program, d, &c, check_sizes, options.dtype).map_err(|e| vec![e])?;
         c.set_threads(options.threads).map_err(|e| vec![e])?;
         compiled.push((c, compile_time, check_error));
