@@ -350,7 +350,7 @@ fn split_multiple(num: &IndexExpr, d: &IndexExpr) -> Option<(IndexExpr, IndexExp
 }
 
 fn substitute(p: &Pred, w: &BTreeMap<String, IndexExpr>) -> Pred {
-    w.iter().fold(p.clone(), |p, (v, e)| p.subst(v, e))
+    crate::sites::substitute_pred(p, w)
 }
 
 /// Checks the coverage of the output (see the module documentation).
@@ -402,7 +402,7 @@ pub fn check(walk: &Walk, solver: &Solver) -> CheckedObligation {
             .map(|f| substitute(f, &w))
             .collect();
         for (coord, c) in store.coords.iter().zip(&targets) {
-            let at = w.iter().fold(coord.clone(), |e, (v, x)| e.subst(v, x));
+            let at = crate::sites::substitute(coord, &w);
             conds.push(Pred::cmp(CmpOp::Eq, at, c.clone()));
         }
         disjuncts.push(conjunction(conds));

@@ -46,7 +46,8 @@
 //! - (h) values ([`values`]): every element of the output ends with the source
 //!   definition's element (computed from the definition as derived, [`source`]),
 //!   equal over the reals for all inputs, each sum accumulating the source's terms
-//!   exactly once and in the source's order. Temporaries are checked through the
+//!   exactly once, in the source's order within each accumulating statement (see
+//!   [`values`] for separate `+=` statements into one element). Temporaries are checked through the
 //!   values: a read of a temporary stands for what the kernel wrote there (the last
 //!   assignment before the read and the `+=`s after it), so a temporary holding
 //!   anything but what the output needs is found where it is used.
@@ -251,6 +252,7 @@ pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -
     checked.extend(reads::check(&walked, solver));
     if let Some(src) = source {
         checked.extend(shape_obligations(kernel, src, solver));
+        checked.extend(precondition_obligations(kernel, &walked, src, solver));
         let mut eval = source::SourceEval::new(src.program, src.shapes);
         checked.extend(values::check(&walked, &mut eval, src.def, solver));
     }
@@ -296,6 +298,59 @@ pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -
         verdict,
         elapsed: start.elapsed(),
     }
+}
+
+/// The smallest bound an index-range precondition (`size <= bound`, the kernel's 64-bit
+/// limit) may set in a kernel with `sizes` sizes: `2^(62 / sizes)`, so that every size
+/// may reach the `sizes`-th root of 2^62 — a kernel may refuse sizes too large for its
+/// index arithmetic, never ordinary ones.
+pub fn min_index_range_bound(sizes: usize) -> i64 {
+    2f64.powf(62.0 / sizes.max(1) as f64).floor() as i64
+}
+
+/// The kernel's preconditions hold at every size the program allows (its sizes `>= 1`
+/// and its `assume`s), so a validated kernel runs wherever the definition is defined —
+/// except its index-range preconditions, which must read `size <= bound` with a bound
+/// of at least [`min_index_range_bound`].
+fn precondition_obligations(
+    kernel: &Kernel,
+    walked: &Walk,
+    src: &Source<'_>,
+    solver: &Solver,
+) -> Vec<CheckedObligation> {
+    let declarations = Facts {
+        sizes: src.program.sizes.iter().map(|s| s.name.clone()).collect(),
+        facts: src.program.assumes.iter().map(|a| a.pred.clone()).collect(),
+    };
+    kernel
+        .preconditions
+        .iter()
+        .zip(&walked.preconditions)
+        .map(|(pre, translated)| {
+            let text = atl_loopir::print::cond_to_string(&pre.cond);
+            let goal = if pre.kind == atl_loopir::ir::PreconditionKind::IndexRange {
+                let least = min_index_range_bound(kernel.sizes.len());
+                let ok = matches!(translated,
+                    Pred::Cmp(CmpOp::Le, IndexExpr::Var(v), IndexExpr::Const(c))
+                        if kernel.sizes.contains(v) && *c >= least);
+                Pred::Bool(ok)
+            } else {
+                translated.clone()
+            };
+            let obligation = Obligation {
+                kind: ObligationKind::Precondition {
+                    text,
+                    index_range: (pre.kind == atl_loopir::ir::PreconditionKind::IndexRange)
+                        .then(|| min_index_range_bound(kernel.sizes.len())),
+                },
+                location: String::new(),
+                context: declarations.clone(),
+                goal,
+                lemma: None,
+            };
+            discharge(obligation, solver)
+        })
+        .collect()
 }
 
 /// The kernel's input and output shapes are the source's: every input has the shape

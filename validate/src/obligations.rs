@@ -119,6 +119,13 @@ pub enum ObligationKind {
     Value { write: String },
     /// The kernel's declared shape of an input or the output is the source's.
     SourceShape { what: String },
+    /// A precondition of the kernel holds wherever the program's declarations do (an
+    /// index-range one: it has the form `size <= bound` with a large bound).
+    /// `index_range`: the least bound such a precondition may set.
+    Precondition {
+        text: String,
+        index_range: Option<i64>,
+    },
 }
 
 impl fmt::Display for ObligationKind {
@@ -157,6 +164,19 @@ impl fmt::Display for ObligationKind {
             }
             ObligationKind::Initialised { access } => {
                 write!(f, "initialised before {access}")
+            }
+            ObligationKind::Precondition { text, index_range } => {
+                if let Some(least) = index_range {
+                    write!(
+                        f,
+                        "the index-range precondition `{text}` bounds one size by at least {least}"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "the precondition `{text}` holds wherever the program is defined"
+                    )
+                }
             }
             ObligationKind::SourceShape { what } => {
                 write!(f, "the shape of {what} is the source's")

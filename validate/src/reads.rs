@@ -290,12 +290,12 @@ fn disjunct(
             if values.len() != solve_for.len() {
                 return None;
             }
-            let at = |e: &IndexExpr| values.iter().fold(e.clone(), |e, (v, x)| e.subst(v, x));
+            let at = |e: &IndexExpr| crate::sites::substitute(e, &values);
             let mut conds: Vec<Pred> = copy
                 .facts
                 .iter()
                 .filter(|f| keep(f, &own))
-                .map(|f| values.iter().fold(f.clone(), |p, (v, x)| p.subst(v, x)))
+                .map(|f| crate::sites::substitute_pred(f, &values))
                 .collect();
             for (coord, c) in copy.coords.iter().zip(targets) {
                 conds.push(Pred::cmp(CmpOp::Eq, at(coord), c.clone()));

@@ -111,6 +111,29 @@ pub fn rename_index(e: &IndexExpr, map: &BTreeMap<String, String>) -> IndexExpr 
     }
 }
 
+/// `e` with every variable named in `map` replaced by its value, all at once: a value
+/// is never substituted into again (so `{i ↦ j, j ↦ i}` swaps `i` and `j`, where one
+/// substitution after the other would capture).
+pub fn substitute(e: &IndexExpr, map: &BTreeMap<String, IndexExpr>) -> IndexExpr {
+    match e {
+        IndexExpr::Var(v) => match map.get(v) {
+            Some(value) => value.clone(),
+            None => e.clone(),
+        },
+        IndexExpr::Const(_) | IndexExpr::Meta(_) => e.clone(),
+        IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(substitute(a, map))),
+        IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, substitute(a, map), substitute(b, map)),
+    }
+}
+
+/// [`substitute`] in a predicate.
+pub fn substitute_pred(p: &Pred, map: &BTreeMap<String, IndexExpr>) -> Pred {
+    if map.is_empty() {
+        return p.clone();
+    }
+    p.map_index(&mut |e| substitute(e, map))
+}
+
 /// `p` with the variables named in `map` renamed.
 pub fn rename_pred(p: &Pred, map: &BTreeMap<String, String>) -> Pred {
     if map.is_empty() {

@@ -39,13 +39,8 @@ struct Scope {
 
 impl Scope {
     fn index(&self, e: &IndexExpr) -> IndexExpr {
-        let mut out = e.clone();
-        for v in e.vars() {
-            if let Some(value) = self.binders.get(&v) {
-                out = out.subst(&v, value);
-            }
-        }
-        out
+        // All at once: a binder's value may mention another binder's name.
+        crate::sites::substitute(e, &self.binders)
     }
 
     fn pred(&self, p: &Pred) -> Pred {

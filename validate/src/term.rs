@@ -104,6 +104,17 @@ impl Term {
         self.map_index(&mut |e| e.subst(var, value))
     }
 
+    /// Whether some part is [`Term::Unknown`].
+    pub fn has_unknown(&self) -> bool {
+        match self {
+            Term::Unknown(_) => true,
+            Term::Lit(_) | Term::Input { .. } | Term::Read { .. } => false,
+            Term::Neg(a) => a.has_unknown(),
+            Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_unknown() || b.has_unknown(),
+            Term::Sum { body, .. } => body.has_unknown(),
+        }
+    }
+
     /// The number of nodes (to bound the work on one term).
     pub fn size(&self) -> usize {
         match self {

@@ -27,8 +27,13 @@
 //! elements must read the same element (the solver proves each coordinate equal),
 //! operators must match, and sums must run over the same range in the same order
 //! (or over ranges whose difference contributes zero), each term once. So what is
-//! proved is equality over the reals with the source's terms in the source's order
-//! of summation; a kernel that reassociates a sum is not validated.
+//! proved is equality over the reals, each term of every source sum once. Within one
+//! accumulating statement (`acc += …` in its loops) the terms come in the source's
+//! order; several `+=` statements into one element are compared as consecutive sums
+//! (`start + Σ first + Σ second`), which is a reassociation when their loops
+//! interleave them (the C then rounds differently; lowering emits one accumulating
+//! statement per source sum). A kernel that reorders the terms of one sum is not
+//! validated.
 //!
 //! An obligation that is not proved is unknown, with the first difference found.
 //! [`crate::concrete`] then looks for a concrete counterexample by running the
@@ -61,24 +66,13 @@ const TERM_LIMIT: usize = 20_000;
 /// A substitution of index variables.
 type Subst = BTreeMap<String, IndexExpr>;
 
+/// `e` under the substitution `s`, all variables at once (`crate::sites::substitute`).
 fn apply(e: &IndexExpr, s: &Subst) -> IndexExpr {
-    if s.is_empty() {
-        return e.clone();
-    }
-    let mut out = e.clone();
-    for v in e.vars() {
-        if let Some(x) = s.get(&v) {
-            out = out.subst(&v, x);
-        }
-    }
-    out
+    crate::sites::substitute(e, s)
 }
 
 fn apply_pred(p: &Pred, s: &Subst) -> Pred {
-    if s.is_empty() {
-        return p.clone();
-    }
-    p.map_index(&mut |e| apply(e, s))
+    crate::sites::substitute_pred(p, s)
 }
 
 fn eq(a: IndexExpr, b: IndexExpr) -> Pred {
@@ -304,12 +298,9 @@ impl<'w> Kernel<'w> {
                     a.access
                 ));
             }
-            let mut full = s.clone();
-            for (v, x) in &w {
-                for val in full.values_mut() {
-                    *val = val.subst(v, x);
-                }
-            }
+            // The composition: the assignment's variables to fresh names (`s`), the
+            // fresh names to the witness (`w`, whose values mention no fresh name).
+            let full: Subst = s.iter().map(|(k, v)| (k.clone(), apply(v, &w))).collect();
             let mut conds: Vec<Pred> = self
                 .own_facts(&a.facts)
                 .map(|f| apply_pred(f, &full))
@@ -590,7 +581,13 @@ impl<'s> Comparison<'s> {
                 match op {
                     BinOp::Add if a.is_zero() => b,
                     BinOp::Add | BinOp::Sub if b.is_zero() => a,
-                    BinOp::Mul if a.is_zero() || b.is_zero() => Term::zero(),
+                    // Over the reals; not where the other factor is memory nothing
+                    // explains (which may hold a NaN).
+                    BinOp::Mul
+                        if (a.is_zero() || b.is_zero()) && !a.has_unknown() && !b.has_unknown() =>
+                    {
+                        Term::zero()
+                    }
                     _ => Term::bin(*op, a, b),
                 }
             }

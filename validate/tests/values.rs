@@ -331,3 +331,82 @@ fn a_collapsed_loop_whose_inner_iterations_share_an_element_is_a_race() {
     let report = against(&text, "row_sums");
     assert!(report.is_rejected(), "{report}");
 }
+
+// ---- names that swap (found by attacking the validator) ----------------------------
+
+const SWAPS: &str = "size n
+input x: [3 * n]
+def f = gen i < n, j < n: x[i + 2 * j]
+def g = gen a < n, b < n: x[3 * b]
+";
+
+#[test]
+fn source_binders_named_like_the_kernels_loops_in_another_order_do_not_capture() {
+    // The kernel names the output's coordinates `(j, i)`: the source's element there is
+    // `x[j + 2*i]`, not `x[3*i]` (which substituting one binder after the other gave).
+    let wrong = "kernel f(n; x: [3 * n]) -> out: [n, n]
+  source: 0
+{
+  for j in 0..n {  # gen
+    for i in 0..n {  # gen
+      out[j * n + i] = x[3 * i @ (3 * i)]  @ (j, i)
+    }
+  }
+}
+";
+    let report = common::report_against(&kernel(wrong), SWAPS, "f");
+    assert_wrong_result(&report);
+    let right = wrong.replace("x[3 * i @ (3 * i)]", "x[j + 2 * i @ (j + 2 * i)]");
+    assert_validated(&common::report_against(&kernel(&right), SWAPS, "f"));
+}
+
+#[test]
+fn a_temporary_read_in_loops_named_in_the_other_order_does_not_capture() {
+    // `t[j][k] = x[j + 2k]` read back as `t[k][j]` in loops named `(k, j)`: the kernel
+    // computes `out[k][j] = x[k + 2j]`, which is not `g` (`x[3j]`).
+    let text = "kernel g(n; x: [3 * n]) -> out: [n, n]
+  source: 0
+{
+  alloc t[n, n] = uninit[n * n] {  # heap
+    for j in 0..n {  # gen
+      for k in 0..n {  # gen
+        t[j * n + k] = x[j + 2 * k @ (j + 2 * k)]  @ (j, k)
+      }
+    }
+    for k in 0..n {  # gen
+      for j in 0..n {  # gen
+        out[k * n + j] = t[k * n + j @ (k, j)]  @ (k, j)
+      }
+    }
+  }
+}
+";
+    assert_wrong_result(&common::report_against(&kernel(text), SWAPS, "g"));
+    let same = "size n
+input x: [3 * n]
+def h = gen a < n, b < n: x[a + 2 * b]
+";
+    assert_validated(&common::report_against(&kernel(text), same, "h"));
+}
+
+#[test]
+fn a_kernel_refusing_sizes_the_program_allows_is_rejected() {
+    // A `requires K <= 19` dressed as an index-range bound: the kernel would refuse
+    // K = 20, which the program allows and 64-bit arithmetic does not forbid.
+    let narrowed = edited(
+        &matmul_fast(),
+        "requires K <= 3037000496",
+        "requires K <= 19",
+    );
+    let report = against_matmul(&narrowed);
+    let KernelVerdict::Rejected { refuted, .. } = &report.verdict else {
+        panic!("not rejected:\n{report}");
+    };
+    assert!(
+        refuted.iter().any(|r| matches!(
+            &r.obligation.kind,
+            ObligationKind::Precondition { text, index_range: Some(_) } if text == "K <= 19"
+        )),
+        "{report}"
+    );
+}
