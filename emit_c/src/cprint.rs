@@ -34,6 +34,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
+use atl_lang::functions::ScalarFn;
 use atl_lang::index::IndexExpr;
 use atl_lang::ir::BinOp;
 use atl_lower::ir::{Cond, For, Ix, IxOp, Kernel, PreconditionKind, Stmt, Storage, StoreOp, Val};
@@ -325,6 +326,9 @@ enum Need {
     CeilDiv,
     Min,
     Max,
+    /// `atl__vmax`/`atl__vmin`: the value functions `max`/`min`.
+    ValueMax,
+    ValueMin,
     Blend,
     /// The `ATL__OMP`/`ATL__UNROLL` macros.
     Pragmas,
@@ -507,12 +511,33 @@ impl<'k> CPrinter<'k> {
             }
             s.push_str(
                 " * Link: with -fopenmp when compiled with it (GCC: libgomp, -lgomp; Clang:\n \
-                 * libomp, -lomp); nothing else (the kernel calls no libm function, so -lm\n \
-                 * is not needed).\n",
+                 * libomp, -lomp); ",
             );
+            s.push_str(if self.uses_libm() {
+                "and with -lm: the kernel calls the C math library (sqrt, exp, log,\n * fabs).\n"
+            } else {
+                "nothing else (the kernel calls no libm function, so -lm\n * is not needed).\n"
+            });
         }
         s.push_str(" */\n");
         s
+    }
+
+    /// Whether the kernel calls a function of the C math library (a scalar function
+    /// printed as a libm call).
+    fn uses_libm(&self) -> bool {
+        let mut found = false;
+        self.kernel.walk(&mut |st| {
+            let mut look = |v: &Val| {
+                v.visit(&mut |n| found |= matches!(n, Val::Call(f, _) if f.c_name(false).is_some()))
+            };
+            match st {
+                Stmt::Store { value, .. } | Stmt::SetScalar { value, .. } => look(value),
+                Stmt::Decl { init: Some(v), .. } => look(v),
+                _ => {}
+            }
+        });
+        found
     }
 
     /// The header: include guard, the prototype, `extern "C"` for C++.
@@ -705,6 +730,20 @@ static inline int64_t atl__cdiv(int64_t a, int64_t b)
             s.push_str(
                 "static inline int64_t atl__max(int64_t a, int64_t b)\n{\n  return a > b ? a : b;\n}\n\n",
             );
+        }
+        for (need, name, op) in [
+            (Need::ValueMax, "atl__vmax", ">"),
+            (Need::ValueMin, "atl__vmin", "<"),
+        ] {
+            if needs.contains(&need) {
+                // ATL's `max(a, b)` is `a > b ? a : b` (`atl_lang::functions`), which
+                // is not `fmax` when an operand is NaN.
+                let _ = write!(
+                    s,
+                    "static inline {t} {name}({t} a, {t} b)\n{{\n  return a {op} b ? a : b;\n}}\n\n",
+                    t = self.t()
+                );
+            }
         }
         if needs.contains(&Need::Blend) {
             // Masking the bits rather than `c ? v : 0`: GCC does not if-convert the
@@ -1185,7 +1224,7 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
             Val::Bin(BinOp::Add | BinOp::Sub, ..) => 1,
             Val::Bin(..) => 2,
             Val::Neg(_) => 3,
-            Val::Lit(_) | Val::Scalar(_) | Val::Load(_) => 4,
+            Val::Lit(_) | Val::Scalar(_) | Val::Load(_) | Val::Call(..) => 4,
         };
         let text = match v {
             Val::Lit(x) => self.lit(*x),
@@ -1206,6 +1245,32 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 // inlined `?:` of two computed values becomes a vector blend.
                 self.need(Need::Blend);
                 format!("atl__blend({}, {})", self.cond(c), self.val(a, 0))
+            }
+            Val::Call(func, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.val(a, 0)).collect();
+                match func {
+                    ScalarFn::Max => {
+                        self.need(Need::ValueMax);
+                        format!("atl__vmax({}, {})", args[0], args[1])
+                    }
+                    ScalarFn::Min => {
+                        self.need(Need::ValueMin);
+                        format!("atl__vmin({}, {})", args[0], args[1])
+                    }
+                    ScalarFn::Select(op) => format!(
+                        "(({}) {} ({}) ? {} : {})",
+                        args[0],
+                        op.symbol(),
+                        args[1],
+                        args[2],
+                        args[3]
+                    ),
+                    f => {
+                        self.need(Need::Math);
+                        let name = f.c_name(self.dtype == Dtype::F64).unwrap_or("?");
+                        format!("{name}({})", args.join(", "))
+                    }
+                }
             }
             Val::Select(c, a) => {
                 // Only the chosen operand of `?:` is evaluated: the guarded load never

@@ -117,6 +117,14 @@ pub enum SExprKind {
         amount: SIndex,
         arg: Box<SExpr>,
     },
+    /// A scalar function applied to scalars: `sqrt(e)`, `max(a, b)`, … (`name` as
+    /// written, resolved against `crate::functions`), or `select(a OP b, x, y)` (then
+    /// `cmp` is `OP` and `args` are `a, b, x, y`).
+    Call {
+        name: Ident,
+        cmp: Option<crate::index::CmpOp>,
+        args: Vec<SExpr>,
+    },
     /// `e[?i := k]`: capture-avoiding substitution of a binder metavariable, only in
     /// rule patterns.
     Subst {

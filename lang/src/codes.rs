@@ -217,6 +217,11 @@ pub static CODES: &[ErrorCode] = &[
         "derive from a `def` or another derivation",
     ),
     active(
+        "E0311",
+        "a call of something that is not a scalar function, or with the wrong number of arguments",
+        "the scalar functions are sqrt(x), exp(x), log(x), abs(x), max(a, b), min(a, b) and select(a > b, x, y) (`atl explain E0311`)",
+    ),
+    active(
         "E0401",
         "jagged tensor: a `gen` extent depends on a binder",
         "make range lengths functions of the sizes",
@@ -281,6 +286,11 @@ pub static CODES: &[ErrorCode] = &[
         "E0414",
         "the `assume`s contradict each other or the sizes being at least 1 (every side condition would hold vacuously); a warning when the solver cannot decide",
         "remove or correct the contradicting `assume`",
+    ),
+    active(
+        "E0415",
+        "a scalar function applied to a tensor",
+        "scalar functions apply to scalars: write the `gen`, as in `gen i < n: sqrt(x[i])`",
     ),
     active("E0501", "scalar division by zero during evaluation", ""),
     active(

@@ -557,6 +557,11 @@ enum Kind {
         index: CIdx,
     },
     Neg(Box<Node>),
+    /// A scalar function of scalar arguments.
+    Call {
+        func: crate::functions::ScalarFn,
+        args: Vec<Node>,
+    },
     Binary {
         op: BinOp,
         lhs: Box<Node>,
@@ -646,6 +651,7 @@ impl<'a> Compiler<'a> {
             }
             | Kind::Binary { lhs: a, rhs: b, .. }
             | Kind::Concat(a, b) => a.checks || b.checks,
+            Kind::Call { args, .. } => args.iter().any(|a| a.checks),
         };
         Ok(Node {
             kind,
@@ -826,6 +832,7 @@ impl<'a> Compiler<'a> {
             | Kind::Flatten(a)
             | Kind::Amount { arg: a, .. } => vec![a],
             Kind::Binary { lhs: a, rhs: b, .. } | Kind::Concat(a, b) => vec![a, b],
+            Kind::Call { args, .. } => args.iter().collect(),
         };
         // Placeholder names cannot clash with program names (they contain a control
         // character).
@@ -875,6 +882,10 @@ impl<'a> Compiler<'a> {
                 rhs: hole(1),
             },
             ExprKind::Concat(..) => ExprKind::Concat(hole(0), hole(1)),
+            ExprKind::Call { func, args } => ExprKind::Call {
+                func: *func,
+                args: (0..args.len()).map(|k| *hole(k)).collect(),
+            },
             // Leaves were handled above; a mismatch of node and expression is a bug
             // that the shape comparison cannot judge.
             _ => return None,
@@ -1102,6 +1113,19 @@ impl<'a> Compiler<'a> {
                 let a = Box::new(self.compile(a)?);
                 let shape = a.shape.clone();
                 self.node(Kind::Neg(a), shape, span)
+            }
+            ExprKind::Call { func, args } => {
+                let args = args
+                    .iter()
+                    .map(|a| self.compile(a))
+                    .collect::<Result<Vec<Node>, Diagnostic>>()?;
+                if args.iter().any(|a| !a.shape.is_empty()) {
+                    return Err(mismatch(
+                        span,
+                        format!("`{}` applies to scalars", func.name()),
+                    ));
+                }
+                self.node(Kind::Call { func: *func, args }, Vec::new(), span)
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let lhs = Box::new(self.compile(lhs)?);
@@ -1569,6 +1593,19 @@ impl Ctx<'_> {
                 Ok(())
             }
             Kind::Binary { op, lhs, rhs } => self.binary(node, *op, lhs, rhs, env, out),
+            Kind::Call { func, args } => {
+                let [slot] = out else {
+                    return Err(internal(span, "scalar function with a tensor result"));
+                };
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    let mut v = [0.0];
+                    self.eval(a, env, &mut v)?;
+                    values.push(v[0]);
+                }
+                *slot = func.apply(&values);
+                Ok(())
+            }
             Kind::Concat(a, b) => {
                 let na = a.dim(0);
                 match env.pending.last().copied() {

@@ -101,6 +101,12 @@ pub enum ExprKind {
         lhs: Box<Expr>,
         rhs: Box<Expr>,
     },
+    /// A scalar function of scalars (`crate::functions`): `args` has the function's
+    /// arity.
+    Call {
+        func: crate::functions::ScalarFn,
+        args: Vec<Expr>,
+    },
     /// `concat(a, b)`, also written `a ++ b`.
     Concat(Box<Expr>, Box<Expr>),
     Transpose(Box<Expr>),
@@ -199,6 +205,7 @@ impl Expr {
             ExprKind::Amount { arg, .. } => vec![arg],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
             ExprKind::Concat(a, b) => vec![a, b],
+            ExprKind::Call { args, .. } => args.iter().collect(),
         }
     }
 
@@ -218,6 +225,7 @@ impl Expr {
             ExprKind::Amount { arg, .. } => vec![arg],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
             ExprKind::Concat(a, b) => vec![a, b],
+            ExprKind::Call { args, .. } => args.iter_mut().collect(),
         }
     }
 
@@ -277,6 +285,10 @@ impl Expr {
                 let b = child(b);
                 K::Concat(a, b)
             }
+            K::Call { func, args } => K::Call {
+                func: *func,
+                args: args.iter().map(|a| *child(a)).collect(),
+            },
         };
         Expr {
             kind,
@@ -284,8 +296,8 @@ impl Expr {
         }
     }
 
-    /// Whether two nodes have the same head: the same construct and, for `Binary` and
-    /// `Amount`, the same operator. Nothing else is compared: leaves' names and values,
+    /// Whether two nodes have the same head: the same construct and, for `Binary`,
+    /// `Amount` and `Call`, the same operator (and number of arguments). Nothing else is compared: leaves' names and values,
     /// binder names, ranges, index expressions and predicates mean different things to
     /// alpha-equivalence, matching and checking, so each structural walk compares them
     /// itself and then recurses into [`Expr::zip_children`].
@@ -294,6 +306,9 @@ impl Expr {
         match (&self.kind, &other.kind) {
             (K::Binary { op: a, .. }, K::Binary { op: b, .. }) => a == b,
             (K::Amount { op: a, .. }, K::Amount { op: b, .. }) => a == b,
+            (K::Call { func: a, args: x }, K::Call { func: b, args: y }) => {
+                a == b && x.len() == y.len()
+            }
             (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
         }
     }

@@ -331,6 +331,63 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
                 },
                 span: sp(span),
             });
+        // Scalar functions (`crate::functions`): `name(args…)` with `min`/`max` being
+        // tokens of their own (they are index functions too), and `select(a OP b, x,
+        // y)`.
+        let value_cmp = choice((
+            just(Token::EqEq).to(CmpOp::Eq),
+            just(Token::Ne).to(CmpOp::Ne),
+            just(Token::Le).to(CmpOp::Le),
+            just(Token::Lt).to(CmpOp::Lt),
+            just(Token::Ge).to(CmpOp::Ge),
+            just(Token::Gt).to(CmpOp::Gt),
+        ));
+        let select_call = just(Token::Ident("select".to_string()))
+            .map_with_span(|_, span| Ident {
+                name: "select".to_string(),
+                span: sp(span),
+            })
+            .then(
+                expr.clone()
+                    .then(value_cmp)
+                    .then(expr.clone())
+                    .then_ignore(just(Token::Comma))
+                    .then(expr.clone())
+                    .then_ignore(just(Token::Comma))
+                    .then(expr.clone())
+                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+            )
+            .map_with_span(|(name, ((((a, op), b), x), y)), span| SExpr {
+                kind: SExprKind::Call {
+                    name,
+                    cmp: Some(op),
+                    args: vec![a, b, x, y],
+                },
+                span: sp(span),
+            });
+        let fn_name = select! {
+            Token::Ident(s) => s,
+            Token::Min => "min".to_string(),
+            Token::Max => "max".to_string(),
+        }
+        .map_with_span(|name, span| Ident {
+            name,
+            span: sp(span),
+        });
+        let fn_call = fn_name
+            .then(
+                expr.clone()
+                    .separated_by(just(Token::Comma))
+                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+            )
+            .map_with_span(|(name, args), span| SExpr {
+                kind: SExprKind::Call {
+                    name,
+                    cmp: None,
+                    args,
+                },
+                span: sp(span),
+            });
         let concat_call = just(Token::Concat)
             .ignore_then(
                 expr.clone()
@@ -360,6 +417,8 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
             });
         let atom = choice((
             number,
+            select_call,
+            fn_call,
             name,
             meta,
             paren,
@@ -1355,6 +1414,11 @@ fn tree_depth(root: Tree<'_>, name_depth: &dyn Fn(&str) -> usize) -> Result<usiz
                 SExprKind::Binary { lhs: a, rhs: b, .. } | SExprKind::Concat(a, b) => {
                     stack.push((Tree::E(a), d + 1));
                     stack.push((Tree::E(b), d + 1));
+                }
+                SExprKind::Call { args, .. } => {
+                    for a in args {
+                        stack.push((Tree::E(a), d + 1));
+                    }
                 }
                 SExprKind::Amount { amount, arg, .. } => {
                     stack.push((Tree::I(amount), d + 1));

@@ -224,6 +224,21 @@ impl Printer {
                 self.expr(arg, 0, true);
                 self.out.push(')');
             }
+            ExprKind::Call { func, args } => {
+                let _ = write!(self.out, "{}(", func.name());
+                for (k, a) in args.iter().enumerate() {
+                    let last = k + 1 == args.len();
+                    self.expr(a, 0, last);
+                    match func {
+                        crate::functions::ScalarFn::Select(op) if k == 0 => {
+                            let _ = write!(self.out, " {} ", op.symbol());
+                        }
+                        _ if !last => self.out.push_str(", "),
+                        _ => {}
+                    }
+                }
+                self.out.push(')');
+            }
         }
     }
 

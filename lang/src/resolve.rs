@@ -417,6 +417,51 @@ impl Resolver<'_> {
             SExprKind::Concat(a, b) => {
                 ExprKind::Concat(Box::new(self.expr(ctx, a)), Box::new(self.expr(ctx, b)))
             }
+            SExprKind::Call { name, cmp, args } => {
+                let func = match cmp {
+                    Some(op) => Some(crate::functions::ScalarFn::Select(*op)),
+                    None => crate::functions::ScalarFn::from_name(&name.name),
+                };
+                let args: Vec<Expr> = args.iter().map(|a| self.expr(ctx, a)).collect();
+                match func {
+                    Some(func) if func.arity() == args.len() => ExprKind::Call { func, args },
+                    Some(func) => {
+                        let d = Diagnostic::error(
+                            "E0311",
+                            format!(
+                                "`{}` takes {} argument{}, not {}",
+                                func.name(),
+                                func.arity(),
+                                if func.arity() == 1 { "" } else { "s" },
+                                args.len()
+                            ),
+                        )
+                        .at(name.span, "called here");
+                        self.report(ctx, d);
+                        ExprKind::Lit(0.0)
+                    }
+                    None => {
+                        let names: Vec<&str> = crate::functions::ScalarFn::named()
+                            .map(|f| f.name())
+                            .chain(["select"])
+                            .collect();
+                        let mut d = Diagnostic::error(
+                            "E0311",
+                            format!("`{}` is not a scalar function", name.name),
+                        )
+                        .at(name.span, "called here");
+                        d = match suggestion(&name.name, names.iter().copied()) {
+                            Some(s) => d.with_help(s),
+                            None => d.with_help(format!(
+                                "the scalar functions are {}, and select(a > b, x, y)",
+                                names[..names.len() - 1].join(", ")
+                            )),
+                        };
+                        self.report(ctx, d);
+                        ExprKind::Lit(0.0)
+                    }
+                }
+            }
             SExprKind::Transpose(a) => ExprKind::Transpose(Box::new(self.expr(ctx, a))),
             SExprKind::Flatten(a) => ExprKind::Flatten(Box::new(self.expr(ctx, a))),
             SExprKind::Amount { op, amount, arg } => ExprKind::Amount {

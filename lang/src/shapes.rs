@@ -278,6 +278,27 @@ fn infer_obl(
             Ok(ts[1..].to_vec())
         }
         ExprKind::Neg(a) => infer_obl(env, lets, a, obl),
+        ExprKind::Call { func, args } => {
+            for a in args {
+                let shape = infer_obl(env, lets, a, obl)?;
+                if !shape.is_empty() {
+                    return Err(Diagnostic::error(
+                        "E0415",
+                        format!(
+                            "`{}` applies to scalars, and this argument has shape {}",
+                            func.name(),
+                            show_shape(&shape)
+                        ),
+                    )
+                    .at(a.span, "a tensor")
+                    .with_help(format!(
+                        "write the `gen`, as in `gen i < n: {}(x[i])`",
+                        func.name()
+                    )));
+                }
+            }
+            Ok(vec![])
+        }
         ExprKind::Binary { op, lhs, rhs } => {
             let ls = infer_obl(env, lets, lhs, obl)?;
             let rs = infer_obl(env, lets, rhs, obl)?;

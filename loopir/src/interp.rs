@@ -372,6 +372,13 @@ impl Machine {
                 })?
             }
             Val::Neg(a) => -self.val(a)?,
+            Val::Call(func, args) => {
+                let values = args
+                    .iter()
+                    .map(|a| self.val(a))
+                    .collect::<Result<Vec<f64>, Diagnostic>>()?;
+                func.apply(&values)
+            }
             Val::Bin(op, a, b) => {
                 let (x, y) = (self.val(a)?, self.val(b)?);
                 match op {

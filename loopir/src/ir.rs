@@ -22,6 +22,7 @@
 //! interpreter already checks at run time that the flat index is exactly the
 //! row-major flattening of those coordinates and that each coordinate is in range.
 
+use atl_lang::functions::ScalarFn;
 use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_lang::ir::{BinOp, Expr};
 
@@ -200,6 +201,9 @@ pub enum Val {
     Load(Load),
     Neg(Box<Val>),
     Bin(BinOp, Box<Val>, Box<Val>),
+    /// A scalar function of scalar values (`atl_lang::functions`), every argument
+    /// evaluated.
+    Call(ScalarFn, Vec<Val>),
     /// `cond ? value : 0`; the value is evaluated only when the condition holds (this is
     /// how out-of-range reads and scalar guards stay defined).
     Select(Cond, Box<Val>),
@@ -220,6 +224,7 @@ impl Val {
                 b.visit(f);
             }
             Val::Select(_, a) | Val::Blend(_, a) => a.visit(f),
+            Val::Call(_, args) => args.iter().for_each(|a| a.visit(f)),
         }
     }
 }

@@ -19,6 +19,7 @@
 //! nothing panics on any input.
 
 use atl_lang::diag::Diagnostic;
+use atl_lang::functions::ScalarFn;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::{BinOp, Expr};
 use atl_lang::span::Span;
@@ -1054,6 +1055,56 @@ impl Parser<'_> {
                 Ok(Val::Blend(c, Box::new(v)))
             }
             Some(Tok::Ident(w)) if (w == "inf" || w == "NaN") => Ok(Val::Lit(self.literal()?)),
+            // Scalar functions, written as in ATL.
+            Some(Tok::Ident(w))
+                if (w == "select" || ScalarFn::from_name(w).is_some())
+                    && self.peek_at(1) == Some(&Tok::Sym("(")) =>
+            {
+                let name = w.clone();
+                let span = self.here();
+                self.pos += 2;
+                let mut args = Vec::new();
+                let func = if name == "select" {
+                    args.push(self.val_add()?);
+                    let op = match self.peek() {
+                        Some(Tok::Sym(s)) => match *s {
+                            "==" => CmpOp::Eq,
+                            "!=" => CmpOp::Ne,
+                            "<" => CmpOp::Lt,
+                            "<=" => CmpOp::Le,
+                            ">" => CmpOp::Gt,
+                            ">=" => CmpOp::Ge,
+                            _ => return Err(self.expected("a comparison")),
+                        },
+                        _ => return Err(self.expected("a comparison")),
+                    };
+                    self.pos += 1;
+                    args.push(self.val_add()?);
+                    self.sym(",")?;
+                    ScalarFn::Select(op)
+                } else {
+                    ScalarFn::from_name(&name).expect("checked above")
+                };
+                loop {
+                    args.push(self.val()?);
+                    if !self.eat_sym(",") {
+                        break;
+                    }
+                }
+                self.sym(")")?;
+                if args.len() != func.arity() {
+                    return Err(Diagnostic::error(
+                        "E0941",
+                        format!(
+                            "`{name}` takes {} arguments, not {}",
+                            func.arity(),
+                            args.len()
+                        ),
+                    )
+                    .at(span, "here"));
+                }
+                Ok(Val::Call(func, args))
+            }
             Some(Tok::Ident(_)) => {
                 let name = self.ident("a value")?;
                 if !self.eat_sym("[") {

@@ -503,7 +503,7 @@ fn val_prec(v: &Val) -> u8 {
         },
         Val::Neg(_) => 3,
         Val::Lit(x) if x.is_sign_negative() => 3,
-        Val::Lit(_) | Val::Scalar(_) | Val::Load(_) => 4,
+        Val::Lit(_) | Val::Scalar(_) | Val::Load(_) | Val::Call(..) => 4,
     }
 }
 
@@ -552,6 +552,21 @@ fn write_val(out: &mut String, v: &Val, min: u8, p: &Printer) {
             out.push_str(" ? ");
             write_val(out, a, 1, p);
             out.push_str(" : 0");
+        }
+        // As in ATL: `sqrt(x)`, `max(a, b)`, `select(a > b, x, y)`.
+        Val::Call(func, args) => {
+            let _ = write!(out, "{}(", func.name());
+            for (k, a) in args.iter().enumerate() {
+                write_val(out, a, 0, p);
+                match func {
+                    atl_lang::functions::ScalarFn::Select(op) if k == 0 => {
+                        let _ = write!(out, " {} ", op.symbol());
+                    }
+                    _ if k + 1 < args.len() => out.push_str(", "),
+                    _ => {}
+                }
+            }
+            out.push(')');
         }
     }
 }

@@ -926,6 +926,16 @@ impl Lowerer<'_, '_> {
                 pre.extend(pre_b);
                 Ok((pre, Val::Bin(*op, Box::new(a), Box::new(b))))
             }
+            ExprKind::Call { func, args } => {
+                let mut pre = Vec::new();
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    let (p, v) = self.scalar(a)?;
+                    pre.extend(p);
+                    values.push(v);
+                }
+                Ok((pre, Val::Call(*func, values)))
+            }
             ExprKind::Guard { pred, body } => match self.prover.residual(pred) {
                 Residual::True => self.scalar(body),
                 Residual::False => Ok((Vec::new(), Val::Lit(0.0))),

@@ -274,6 +274,14 @@ impl Normalizer<'_, '_> {
                 amount: normalize(amount),
                 arg: Box::new(self.norm(arg)?),
             })),
+            // Scalar functions have scalar arguments (shape inference says so).
+            ExprKind::Call { func, args } => Ok(with(ExprKind::Call {
+                func: *func,
+                args: args
+                    .iter()
+                    .map(|a| self.norm(a))
+                    .collect::<Result<Vec<Expr>, Diagnostic>>()?,
+            })),
         }
     }
 
@@ -311,6 +319,12 @@ impl Normalizer<'_, '_> {
                 access(&inner, k)
             }
             ExprKind::Neg(a) => Expr::synth(ExprKind::Neg(Box::new(access(a, k)))),
+            ExprKind::Call { func, .. } => {
+                return Err(internal(format!(
+                    "access into the scalar `{}(…)`",
+                    func.name()
+                )));
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 if matches!(op, BinOp::Mul | BinOp::Div) {
                     return Err(internal("access into a scalar product"));

@@ -407,6 +407,24 @@ impl<'a> Analyzer<'a> {
                 let (s, _) = self.visit(a, scope, out)?;
                 Ok((s, PadPred::FALSE))
             }
+            // A function of padding is padding only if it maps zeros to zero (`sqrt`,
+            // `abs`, `max`, `min`, `select` of two zeros; not `exp` or `log`), and only
+            // where the arguments it returns from are all padding.
+            ExprKind::Call { func, args } => {
+                let mut pads = Vec::with_capacity(args.len());
+                for a in args {
+                    pads.push(self.visit(a, scope, out)?.1);
+                }
+                if !func.zero_to_zero() {
+                    return Ok((vec![], PadPred::FALSE));
+                }
+                let pad = func
+                    .result_arguments()
+                    .map(|k| pads[k].clone())
+                    .reduce(PadPred::and)
+                    .unwrap_or(PadPred::FALSE);
+                Ok((vec![], pad))
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 let (ls, lp) = self.visit(lhs, scope, out)?;
                 let (_, rp) = self.visit(rhs, scope, out)?;

@@ -309,6 +309,26 @@ impl Eval<'_> {
                     cells: a.cells.iter().map(|c| Cell::Val(-c.value())).collect(),
                 }
             }
+            ExprKind::Call { func, args } => {
+                let mut cells = Vec::with_capacity(args.len());
+                for a in args {
+                    cells.push(self.eval(a)?.cells[0]);
+                }
+                // Padding in, padding out, for a function that maps zeros to zero.
+                let padding = func.zero_to_zero()
+                    && func
+                        .result_arguments()
+                        .all(|k| matches!(cells[k], Cell::Pad));
+                let values: Vec<f64> = cells.iter().map(|c| c.value()).collect();
+                Marked {
+                    shape: vec![],
+                    cells: vec![if padding {
+                        Cell::Pad
+                    } else {
+                        Cell::Val(func.apply(&values))
+                    }],
+                }
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.eval(lhs)?;
                 let b = self.eval(rhs)?;

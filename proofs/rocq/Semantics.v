@@ -96,6 +96,16 @@ Definition Sub (a b : T) : T := fun s => ssub (a s) (b s).
 Definition Mul (a b : T) : T := fun s => smul (a s) (b s).
 Definition Neg (a : T) : T := fun s => sopp (a s).
 
+(** Scalar functions ([sqrt], [exp], [log], [abs], value [max]/[min], and
+    [select(a OP b, x, y)], `lang/src/functions.rs`) are functions on the scalar type,
+    applied pointwise; the comparison of [select] is a boolean function of two scalars.
+    No rule mentions them, and every rule's statement quantifies over all tensors, so
+    the rules hold whatever a metavariable stands for, calls included. *)
+Definition Fun1 (f : scalar -> scalar) (a : T) : T := fun s => f (a s).
+Definition Fun2 (f : scalar -> scalar -> scalar) (a b : T) : T := fun s => f (a s) (b s).
+Definition Choose (c : scalar -> scalar -> bool) (a b x y : T) : T :=
+  fun s => if c (a s) (b s) then x s else y s.
+
 (** [gen i in lo..hi: e]: element [k] is [e (lo + k)] for [0 <= k < hi - lo]. *)
 Definition Gen (lo hi : Z) (e : Z -> T) : T :=
   fun s => if in_range (s O) (hi - lo) then e (lo + s O) (stl s) else szero.

@@ -314,6 +314,12 @@ fn scalar_metas(p: &Expr) -> BTreeSet<String> {
             }
             ExprKind::Guard { body, .. } | ExprKind::Sum { body, .. } => go(body, scalar, out),
             ExprKind::Neg(a) => go(a, scalar, out),
+            // A scalar function's arguments are scalars.
+            ExprKind::Call { args, .. } => {
+                for a in args {
+                    go(a, true, out);
+                }
+            }
             ExprKind::Let { value, body, .. } => {
                 go(value, false, out);
                 go(body, scalar, out);

@@ -297,6 +297,7 @@ fn construct(e: &Expr) -> String {
         ExprKind::Transpose(_) => "`transpose`".to_string(),
         ExprKind::Flatten(_) => "`flatten`".to_string(),
         ExprKind::Amount { op, .. } => format!("`{}`", op.name()),
+        ExprKind::Call { func, .. } => format!("`{}`", func.name()),
         _ => "this construct".to_string(),
     }
 }

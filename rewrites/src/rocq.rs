@@ -334,6 +334,7 @@ impl Tr<'_> {
             | ExprKind::Let { body, .. } => self.shape(body)?,
             ExprKind::Access { tensor, .. } => format!("(tl {})", self.shape(tensor)?),
             ExprKind::Neg(a) => self.shape(a)?,
+            ExprKind::Call { .. } => "[]".into(),
             ExprKind::Binary { op, lhs, .. } => match op {
                 BinOp::Add | BinOp::Sub => self.shape(lhs)?,
                 BinOp::Mul | BinOp::Div => "[]".into(),
@@ -421,6 +422,13 @@ impl Tr<'_> {
                 format!("(Acc {} {})", self.expr(tensor)?, self.index(index)?)
             }
             ExprKind::Neg(a) => format!("(Neg {})", self.expr(a)?),
+            // Like division: no ring operation. Rules that do not mention scalar
+            // functions hold whatever a metavariable stands for, functions included.
+            ExprKind::Call { func, .. } => {
+                return fail(format!(
+                    "the scalar function `{func}` has no ring semantics"
+                ));
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 let (sa, sb) = (self.shape(lhs)?, self.shape(rhs)?);
                 let head = match op {

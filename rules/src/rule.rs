@@ -386,6 +386,32 @@ impl PatternBuilder<'_> {
             SExprKind::Concat(a, b) => {
                 ExprKind::Concat(Box::new(self.expr(a)?), Box::new(self.expr(b)?))
             }
+            SExprKind::Call { name, cmp, args } => {
+                let func = match cmp {
+                    Some(op) => atl_lang::functions::ScalarFn::Select(*op),
+                    None => {
+                        atl_lang::functions::ScalarFn::from_name(&name.name).ok_or_else(|| {
+                            err(
+                                name.span,
+                                format!("`{}` is not a scalar function", name.name),
+                            )
+                        })?
+                    }
+                };
+                if func.arity() != args.len() {
+                    return Err(err(
+                        name.span,
+                        format!("`{}` takes {} arguments", func.name(), func.arity()),
+                    ));
+                }
+                ExprKind::Call {
+                    func,
+                    args: args
+                        .iter()
+                        .map(|a| self.expr(a))
+                        .collect::<Result<_, _>>()?,
+                }
+            }
             SExprKind::Transpose(a) => ExprKind::Transpose(Box::new(self.expr(a)?)),
             SExprKind::Flatten(a) => ExprKind::Flatten(Box::new(self.expr(a)?)),
             SExprKind::Amount { op, amount, arg } => ExprKind::Amount {

@@ -771,6 +771,9 @@ impl Collector {
                 }
             }
             Val::Neg(a) => Term::Neg(Box::new(self.val(a, guard))),
+            Val::Call(func, args) => {
+                Term::Call(*func, args.iter().map(|a| self.val(a, guard)).collect())
+            }
             Val::Bin(op, a, b) => {
                 let a = self.val(a, guard);
                 let b = self.val(b, guard);

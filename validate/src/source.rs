@@ -221,6 +221,16 @@ impl<'a> SourceEval<'a> {
                 self.element(tensor, &inner_idx, scope)
             }
             ExprKind::Neg(a) => Ok(Term::Neg(Box::new(self.element(a, idx, scope)?))),
+            ExprKind::Call { func, args } => {
+                if !idx.is_empty() {
+                    return Err(format!("`{func}` (a scalar) indexed like a tensor"));
+                }
+                let args = args
+                    .iter()
+                    .map(|a| self.element(a, &[], scope))
+                    .collect::<Result<Vec<Term>, SourceError>>()?;
+                Ok(Term::Call(*func, args))
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.element(lhs, idx, scope)?;
                 let b = self.element(rhs, idx, scope)?;

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use atl_lang::functions::ScalarFn;
 use atl_lang::index::{IndexExpr, Pred};
 use atl_lang::ir::BinOp;
 
@@ -37,6 +38,9 @@ pub enum Term {
     Unknown(String),
     Neg(Box<Term>),
     Bin(BinOp, Box<Term>, Box<Term>),
+    /// A scalar function (uninterpreted: two calls are equal when their functions and
+    /// arguments are).
+    Call(ScalarFn, Vec<Term>),
     /// `cond ? then : otherwise`.
     Select(Pred, Box<Term>, Box<Term>),
     /// `Σ var ∈ [lo, hi). body`, accumulated in increasing `var` from zero.
@@ -85,6 +89,9 @@ impl Term {
             },
             Term::Neg(a) => Term::Neg(Box::new(a.map_index(f))),
             Term::Bin(op, a, b) => Term::bin(*op, a.map_index(f), b.map_index(f)),
+            Term::Call(func, args) => {
+                Term::Call(*func, args.iter().map(|a| a.map_index(f)).collect())
+            }
             Term::Select(p, a, b) => Term::Select(
                 p.map_index(f),
                 Box::new(a.map_index(f)),
@@ -111,6 +118,7 @@ impl Term {
             Term::Lit(_) | Term::Input { .. } | Term::Read { .. } => false,
             Term::Neg(a) => a.has_unknown(),
             Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_unknown() || b.has_unknown(),
+            Term::Call(_, args) => args.iter().any(Term::has_unknown),
             Term::Sum { body, .. } => body.has_unknown(),
         }
     }
@@ -121,6 +129,7 @@ impl Term {
             Term::Lit(_) | Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => 1,
             Term::Neg(a) => 1 + a.size(),
             Term::Bin(_, a, b) | Term::Select(_, a, b) => 1 + a.size() + b.size(),
+            Term::Call(_, args) => 1 + args.iter().map(Term::size).sum::<usize>(),
             Term::Sum { body, .. } => 1 + body.size(),
         }
     }
@@ -138,6 +147,10 @@ impl fmt::Display for Term {
             Term::Unknown(why) => write!(f, "<{why}>"),
             Term::Neg(a) => write!(f, "-({a})"),
             Term::Bin(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
+            Term::Call(func, args) => {
+                let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                write!(f, "{func}({})", args.join(", "))
+            }
             Term::Select(p, a, b) if b.is_zero() => write!(f, "[{p}] * {a}"),
             Term::Select(p, a, b) => write!(f, "({p} ? {a} : {b})"),
             Term::Sum { var, lo, hi, body } => write!(f, "(sum {var} in {lo}..{hi}: {body})"),

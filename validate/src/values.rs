@@ -200,6 +200,9 @@ impl<'w> Kernel<'w> {
                 let b = self.resolve(b, depth);
                 Term::bin(*op, a, b)
             }
+            Term::Call(func, args) => {
+                Term::Call(*func, args.iter().map(|a| self.resolve(a, depth)).collect())
+            }
             Term::Select(p, a, b) => {
                 let a = self.resolve(a, depth);
                 let b = self.resolve(b, depth);
@@ -470,6 +473,9 @@ fn instantiate(t: &Term, s: &Subst) -> Term {
         },
         Term::Neg(a) => Term::Neg(Box::new(instantiate(a, s))),
         Term::Bin(op, a, b) => Term::bin(*op, instantiate(a, s), instantiate(b, s)),
+        Term::Call(func, args) => {
+            Term::Call(*func, args.iter().map(|a| instantiate(a, s)).collect())
+        }
         Term::Select(p, a, b) => Term::Select(
             apply_pred(p, s),
             Box::new(instantiate(a, s)),
@@ -567,6 +573,10 @@ impl<'s> Comparison<'s> {
     fn simplify(&mut self, t: &Term, facts: &[Pred]) -> Term {
         match t {
             Term::Lit(_) | Term::Input { .. } | Term::Unknown(_) | Term::Read { .. } => t.clone(),
+            Term::Call(func, args) => Term::Call(
+                *func,
+                args.iter().map(|a| self.simplify(a, facts)).collect(),
+            ),
             Term::Neg(a) => {
                 let a = self.simplify(a, facts);
                 if a.is_zero() {
@@ -742,6 +752,15 @@ impl<'s> Comparison<'s> {
                 Outcome::Equal
             }
             (Term::Neg(x), Term::Neg(y)) => self.equal(x, y, facts),
+            (Term::Call(f, xs), Term::Call(g, ys)) if f == g && xs.len() == ys.len() => {
+                for (x, y) in xs.iter().zip(ys) {
+                    match self.equal(x, y, facts) {
+                        Outcome::Equal => {}
+                        d => return d,
+                    }
+                }
+                Outcome::Equal
+            }
             (Term::Bin(o1, x1, y1), Term::Bin(o2, x2, y2)) if o1 == o2 => {
                 match self.equal(x1, x2, facts) {
                     Outcome::Equal => self.equal(y1, y2, facts),
@@ -802,6 +821,7 @@ impl<'s> Comparison<'s> {
 fn same_head(a: &Term, b: &Term) -> bool {
     match (a, b) {
         (Term::Bin(x, ..), Term::Bin(y, ..)) => x == y,
+        (Term::Call(f, xs), Term::Call(g, ys)) => f == g && xs.len() == ys.len(),
         (Term::Neg(_), Term::Neg(_))
         | (Term::Sum { .. }, Term::Sum { .. })
         | (Term::Lit(_), Term::Lit(_))
@@ -817,6 +837,7 @@ fn find_split(t: &Term) -> Option<Pred> {
         Term::Select(p, ..) => Some(p.clone()),
         Term::Neg(a) => find_split(a),
         Term::Bin(_, a, b) => find_split(a).or_else(|| find_split(b)),
+        Term::Call(_, args) => args.iter().find_map(find_split),
         _ => None,
     }
 }
