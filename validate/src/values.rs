@@ -573,10 +573,22 @@ impl<'s> Comparison<'s> {
     fn simplify(&mut self, t: &Term, facts: &[Pred]) -> Term {
         match t {
             Term::Lit(_) | Term::Input { .. } | Term::Unknown(_) | Term::Read { .. } => t.clone(),
-            Term::Call(func, args) => Term::Call(
-                *func,
-                args.iter().map(|a| self.simplify(a, facts)).collect(),
-            ),
+            Term::Call(func, args) => {
+                let args: Vec<Term> = args.iter().map(|a| self.simplify(a, facts)).collect();
+                // Of literals, the value (`sqrt(0)` is 0): `ScalarFn::apply` is the
+                // meaning both interpreters use.
+                let literals: Option<Vec<f64>> = args
+                    .iter()
+                    .map(|a| match a {
+                        Term::Lit(v) => Some(*v),
+                        _ => None,
+                    })
+                    .collect();
+                match literals {
+                    Some(values) => Term::Lit(func.apply(&values)),
+                    None => Term::Call(*func, args),
+                }
+            }
             Term::Neg(a) => {
                 let a = self.simplify(a, facts);
                 if a.is_zero() {

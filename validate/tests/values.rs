@@ -410,3 +410,28 @@ fn a_kernel_refusing_sizes_the_program_allows_is_rejected() {
         "{report}"
     );
 }
+
+// ---- scalar functions --------------------------------------------------------------
+
+const ROOTS: &str = "size n
+input a: [n]
+def roots = gen i < n: sqrt([i > 0] * a[i])
+";
+
+#[test]
+fn a_kernel_with_scalar_functions_is_validated_and_a_wrong_function_is_not() {
+    // The guard outside the call: sqrt(0) is 0, so the kernel computes `roots`.
+    let text = "kernel by_hand(n; a: [n]) -> o: [n]
+  source: 0
+{
+  for i in 0..n {  # gen
+    o[i] = i > 0 ? sqrt(a[i @ (i)]) : 0  @ (i)
+  }
+}
+";
+    assert_validated(&common::report_against(&kernel(text), ROOTS, "roots"));
+    let wrong = text.replace("sqrt(", "exp(");
+    assert_wrong_result(&common::report_against(&kernel(&wrong), ROOTS, "roots"));
+    let swapped = text.replace("sqrt(a[i @ (i)])", "max(a[i @ (i)], 0)");
+    assert_wrong_result(&common::report_against(&kernel(&swapped), ROOTS, "roots"));
+}
