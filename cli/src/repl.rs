@@ -66,6 +66,12 @@ const COMMANDS: &[Command] = &[
         run: Session::cmd_show,
     },
     Command {
+        name: "loops",
+        args: "",
+        help: "the loops of the current program, with their stages and ranges (what directives name)",
+        run: Session::cmd_loops,
+    },
+    Command {
         name: "shape",
         args: "",
         help: "print the current program's shape",
@@ -493,6 +499,22 @@ impl Session {
 
     fn cmd_show(&mut self, _: &str, out: &mut dyn Write) -> Control {
         self.print_program(out);
+        Control::Continue
+    }
+
+    fn cmd_loops(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        match self.current() {
+            Some(e) => {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    atl_rewrites::loops::listing(&atl_rewrites::loops::loops(e))
+                );
+            }
+            None => {
+                let _ = writeln!(out, "no program in focus");
+            }
+        }
         Control::Continue
     }
 

@@ -295,7 +295,8 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     let mut session = Session::new(false).expect("library loads");
     let mut out = Vec::new();
     assert!(session.load(&file, &mut out));
-    let text = session_output(&mut session, ":focus tiled\n:pads\n:ir\n:c\n");
+    let text = session_output(&mut session, ":focus tiled\n:loops\n:pads\n:ir\n:c\n");
+    assert!(text.contains("the loops of the program:"), "{text}");
     assert!(text.contains("gate: passes"), "{text}");
     assert!(text.contains("kernel __current"), "{text}");
     assert!(text.contains("void tiled(int64_t n"), "{text}");

@@ -119,9 +119,9 @@ pub const STEPS: &[StepInfo] = &[
     StepInfo {
         name: "reorder",
         class: StepClass::Directive,
-        synopsis: "reorder a, b",
-        usage: "`reorder a, b` exchanges two directly nested loops",
-        help: "exchange two directly nested loops",
+        synopsis: "reorder a, b, …",
+        usage: "`reorder a, b, …` puts loops nested one in the other in the order given, outermost first (`reorder io, jo, ii, ji`)",
+        help: "put nested loops in the order given, outermost first",
     },
     StepInfo {
         name: "fuse",

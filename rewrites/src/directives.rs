@@ -119,9 +119,18 @@ fn loop_path(expr: &Expr, var: &str, span: Span) -> Result<(Vec<usize>, bool), D
         _ => None,
     })
     .ok_or_else(|| {
-        Diagnostic::error("E0821", format!("no loop binds `{var}`"))
+        let all = crate::loops::loops(expr);
+        let d = Diagnostic::error("E0821", format!("no loop binds `{var}`"))
             .at(span, "unknown loop")
-            .with_help("loops are named by their binder variables as printed by `atl derive --trace` or the REPL")
+            .with_note(crate::loops::listing(&all));
+        let names: Vec<&str> = all.iter().map(|l| l.var.as_str()).collect();
+        match atl_lang::suggest::closest(var, names.iter().copied(), var.len().div_ceil(3).max(1)) {
+            Some(c) => d.with_help(format!("did you mean `{c}`?")),
+            None => d.with_help(
+                "loops are named by their binder variables, as listed above (the REPL's \
+                 `:loops` prints them)",
+            ),
+        }
     })
 }
 
@@ -1175,11 +1184,56 @@ fn tile_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
     applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), "guard", span)
 }
 
+/// `reorder a, b, …`: the named loops, which must be nested one in the other, end up
+/// in the order given, outermost first (Halide's `reorder` lists them innermost
+/// first). Two loops are exchanged directly; more are sorted by exchanging neighbours
+/// (each exchange one checked step, as for two).
 fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
-    let [a, b] = call.text.as_slice() else {
+    let names = call.text.as_slice();
+    if names.len() < 2 {
         return Err(call.usage());
-    };
-    let span = call.span;
+    }
+    for (k, a) in names.iter().enumerate() {
+        if names[..k].contains(a) {
+            return Err(Diagnostic::error(
+                "E0820",
+                format!("`reorder` names the loop `{a}` twice"),
+            )
+            .at(call.span, "a loop named twice")
+            .with_help(call.info.usage));
+        }
+    }
+    if let [a, b] = names {
+        return exchange_loops(applier, a, b, call.span);
+    }
+    // At most n(n-1)/2 exchanges of neighbours (bubble sort by the wanted position).
+    for _ in 0..names.len() * names.len() {
+        let expr = applier.expr.clone();
+        let mut current: Vec<(usize, &str)> = Vec::with_capacity(names.len());
+        for name in names {
+            let (path, _) = loop_path(&expr, name, call.span)?;
+            current.push((path.len(), name));
+        }
+        current.sort();
+        let wanted = |name: &str| names.iter().position(|n| *n == name);
+        let Some(k) =
+            (0..current.len() - 1).find(|&k| wanted(current[k].1) > wanted(current[k + 1].1))
+        else {
+            return Ok(());
+        };
+        exchange_loops(applier, current[k].1, current[k + 1].1, call.span)?;
+    }
+    Ok(())
+}
+
+/// Exchanges the directly nested loops `a` and `b` (one `*_swap` step, after lifting a
+/// split's tail guard between them into the inner loop).
+fn exchange_loops(
+    applier: &mut Applier<'_, '_>,
+    a: &str,
+    b: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
     // The program before the directive (the guard lift below changes the applier's).
     let expr = &applier.expr.clone();
     let (pa, ga) = loop_path(expr, a, span)?;
@@ -1233,7 +1287,11 @@ fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(
             format!("`{a}` and `{b}` are not directly nested loops"),
         )
         .at(span, "cannot exchange")
-        .with_help("exchange adjacent loops one pair at a time"));
+        .with_note(crate::loops::listing(&crate::loops::loops(expr)))
+        .with_help(
+            "`reorder` exchanges loops nested one directly in the other: name every loop \
+             between them too (`reorder a, b, c`)",
+        ));
     };
     let rule = match (outer_gen, inner_gen) {
         (true, true) => "gen_swap",

@@ -27,6 +27,7 @@ pub mod context;
 pub mod derivation;
 pub mod directives;
 pub mod engine;
+pub mod loops;
 pub mod matcher;
 pub mod record;
 pub mod rewrite;
