@@ -31,7 +31,7 @@ use clap::Args;
 
 use crate::ctx::Ctx;
 use crate::failure::Failure;
-use crate::load::{load_derived, parse_dtype, pick_loaded_def};
+use crate::load::{Loaded, load_derived, parse_dtype, pick_loaded_def};
 use crate::lowering::{NOT_VALIDATED_NOTE, Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -87,11 +87,9 @@ impl EmitOptions {
 pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
-    let loaded = load_derived(ctx, file)?;
-    let name = pick_loaded_def(&loaded, file, args.def.as_deref())?;
-    let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
     let validation = Validation::from_flag(args.no_validate);
-    validate_loaded(ctx, file, &loaded, &name, &kernel, validation, args.explain)?;
+    let lowered = lower_for_emit(ctx, file, args.def.as_deref(), validation, args.explain)?;
+    let (loaded, kernel) = (&lowered.loaded, &lowered.kernel);
     let options = EmitOptions {
         symbol: args.name.clone(),
         dtype,
@@ -101,12 +99,12 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         Validation::Off => NOT_VALIDATED_NOTE,
     };
     let result = if args.ir {
-        let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(&kernel));
+        let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(kernel));
         Ok(())
     } else {
         match &args.output {
-            Some(path) => emit_files(&kernel, &options, path, args.header.as_deref(), note),
-            None => c_code(&kernel, &options).and_then(|code| {
+            Some(path) => emit_files(kernel, &options, path, args.header.as_deref(), note),
+            None => c_code(kernel, &options).and_then(|code| {
                 // C on standard output; the header (if asked for) to its file.
                 if let Some(h) = &args.header {
                     std::fs::write(h, format!("{note}{}", code.header)).map_err(|e| {
@@ -123,6 +121,40 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         }
     };
     result.map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
+}
+
+/// A definition of a file, lowered and (unless `--no-validate`) validated: what `atl
+/// emit` prints, and what `atl-build` compiles.
+#[derive(Debug)]
+pub struct Lowered {
+    /// The file with its derivations replayed.
+    pub loaded: Loaded,
+    /// The definition's name (`--def`, or the last definition).
+    pub name: String,
+    pub kernel: Kernel,
+}
+
+/// The pipeline of `atl emit` up to printing: load, check and replay the derivations
+/// (each re-checked independently), pick the definition, the pad-type and safety gate,
+/// lowering, and translation validation (unless `validation` is
+/// [`Validation::Off`]). Warnings go to `ctx.stderr` as they arise; with `explain`,
+/// the validator's report too. `atl-build` runs exactly this.
+pub fn lower_for_emit(
+    ctx: &mut Ctx<'_>,
+    file: &Path,
+    def: Option<&str>,
+    validation: Validation,
+    explain: bool,
+) -> Result<Lowered, Failure> {
+    let loaded = load_derived(ctx, file)?;
+    let name = pick_loaded_def(&loaded, file, def)?;
+    let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
+    validate_loaded(ctx, file, &loaded, &name, &kernel, validation, explain)?;
+    Ok(Lowered {
+        loaded,
+        name,
+        kernel,
+    })
 }
 
 /// Lowers `def` to the loop IR without the gate (the soundness fuzzer's oracle calls
