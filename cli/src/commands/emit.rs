@@ -4,12 +4,15 @@
 //!
 //! ```text
 //! atl emit FILE --def NAME [-o OUT.c] [--header OUT.h] [--name SYMBOL] [--dtype f32|f64] [--ir]
-//!     [--no-validate] [--explain]
+//!     [--python DIR] [--no-validate] [--explain]
 //!     Prints the C source of the definition (to stdout, or to OUT.c), and with
 //!     --header its header (prototype, documented shapes and preconditions) to OUT.h.
 //!     --name sets the C symbol (default: the definition's name), --dtype the element
 //!     type (default f32), --ir prints the loop IR instead of C, in the full textual
-//!     form that `atl validate --ir` and `atl run --ir` read back.
+//!     form that `atl validate --ir` and `atl run --ir` read back. --python DIR writes
+//!     SYMBOL.c, SYMBOL.h and SYMBOL.py, a Python module (ctypes + numpy) that
+//!     compiles the C on first use and checks the arrays it is given
+//!     (`crate::python`).
 //!     The kernel is validated first (`atl-validate`: it computes the definition, for
 //!     every size its preconditions allow); one that is not validated is not written
 //!     (E0950, or E0951 when it is wrong) unless --no-validate, and then the C file
@@ -54,8 +57,12 @@ pub struct EmitArgs {
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
     /// Print the loop IR instead of C.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "python")]
     pub ir: bool,
+    /// Write SYMBOL.c, SYMBOL.h and SYMBOL.py (a Python module: ctypes + numpy, which
+    /// compiles the C on first use) into this directory.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "header"])]
+    pub python: Option<PathBuf>,
     /// Emit the kernel even if the translation validator does not validate it (the C
     /// file and header then say so).
     #[arg(long = "no-validate")]
@@ -98,7 +105,16 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         Validation::On => "",
         Validation::Off => NOT_VALIDATED_NOTE,
     };
-    let result = if args.ir {
+    let result = if let Some(dir) = &args.python {
+        python_files(
+            kernel,
+            &options,
+            dir,
+            &lowered.name,
+            validation == Validation::On,
+            note,
+        )
+    } else if args.ir {
         let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(kernel));
         Ok(())
     } else {
@@ -203,6 +219,37 @@ pub fn emit_files(
     write(source_path, &format!("{note}{}", code.source))?;
     if let Some(h) = header_path {
         write(h, &format!("{note}{}", code.header))?;
+    }
+    Ok(())
+}
+
+/// `atl emit --python DIR`: `SYMBOL.c`, `SYMBOL.h` and the Python module `SYMBOL.py`
+/// (`crate::python`) in `DIR`, created if missing (nothing is written if emission
+/// fails).
+pub fn python_files(
+    kernel: &Kernel,
+    options: &EmitOptions,
+    dir: &Path,
+    def: &str,
+    validated: bool,
+    note: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let code = c_code(kernel, options)?;
+    let fail = |path: &Path, e: std::io::Error| {
+        vec![Diagnostic::error(
+            "E0935",
+            format!("cannot write `{}`: {e}", path.display()),
+        )]
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+    let module = crate::python::module(kernel, &code.symbol, options.dtype, def, validated);
+    for (ext, text) in [
+        ("c", format!("{note}{}", code.source)),
+        ("h", format!("{note}{}", code.header)),
+        ("py", module),
+    ] {
+        let path = dir.join(format!("{}.{ext}", code.symbol));
+        std::fs::write(&path, text).map_err(|e| fail(&path, e))?;
     }
     Ok(())
 }
