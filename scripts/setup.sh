@@ -16,11 +16,36 @@
 # - cmake (also only with `--with-rocq`, i.e. for the test suite): the example C project
 #   examples/integration/c is built with its CMakeLists.txt, and with make, by
 #   cli/tests/integration_c.rs.
+# - numpy for the python3 first on PATH (also only with `--with-rocq`): the Python
+#   example examples/integration/python runs in cli/tests/integration_python.rs. The
+#   distro package python3-numpy when that python3 is the system one (/usr/bin),
+#   otherwise (pyenv, a virtualenv…) `python3 -m pip install --user numpy`.
 set -euo pipefail
+
+# numpy for the python3 the tests run.
+install_numpy() {
+    if python3 -c "import numpy" >/dev/null 2>&1; then
+        echo "setup: numpy present for $(command -v python3)"
+        return
+    fi
+    local python
+    python=$(python3 -c "import sys; print(sys.executable)")
+    if [ "$python" = /usr/bin/python3 ] || [ "$(readlink -f "$python")" = "$(readlink -f /usr/bin/python3)" ]; then
+        numpy_via_apt=1
+    else
+        echo "setup: installing numpy for $python with pip"
+        python3 -m pip install --user -q numpy
+    fi
+}
+numpy_via_apt=0
 
 packages=(libz3-dev libclang-dev pkg-config)
 if [ "${1:-}" = "--with-rocq" ]; then
     packages+=(coq make cmake)
+    install_numpy
+    if [ "$numpy_via_apt" = 1 ]; then
+        packages+=(python3-numpy)
+    fi
 fi
 
 missing=()

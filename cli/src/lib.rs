@@ -11,7 +11,8 @@
 //! file, the rule library, replaying derivations, argument parsing shared by several
 //! commands), [`lowering`] (the gate, then lowering: the only way to a kernel),
 //! [`failure`] and [`ctx`] (what a command returns and what it is given), [`repl`] (the
-//! REPL session), [`verify_cmd`] (the report of `atl verify`), [`npy`].
+//! REPL session), [`verify_cmd`] (the report of `atl verify`), [`npy`], [`python`] (the module of
+//! `atl emit --python`).
 
 pub mod commands;
 pub mod ctx;
@@ -19,6 +20,7 @@ pub mod failure;
 pub mod load;
 pub mod lowering;
 pub mod npy;
+pub mod python;
 pub mod repl;
 mod repl_term;
 pub mod verify_cmd;

@@ -4,12 +4,15 @@
 //!
 //! ```text
 //! atl emit FILE --def NAME [-o OUT.c] [--header OUT.h] [--name SYMBOL] [--dtype f32|f64] [--ir]
-//!     [--no-validate] [--explain]
+//!     [--python DIR] [--no-validate] [--explain]
 //!     Prints the C source of the definition (to stdout, or to OUT.c), and with
 //!     --header its header (prototype, documented shapes and preconditions) to OUT.h.
 //!     --name sets the C symbol (default: the definition's name), --dtype the element
 //!     type (default f32), --ir prints the loop IR instead of C, in the full textual
-//!     form that `atl validate --ir` and `atl run --ir` read back.
+//!     form that `atl validate --ir` and `atl run --ir` read back. --python DIR writes
+//!     SYMBOL.c, SYMBOL.h and SYMBOL.py, a Python module (ctypes + numpy) that
+//!     compiles the C on first use and checks the arrays it is given
+//!     (`crate::python`).
 //!     The kernel is validated first (`atl-validate`: it computes the definition, for
 //!     every size its preconditions allow); one that is not validated is not written
 //!     (E0950, or E0951 when it is wrong) unless --no-validate, and then the C file
@@ -31,7 +34,7 @@ use clap::Args;
 
 use crate::ctx::Ctx;
 use crate::failure::Failure;
-use crate::load::{load_derived, parse_dtype, pick_loaded_def};
+use crate::load::{Loaded, load_derived, parse_dtype, pick_loaded_def};
 use crate::lowering::{NOT_VALIDATED_NOTE, Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -54,8 +57,12 @@ pub struct EmitArgs {
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
     /// Print the loop IR instead of C.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "python")]
     pub ir: bool,
+    /// Write SYMBOL.c, SYMBOL.h and SYMBOL.py (a Python module: ctypes + numpy, which
+    /// compiles the C on first use) into this directory.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "header"])]
+    pub python: Option<PathBuf>,
     /// Emit the kernel even if the translation validator does not validate it (the C
     /// file and header then say so).
     #[arg(long = "no-validate")]
@@ -87,11 +94,9 @@ impl EmitOptions {
 pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
-    let loaded = load_derived(ctx, file)?;
-    let name = pick_loaded_def(&loaded, file, args.def.as_deref())?;
-    let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
     let validation = Validation::from_flag(args.no_validate);
-    validate_loaded(ctx, file, &loaded, &name, &kernel, validation, args.explain)?;
+    let lowered = lower_for_emit(ctx, file, args.def.as_deref(), validation, args.explain)?;
+    let (loaded, kernel) = (&lowered.loaded, &lowered.kernel);
     let options = EmitOptions {
         symbol: args.name.clone(),
         dtype,
@@ -100,13 +105,22 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         Validation::On => "",
         Validation::Off => NOT_VALIDATED_NOTE,
     };
-    let result = if args.ir {
-        let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(&kernel));
+    let result = if let Some(dir) = &args.python {
+        python_files(
+            kernel,
+            &options,
+            dir,
+            &lowered.name,
+            validation == Validation::On,
+            note,
+        )
+    } else if args.ir {
+        let _ = write!(ctx.stdout, "{}", atl_lower::print::kernel_to_text(kernel));
         Ok(())
     } else {
         match &args.output {
-            Some(path) => emit_files(&kernel, &options, path, args.header.as_deref(), note),
-            None => c_code(&kernel, &options).and_then(|code| {
+            Some(path) => emit_files(kernel, &options, path, args.header.as_deref(), note),
+            None => c_code(kernel, &options).and_then(|code| {
                 // C on standard output; the header (if asked for) to its file.
                 if let Some(h) = &args.header {
                     std::fs::write(h, format!("{note}{}", code.header)).map_err(|e| {
@@ -123,6 +137,40 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         }
     };
     result.map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
+}
+
+/// A definition of a file, lowered and (unless `--no-validate`) validated: what `atl
+/// emit` prints, and what `atl-build` compiles.
+#[derive(Debug)]
+pub struct Lowered {
+    /// The file with its derivations replayed.
+    pub loaded: Loaded,
+    /// The definition's name (`--def`, or the last definition).
+    pub name: String,
+    pub kernel: Kernel,
+}
+
+/// The pipeline of `atl emit` up to printing: load, check and replay the derivations
+/// (each re-checked independently), pick the definition, the pad-type and safety gate,
+/// lowering, and translation validation (unless `validation` is
+/// [`Validation::Off`]). Warnings go to `ctx.stderr` as they arise; with `explain`,
+/// the validator's report too. `atl-build` runs exactly this.
+pub fn lower_for_emit(
+    ctx: &mut Ctx<'_>,
+    file: &Path,
+    def: Option<&str>,
+    validation: Validation,
+    explain: bool,
+) -> Result<Lowered, Failure> {
+    let loaded = load_derived(ctx, file)?;
+    let name = pick_loaded_def(&loaded, file, def)?;
+    let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
+    validate_loaded(ctx, file, &loaded, &name, &kernel, validation, explain)?;
+    Ok(Lowered {
+        loaded,
+        name,
+        kernel,
+    })
 }
 
 /// Lowers `def` to the loop IR without the gate (the soundness fuzzer's oracle calls
@@ -171,6 +219,37 @@ pub fn emit_files(
     write(source_path, &format!("{note}{}", code.source))?;
     if let Some(h) = header_path {
         write(h, &format!("{note}{}", code.header))?;
+    }
+    Ok(())
+}
+
+/// `atl emit --python DIR`: `SYMBOL.c`, `SYMBOL.h` and the Python module `SYMBOL.py`
+/// (`crate::python`) in `DIR`, created if missing (nothing is written if emission
+/// fails).
+pub fn python_files(
+    kernel: &Kernel,
+    options: &EmitOptions,
+    dir: &Path,
+    def: &str,
+    validated: bool,
+    note: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let code = c_code(kernel, options)?;
+    let fail = |path: &Path, e: std::io::Error| {
+        vec![Diagnostic::error(
+            "E0935",
+            format!("cannot write `{}`: {e}", path.display()),
+        )]
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+    let module = crate::python::module(kernel, &code.symbol, options.dtype, def, validated);
+    for (ext, text) in [
+        ("c", format!("{note}{}", code.source)),
+        ("h", format!("{note}{}", code.header)),
+        ("py", module),
+    ] {
+        let path = dir.join(format!("{}.{ext}", code.symbol));
+        std::fs::write(&path, text).map_err(|e| fail(&path, e))?;
     }
     Ok(())
 }
