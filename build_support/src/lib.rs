@@ -389,6 +389,10 @@ fn compile_c(kernel: &Kernel, dir: &Path, c_file: &Path, symbol: &str) -> Result
         format!("rustc-link-search=native={}", dir.display()),
         format!("rustc-link-lib=static={lib}"),
     ];
+    // A kernel using `sqrt`, `exp`, `log` or `abs` calls the C math library.
+    if std::env::var("CARGO_CFG_TARGET_FAMILY").is_ok_and(|f| f == "unix") {
+        directives.push("rustc-link-lib=m".to_string());
+    }
     let mut warnings = Vec::new();
     match runtime {
         Some(rt) => directives.push(format!("rustc-link-lib={rt}")),

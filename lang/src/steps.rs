@@ -105,8 +105,8 @@ pub const STEPS: &[StepInfo] = &[
     StepInfo {
         name: "split",
         class: StepClass::Directive,
-        synopsis: "split i by K into io, ii [tail guard|round|shift]",
-        usage: "`split i by 8 into io, ii [tail guard|round|shift]`",
+        synopsis: "split i by K into io, ii [tail guard|round|shift|separate]",
+        usage: "`split i by 8 into io, ii [tail guard|round|shift|separate]`",
         help: "split a loop into an outer and an inner loop",
     },
     StepInfo {

@@ -444,6 +444,43 @@ impl Applier<'_, '_> {
         Ok(())
     }
 
+    /// `split … tail separate`: the guarded split, then the full tiles apart from the
+    /// partial last one — `rw split_gen with k := extent / K` at the outer loop, so that
+    /// `gen outer` becomes the full tiles `++` the last tile, then `simpl_guard`, which
+    /// drops the tail guard where it provably holds (in the full tiles). The steady
+    /// state carries no guard; the last tile keeps it.
+    fn split_separate(
+        &mut self,
+        var: &str,
+        k: i64,
+        outer: &str,
+        inner: &str,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let (path, _) = loop_path(&self.expr, var, span)?;
+        let Some(ExprKind::Gen { lo, hi, .. }) = self.node(&path).map(|n| n.kind.clone()) else {
+            return Err(
+                Diagnostic::error("E0822", format!("`{var}` is not a `gen` loop"))
+                    .at(span, "not a gen"),
+            );
+        };
+        let extent = poly::normalize(&IndexExpr::sub(hi, lo));
+        self.split(var, k, outer, inner, "guard", span)?;
+        let (outer_path, _) = loop_path(&self.expr, outer, span)?;
+        let full_tiles = IndexExpr::bin(IndexOp::Div, extent, IndexExpr::Const(k));
+        self.apply(rw(
+            "split_gen",
+            false,
+            outer_path,
+            vec![("k", to_sindex(&full_tiles, span))],
+            span,
+        ))?;
+        self.apply(Step {
+            kind: StepKind::SimplGuard,
+            span,
+        })
+    }
+
     /// For `tail round`/`tail shift`: the extent of the loop at `path` must be provably a
     /// multiple of `k`; otherwise the strategy is refused, saying why.
     fn check_no_tail(
@@ -1166,10 +1203,13 @@ fn split_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(),
     };
     let tail = match rest {
         [] => "guard",
-        ["tail", t @ ("guard" | "round" | "shift")] => *t,
+        ["tail", t @ ("guard" | "round" | "shift" | "separate")] => *t,
         _ => return Err(call.usage()),
     };
     let k = call.int(k)?;
+    if tail == "separate" {
+        return applier.split_separate(var, k, outer, inner, call.span);
+    }
     applier.split(var, k, outer, inner, tail, call.span)
 }
 

@@ -1,0 +1,75 @@
+//! `split … tail separate`: the full tiles apart from the partial last one, the steady
+//! state without the tail guard — a checked derivation equal to its specification at
+//! every size (including sizes below the factor, where there is no full tile).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use atl_lang::interp::{EvalOptions, Tensor, eval_expr};
+use atl_lang::ir::{Expr, ExprKind};
+
+const PROGRAM: &str = "size M, N
+input A : [M, N]
+def scale = gen i < M, j < N: A[i, j] * 2
+derive sep from scale {
+  split i by 8 into io, ii tail separate
+}
+derive sep2 from scale {
+  split i by 8 into io, ii tail separate
+  split j by 4 into jo, ji tail separate
+}
+";
+
+fn has_guard(e: &Expr) -> bool {
+    let mut found = false;
+    e.walk(&mut |n| found |= matches!(n.kind, ExprKind::Guard { .. }));
+    found
+}
+
+/// The first operand of the first `++` under `e`.
+fn full_tiles(e: &Expr) -> &Expr {
+    let mut found = None;
+    let mut stack = vec![e];
+    while let Some(n) = stack.pop() {
+        if let ExprKind::Concat(a, _) = &n.kind {
+            found = Some(&**a);
+            break;
+        }
+        stack.extend(n.children().into_iter().rev());
+    }
+    found.expect("a concatenation of the full tiles and the last one")
+}
+
+#[test]
+fn the_full_tiles_carry_no_guard_and_the_values_are_the_specifications() {
+    let (checked, derivations, diags) = common::derive(PROGRAM);
+    assert!(diags.is_empty(), "{diags:?}");
+    let by_name: BTreeMap<&str, &Expr> = derivations
+        .iter()
+        .map(|d| (d.name.as_str(), &d.result))
+        .collect();
+    assert!(!has_guard(full_tiles(by_name["sep"])));
+    // In sep2 the full row tiles contain the column split, itself separated.
+    assert!(!has_guard(full_tiles(full_tiles(by_name["sep2"]))));
+    assert!(has_guard(by_name["sep"]), "the last tile keeps its guard");
+    let spec = &checked.program.def("scale").unwrap().body;
+    let options = EvalOptions::default();
+    for (m, n) in [(1, 1), (7, 3), (8, 4), (17, 9), (16, 13)] {
+        let sizes: BTreeMap<String, i64> = [("M".to_string(), m), ("N".to_string(), n)]
+            .into_iter()
+            .collect();
+        let inputs: BTreeMap<String, Tensor> = [(
+            "A".to_string(),
+            Tensor::random(vec![m as usize, n as usize], 7),
+        )]
+        .into_iter()
+        .collect();
+        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
+        for name in ["sep", "sep2"] {
+            let got =
+                eval_expr(&checked.program, by_name[name], &sizes, &inputs, &options).unwrap();
+            assert_eq!(got, want, "{name} at M={m}, N={n}");
+        }
+    }
+}
