@@ -817,6 +817,11 @@ impl Applier<'_, '_> {
             .at(span, "cannot compute the stage there")
             .with_help("the loop must be one of the stage's consumers"));
         }
+        // A scalar stage has no window: moved to the loop, it is computed once per
+        // iteration, which is all `compute_at` asks.
+        if self.stage_is_scalar(&lp) {
+            return Ok(());
+        }
         let dims = self.window_bounds(x, &lp, span)?;
         let d = dims.len();
         self.apply(Step {
@@ -849,6 +854,21 @@ impl Applier<'_, '_> {
             self.resolve_reads(tensor_path, span)?;
         }
         Ok(())
+    }
+
+    /// Whether the `let` at `lp` binds a scalar (its value has rank 0).
+    fn stage_is_scalar(&self, lp: &[usize]) -> bool {
+        let Some(ExprKind::Let { value, .. }) = self.node(lp).map(|n| &n.kind) else {
+            return false;
+        };
+        sites(self.env.shapes, &self.expr)
+            .iter()
+            .find(|s| s.path == lp)
+            .and_then(|s| {
+                atl_lang::shapes::infer_with_lets(self.env.shapes, &mut s.ctx.lets.clone(), value)
+                    .ok()
+            })
+            .is_some_and(|shape| shape.is_empty())
     }
 
     /// The window of `let x` (at `lp`) that its body reads, one `lo..hi` per leading
