@@ -579,6 +579,11 @@ pub static CODES: &[ErrorCode] = &[
         "see docs/directives.md",
     ),
     active(
+        "E0832",
+        "a directive names a loop that several loops could be (the same name written in two stages, which name resolution renamed apart)",
+        "name it as printed (`x1`) or as `stage.var`, with the `let` that computes it (`NAME.var` for the definition's own loops); the REPL's `:loops` lists them",
+    ),
+    active(
         "E0840",
         "`parallel` of a `sum` loop (its iterations accumulate into the same elements), or of a loop nested in (or enclosing) another `parallel` loop (OpenMP's nested parallelism is off)",
         "parallelize one `gen` loop of the nest",

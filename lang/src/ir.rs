@@ -887,9 +887,21 @@ pub struct Program {
     /// User rules (`rule NAME: …` items) as written; `atl-rewrites` loads and checks
     /// them before a derivation may use them.
     pub rules: Vec<crate::ast::RuleItem>,
+    /// Binders that name resolution renamed (`x` written in two stages of a
+    /// definition becomes `x` and `x1`): the resolved name and the name written, so
+    /// that messages and directives can use the user's names.
+    pub written_names: Vec<(String, String)>,
 }
 
 impl Program {
+    /// The name a binder was written with (itself unless resolution renamed it).
+    pub fn written_name<'a>(&'a self, resolved: &'a str) -> &'a str {
+        self.written_names
+            .iter()
+            .find(|(r, _)| r == resolved)
+            .map_or(resolved, |(_, w)| w.as_str())
+    }
+
     pub fn def(&self, name: &str) -> Option<&Def> {
         self.defs.iter().find(|d| d.name == name)
     }

@@ -63,6 +63,9 @@ pub enum Token {
 
     #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice().to_string())]
     Ident(String),
+    /// `stage.var`: a loop named with its stage, in the arguments of a directive.
+    #[regex(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice().to_string())]
+    Qualified(String),
     /// `?name` or a bare `?` (an anonymous metavariable) in rule patterns.
     #[regex(r"\?[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice()[1..].to_string())]
     #[token("?", |_| String::new())]
@@ -166,7 +169,7 @@ impl fmt::Display for Token {
             Token::Min => "min",
             Token::Max => "max",
             Token::RwBack => "rw<-",
-            Token::Ident(s) => return write!(f, "{s}"),
+            Token::Ident(s) | Token::Qualified(s) => return write!(f, "{s}"),
             Token::Meta(s) => return write!(f, "?{s}"),
             Token::Int(s) | Token::Float(s) => return write!(f, "{s}"),
             Token::LParen => "(",

@@ -962,7 +962,7 @@ fn parse_directive(
     let mut args = Vec::new();
     for (tok, s) in rest {
         args.push(match tok {
-            Token::Ident(w) => DirectiveArg::Word(Ident {
+            Token::Ident(w) | Token::Qualified(w) => DirectiveArg::Word(Ident {
                 name: w.clone(),
                 span: *s,
             }),

@@ -53,6 +53,8 @@ struct Resolver<'a> {
     /// Definitions resolved so far, in order (a def may use only earlier ones).
     defined: HashSet<String>,
     diags: &'a mut Vec<Diagnostic>,
+    /// Binders renamed: (resolved, written).
+    renamed: Vec<(String, String)>,
 }
 
 fn suggestion<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Option<String> {
@@ -285,8 +287,13 @@ impl Resolver<'_> {
             // Fresh for this definition and every global name (checked by lookup, not
             // by copying the globals into each definition's name supply).
             let globals = &self.globals;
-            ctx.supply
-                .fresh_avoiding(&var.name, &|n| globals.contains_key(n))
+            let fresh = ctx
+                .supply
+                .fresh_avoiding(&var.name, &|n| globals.contains_key(n));
+            if fresh != var.name && !self.renamed.iter().any(|(r, _)| *r == fresh) {
+                self.renamed.push((fresh.clone(), var.name.clone()));
+            }
+            fresh
         } else {
             var.name.clone()
         };
@@ -556,6 +563,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
         broken: file.broken.iter().cloned().collect(),
         defined: HashSet::new(),
         diags,
+        renamed: Vec::new(),
     };
     // Declarations first, so that misuse of a later-declared name gets a precise message.
     for item in &file.items {
@@ -714,5 +722,6 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
             Item::Rule(rule) => program.rules.push(rule.clone()),
         }
     }
+    program.written_names = std::mem::take(&mut r.renamed);
     program
 }

@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, StepKind};
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
-use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, HintKind, LoopHint};
+use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, HintKind, LoopHint, Program};
 use atl_lang::poly::{self, Poly};
 use atl_lang::pretty::{Style, expr_to_string};
 use atl_lang::shapes::{Shape, ShapeEnv};
@@ -111,27 +111,118 @@ fn to_sindex(e: &IndexExpr, span: Span) -> SIndex {
     SIndex { kind, span }
 }
 
-/// The path of the `gen`/`sum` binding `var`, and whether it is a `gen`.
+/// The path of the `gen`/`sum` binding `var`, and whether it is a `gen` (no written
+/// names known: the hint checks, which see resolved names only).
 fn loop_path(expr: &Expr, var: &str, span: Span) -> Result<(Vec<usize>, bool), Diagnostic> {
-    find_path(expr, &mut |e| match &e.kind {
-        ExprKind::Gen { var: v, .. } if v == var => Some(true),
-        ExprKind::Sum { var: v, .. } if v == var => Some(false),
-        _ => None,
-    })
-    .ok_or_else(|| {
-        let all = crate::loops::loops(expr);
-        let d = Diagnostic::error("E0821", format!("no loop binds `{var}`"))
-            .at(span, "unknown loop")
-            .with_note(crate::loops::listing(&all));
-        let names: Vec<&str> = all.iter().map(|l| l.var.as_str()).collect();
-        match atl_lang::suggest::closest(var, names.iter().copied(), var.len().div_ceil(3).max(1)) {
-            Some(c) => d.with_help(format!("did you mean `{c}`?")),
-            None => d.with_help(
-                "loops are named by their binder variables, as listed above (the REPL's \
-                 `:loops` prints them)",
-            ),
+    find_loop(None, expr, var, span)
+}
+
+/// The loop a directive names, and whether it is a `gen`: by its variable, or by the
+/// name the user wrote for a binder that resolution renamed (`x` for `x1`), or as
+/// `stage.var`. A name that fits several loops is refused (E0832) with the loops it
+/// could mean; an unknown one (E0821) with the program's loops.
+fn find_loop(
+    program: Option<&Program>,
+    expr: &Expr,
+    var: &str,
+    span: Span,
+) -> Result<(Vec<usize>, bool), Diagnostic> {
+    let written = |resolved: &str| -> String {
+        program.map_or(resolved, |p| p.written_name(resolved)).to_string()
+    };
+    let (stage, name) = match var.split_once('.') {
+        Some((stage, name)) => (Some(stage), name),
+        None => (None, var),
+    };
+    let all = crate::loops::loops(expr);
+    let mut paths = Vec::new();
+    find_all_loops(expr, &mut Vec::new(), &mut paths);
+    let in_stage = |l: &crate::loops::LoopInfo| match stage {
+        None => true,
+        // The definition's own loops are named by the definition (or the derivation).
+        Some(s) => match &l.stage {
+            Some(ls) => ls == s,
+            None => program.is_none_or(|p| p.def(s).is_some() || p.derive(s).is_some()),
+        },
+    };
+    let exact: Vec<usize> = (0..all.len())
+        .filter(|&k| all[k].var == name && in_stage(&all[k]))
+        .collect();
+    let by_written: Vec<usize> = (0..all.len())
+        .filter(|&k| all[k].var != name && written(&all[k].var) == name && in_stage(&all[k]))
+        .collect();
+    // The loop with exactly that variable, unless a loop of *another* stage was also
+    // written with that name (the producer's `x` and the consumer's `x`, renamed `x1`):
+    // then the name is ambiguous.
+    let same_stage = |k: usize, j: usize| all[k].stage == all[j].stage;
+    let chosen: Vec<usize> = if exact.len() == 1
+        && (stage.is_some() || by_written.iter().all(|&j| same_stage(exact[0], j)))
+    {
+        exact
+    } else if exact.is_empty() && by_written.len() == 1 {
+        by_written
+    } else {
+        exact.into_iter().chain(by_written).collect()
+    };
+    match chosen.as_slice() {
+        [k] => Ok((paths[*k].0.clone(), paths[*k].1)),
+        [] => {
+            let d = Diagnostic::error("E0821", format!("no loop binds `{var}`"))
+                .at(span, "unknown loop")
+                .with_note(crate::loops::listing(&all));
+            let names: Vec<&str> = all.iter().map(|l| l.var.as_str()).collect();
+            Err(match atl_lang::suggest::closest(
+                name,
+                names.iter().copied(),
+                name.len().div_ceil(3).max(1),
+            ) {
+                Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                None => d.with_help(
+                    "loops are named by their binder variables, as listed above (the REPL's \
+                     `:loops` prints them), or as `stage.var`",
+                ),
+            })
         }
-    })
+        several => {
+            let lines: Vec<String> = several
+                .iter()
+                .map(|&k| {
+                    let l = &all[k];
+                    let stage = l.stage.as_deref().unwrap_or("(the definition)");
+                    if written(&l.var) != l.var {
+                        format!("`{}` in stage {stage} (written `{}`)", l.var, written(&l.var))
+                    } else {
+                        format!("`{}` in stage {stage}", l.var)
+                    }
+                })
+                .collect();
+            Err(Diagnostic::error(
+                "E0832",
+                format!("`{var}` names {} loops", several.len()),
+            )
+            .at(span, "ambiguous loop")
+            .with_note(format!("it may mean: {}", lines.join(", ")))
+            .with_help(
+                "name one loop: its variable as printed (`x1`), or `stage.var` with the `let` \
+                 that computes it (the definition's own loops: `NAME.var`)",
+            ))
+        }
+    }
+}
+
+/// Every `gen`/`sum` of `e` in pre-order (the order of [`crate::loops::loops`]), with
+/// its path and whether it is a `gen`.
+fn find_all_loops(e: &Expr, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, bool)>) {
+    match &e.kind {
+        ExprKind::Gen { .. } => out.push((path.clone(), true)),
+        ExprKind::Sum { .. } => out.push((path.clone(), false)),
+        _ => {}
+    }
+    for (k, c) in e.children().into_iter().enumerate() {
+        path.push(k);
+        find_all_loops(c, path, out);
+        path.pop();
+    }
 }
 
 /// The path of `let var`.
@@ -398,7 +489,7 @@ impl Applier<'_, '_> {
             )
             .at(span, "bad factor"));
         }
-        let (path, is_gen) = loop_path(&self.expr, var, span)?;
+        let (path, is_gen) = find_loop(Some(self.env.program), &self.expr, var, span)?;
         if !is_gen {
             return Err(Diagnostic::error(
                 "E0822",
@@ -457,7 +548,7 @@ impl Applier<'_, '_> {
         inner: &str,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        let (path, _) = loop_path(&self.expr, var, span)?;
+        let (path, _) = find_loop(Some(self.env.program), &self.expr, var, span)?;
         let Some(ExprKind::Gen { lo, hi, .. }) = self.node(&path).map(|n| n.kind.clone()) else {
             return Err(
                 Diagnostic::error("E0822", format!("`{var}` is not a `gen` loop"))
@@ -466,7 +557,7 @@ impl Applier<'_, '_> {
         };
         let extent = poly::normalize(&IndexExpr::sub(hi, lo));
         self.split(var, k, outer, inner, "guard", span)?;
-        let (outer_path, _) = loop_path(&self.expr, outer, span)?;
+        let (outer_path, _) = find_loop(Some(self.env.program), &self.expr, outer, span)?;
         let full_tiles = IndexExpr::bin(IndexOp::Div, extent, IndexExpr::Const(k));
         self.apply(rw(
             "split_gen",
@@ -556,8 +647,8 @@ impl Applier<'_, '_> {
 
     /// `fuse a, b into t`: two directly nested loops from 0 become one.
     fn fuse(&mut self, a: &str, b: &str, t: &str, span: Span) -> Result<(), Diagnostic> {
-        let (pa, ga) = loop_path(&self.expr, a, span)?;
-        let (pb, gb) = loop_path(&self.expr, b, span)?;
+        let (pa, ga) = find_loop(Some(self.env.program), &self.expr, a, span)?;
+        let (pb, gb) = find_loop(Some(self.env.program), &self.expr, b, span)?;
         let (outer, outer_gen, inner, inner_gen) =
             if pb.len() == pa.len() + 1 && pb.starts_with(&pa) {
                 (pa, ga, pb, gb)
@@ -764,7 +855,7 @@ impl Applier<'_, '_> {
     /// rows that body reads.
     fn compute_at(&mut self, x: &str, l: &str, span: Span) -> Result<(), Diagnostic> {
         let mut lp = let_path(&self.expr, x, span)?;
-        let (loop_p, _) = loop_path(&self.expr, l, span)?;
+        let (loop_p, _) = find_loop(Some(self.env.program), &self.expr, l, span)?;
         let mut loop_body = loop_p.clone();
         loop_body.push(0);
         // Every use must be inside the loop, and the loop inside the let's scope (or the
@@ -1028,7 +1119,7 @@ impl Applier<'_, '_> {
                 Vec::new(),
             )
         } else {
-            let (path, _) = loop_path(&self.expr, v, span)?;
+            let (path, _) = find_loop(Some(self.env.program), &self.expr, v, span)?;
             let Some(ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. }) =
                 self.node(&path).map(|e| &e.kind)
             else {
@@ -1271,7 +1362,7 @@ fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(
         let expr = applier.expr.clone();
         let mut current: Vec<(usize, &str)> = Vec::with_capacity(names.len());
         for name in names {
-            let (path, _) = loop_path(&expr, name, call.span)?;
+            let (path, _) = find_loop(Some(applier.env.program), &expr, name, call.span)?;
             current.push((path.len(), name));
         }
         current.sort();
@@ -1296,8 +1387,8 @@ fn exchange_loops(
 ) -> Result<(), Diagnostic> {
     // The program before the directive (the guard lift below changes the applier's).
     let expr = &applier.expr.clone();
-    let (pa, ga) = loop_path(expr, a, span)?;
-    let (pb, gb) = loop_path(expr, b, span)?;
+    let (pa, ga) = find_loop(Some(applier.env.program), expr, a, span)?;
+    let (pb, gb) = find_loop(Some(applier.env.program), expr, b, span)?;
     // A guard between the two loops (a split's tail guard) is first moved into
     // the inner loop (`rw<- guard_lift_gen`/`guard_lift_sum`, whose scoping
     // refuses a guard that mentions the inner loop's variable).
@@ -1410,11 +1501,17 @@ fn annotation_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Resul
     let [var] = call.text.as_slice() else {
         return Err(call.usage());
     };
+    // The hint names the loop by its variable (`stage.var` and written names resolved).
+    let (path, _) = find_loop(Some(applier.env.program), &applier.expr, var, call.span)?;
+    let resolved = match node_at(&applier.expr, &path).map(|n| &n.kind) {
+        Some(ExprKind::Gen { var, .. } | ExprKind::Sum { var, .. }) => var.clone(),
+        _ => var.to_string(),
+    };
     let outcome = annotation(
         applier.env,
         &applier.expr,
         &call.name.name,
-        var,
+        &resolved,
         call.span,
         &applier.origin,
     )?;

@@ -98,6 +98,7 @@ struct Position<'w> {
 /// Builds the kernel's values.
 struct Kernel<'w> {
     walk: &'w Walk,
+    solver: &'w Solver,
     fresh: usize,
     size: usize,
 }
@@ -183,6 +184,49 @@ impl<'w> Kernel<'w> {
             };
         }
         result
+    }
+
+    /// Whether the coordinates of `site` (already renamed: its own loops are `own`,
+    /// its other variables substituted by `outer`) determine its own loop variables:
+    /// with `w` the witness solved from generic coordinates `c`, `w(coords(v)) == v`
+    /// for every iteration `v` the site's context allows. Then an iteration writing an
+    /// element is the witness of that element, and nothing else writes it.
+    fn witness_is_unique(
+        &self,
+        site: &Site,
+        own: &[LoopRef],
+        outer: &Subst,
+        rank: usize,
+    ) -> bool {
+        let generic: Vec<IndexExpr> = (0..rank)
+            .map(|d| IndexExpr::var(format!("c#u{d}")))
+            .collect();
+        let w = witness(site, &generic, own, true).closed;
+        if w.len() != own.len() {
+            return false;
+        }
+        let back: Subst = (0..rank)
+            .map(|d| (format!("c#u{d}"), site.coords[d].clone()))
+            .collect();
+        let goal = own
+            .iter()
+            .map(|l| {
+                let value = apply(&w[&l.var], &back);
+                eq(value, IndexExpr::var(l.var.clone()))
+            })
+            .reduce(Pred::and)
+            .unwrap_or(Pred::Bool(true));
+        let facts = Facts {
+            sizes: self.walk.sizes.clone(),
+            facts: site.facts.iter().map(|f| apply_pred(f, outer)).collect(),
+        };
+        if let Pred::Cmp(CmpOp::Eq, a, b) = &goal
+            && crate::identical(a, b)
+        {
+            return true;
+        }
+        let reduced = goal.map_index(&mut |e| reduce_divisions(e, &facts, self.solver));
+        self.solver.prove(&facts, &reduced).is_proved()
     }
 
     /// Replaces every [`Term::Read`] of `t` by the value read.
@@ -298,6 +342,16 @@ impl<'w> Kernel<'w> {
             if w.len() != own.len() {
                 return Term::Unknown(format!(
                     "which iteration of {} writes the element it reads is not found",
+                    a.access
+                ));
+            }
+            // The witness is *the* iteration that writes the element only if the
+            // element determines the iteration: proved for all coordinates (otherwise
+            // another iteration may write it while the witness's does not, and the
+            // element's value is not the one this case describes).
+            if !own.is_empty() && !self.witness_is_unique(&renamed, &own, &s, coords.len()) {
+                return Term::Unknown(format!(
+                    "the element {} writes does not determine the iteration that writes it",
                     a.access
                 ));
             }
@@ -860,19 +914,36 @@ fn find_split(t: &Term) -> Option<Pred> {
 /// e ∧ …] * x` is `Σ u. [lo <= e < hi ∧ …] * x[var := e]` (for each `u`, only the
 /// term `var = e` is not zero; the order of the `u` terms is kept).
 fn eliminate(var: &str, lo: &IndexExpr, hi: &IndexExpr, body: &Term) -> Option<Term> {
+    eliminate_under(var, lo, hi, body, &[])
+}
+
+/// [`eliminate`] under the inner sums `inner` (outermost first) already crossed. The
+/// terms keep their order only when the value of `var` does not decrease as the inner
+/// sums advance: it may mention no inner sum's variable, or only the innermost one,
+/// with coefficient 1 (then for each value of `var` there is one term, met in the same
+/// order). Otherwise the sum is left alone (compared as it is, or not validated).
+fn eliminate_under(
+    var: &str,
+    lo: &IndexExpr,
+    hi: &IndexExpr,
+    body: &Term,
+    inner: &[&str],
+) -> Option<Term> {
     match body {
         Term::Sum {
             var: u,
             lo: lo_u,
             hi: hi_u,
-            body: inner,
+            body: inside,
         } if !lo_u.mentions(var) && !hi_u.mentions(var) => {
-            let inner = eliminate(var, lo, hi, inner)?;
+            let mut crossed = inner.to_vec();
+            crossed.push(u);
+            let inside = eliminate_under(var, lo, hi, inside, &crossed)?;
             Some(Term::Sum {
                 var: u.clone(),
                 lo: lo_u.clone(),
                 hi: hi_u.clone(),
-                body: Box::new(inner),
+                body: Box::new(inside),
             })
         }
         Term::Select(p, x, otherwise) if otherwise.is_zero() => {
@@ -886,6 +957,9 @@ fn eliminate(var: &str, lo: &IndexExpr, hi: &IndexExpr, body: &Term) -> Option<T
                     _ => None,
                 })
                 .or_else(|| solve_tile(var, &conjuncts))?;
+            if !keeps_order(&value, inner) {
+                return None;
+            }
             let range = Pred::and(le(lo.clone(), value.clone()), lt(value.clone(), hi.clone()));
             Some(Term::Select(
                 Pred::and(range, p.subst(var, &value)),
@@ -895,6 +969,25 @@ fn eliminate(var: &str, lo: &IndexExpr, hi: &IndexExpr, body: &Term) -> Option<T
         }
         _ => None,
     }
+}
+
+/// Whether `value` mentions none of the crossed sums' variables `inner`, or only the
+/// innermost one, linearly with coefficient 1.
+fn keeps_order(value: &IndexExpr, inner: &[&str]) -> bool {
+    let Some((last, outer)) = inner.split_last() else {
+        return true;
+    };
+    if outer.iter().any(|v| value.mentions(v)) {
+        return false;
+    }
+    if !value.mentions(last) {
+        return true;
+    }
+    let poly = Poly::from_index(value);
+    poly.terms().iter().all(|(monomial, c)| {
+        let here = monomial.iter().filter(|m| m.mentions(last)).count();
+        here == 0 || (monomial.len() == 1 && monomial[0] == IndexExpr::var(*last) && *c == 1)
+    })
 }
 
 /// `0 <= r - K*var` and `r - K*var < K` among `conjuncts`, with `K` a size or a
@@ -984,6 +1077,7 @@ pub fn check(
     let out = &walk.bindings[walk.output];
     let mut kernel = Kernel {
         walk,
+        solver,
         fresh: 0,
         size: 0,
     };
