@@ -1037,9 +1037,18 @@ fn run_case(
             break;
         }
     }
-    let Some((m, what, mutant)) = found else {
+    let Some((m, mut what, mut mutant)) = found else {
         return Outcome::NoPlace;
     };
+    // Sometimes a second edit on top (a wrong kernel may need two to look right).
+    if rng.chance(25) {
+        let second = *rng.pick(CATALOGUE);
+        let mut twice = mutant.clone();
+        if let Some(more) = mutate(&mut twice, second, &mut rng) {
+            mutant = twice;
+            what = format!("{what}; then {second:?}: {more}");
+        }
+    }
     let source = Source {
         program: &example.program,
         shapes: &example.shapes,
