@@ -128,7 +128,9 @@ fn find_loop(
     span: Span,
 ) -> Result<(Vec<usize>, bool), Diagnostic> {
     let written = |resolved: &str| -> String {
-        program.map_or(resolved, |p| p.written_name(resolved)).to_string()
+        program
+            .map_or(resolved, |p| p.written_name(resolved))
+            .to_string()
     };
     let (stage, name) = match var.split_once('.') {
         Some((stage, name)) => (Some(stage), name),
@@ -171,17 +173,19 @@ fn find_loop(
                 .at(span, "unknown loop")
                 .with_note(crate::loops::listing(&all));
             let names: Vec<&str> = all.iter().map(|l| l.var.as_str()).collect();
-            Err(match atl_lang::suggest::closest(
-                name,
-                names.iter().copied(),
-                name.len().div_ceil(3).max(1),
-            ) {
-                Some(c) => d.with_help(format!("did you mean `{c}`?")),
-                None => d.with_help(
-                    "loops are named by their binder variables, as listed above (the REPL's \
+            Err(
+                match atl_lang::suggest::closest(
+                    name,
+                    names.iter().copied(),
+                    name.len().div_ceil(3).max(1),
+                ) {
+                    Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                    None => d.with_help(
+                        "loops are named by their binder variables, as listed above (the REPL's \
                      `:loops` prints them), or as `stage.var`",
-                ),
-            })
+                    ),
+                },
+            )
         }
         several => {
             let lines: Vec<String> = several
@@ -190,7 +194,11 @@ fn find_loop(
                     let l = &all[k];
                     let stage = l.stage.as_deref().unwrap_or("(the definition)");
                     if written(&l.var) != l.var {
-                        format!("`{}` in stage {stage} (written `{}`)", l.var, written(&l.var))
+                        format!(
+                            "`{}` in stage {stage} (written `{}`)",
+                            l.var,
+                            written(&l.var)
+                        )
                     } else {
                         format!("`{}` in stage {stage}", l.var)
                     }

@@ -191,13 +191,7 @@ impl<'w> Kernel<'w> {
     /// with `w` the witness solved from generic coordinates `c`, `w(coords(v)) == v`
     /// for every iteration `v` the site's context allows. Then an iteration writing an
     /// element is the witness of that element, and nothing else writes it.
-    fn witness_is_unique(
-        &self,
-        site: &Site,
-        own: &[LoopRef],
-        outer: &Subst,
-        rank: usize,
-    ) -> bool {
+    fn witness_is_unique(&self, site: &Site, own: &[LoopRef], outer: &Subst, rank: usize) -> bool {
         let generic: Vec<IndexExpr> = (0..rank)
             .map(|d| IndexExpr::var(format!("c#u{d}")))
             .collect();

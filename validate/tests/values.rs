@@ -435,3 +435,34 @@ fn a_kernel_with_scalar_functions_is_validated_and_a_wrong_function_is_not() {
     let swapped = text.replace("sqrt(a[i @ (i)])", "max(a[i @ (i)], 0)");
     assert_wrong_result(&common::report_against(&kernel(&swapped), ROOTS, "roots"));
 }
+
+// ---- a witness that is not the writer (found by the validator's mutation fuzzer) ----
+
+#[test]
+fn a_zeroed_temporary_written_through_coordinates_that_do_not_determine_the_iteration() {
+    // `t[3x + y] = a[x]` for y < 2: the witness of element 1 (x = 0, y = 0) does not
+    // write it, but the iteration x = 0, y = 1 does. Reading it as the zero of the
+    // zeroed buffer validated a wrong kernel.
+    let program = "size n
+input a: [n]
+def f = gen i < 3 * n: [i < 1] * a[0]
+";
+    let text = "kernel by_hand(n; a: [n]) -> out: [3 * n]
+  source: 0
+{
+  alloc t[3 * n] = zeros[3 * n] {  # heap
+    for x in 0..n {  # gen
+      for y in 0..2 {  # gen
+        t[3 * x + y] = a[x @ (x)]  @ (3 * x + y)
+      }
+    }
+    for i in 0..3 * n {  # gen
+      out[i] = t[i @ (i)]  @ (i)
+    }
+  }
+}
+";
+    let report = common::report_against(&kernel(text), program, "f");
+    assert_ne!(report.verdict, KernelVerdict::Validated, "{report}");
+    assert_wrong_result(&report);
+}
