@@ -94,6 +94,11 @@ fn each_val_in(v: &mut Val, f: &mut dyn FnMut(&mut Val)) {
             each_val_in(a, f);
             each_val_in(b, f);
         }
+        Val::Call(_, args) => {
+            for a in args {
+                each_val_in(a, f);
+            }
+        }
     }
 }
 
