@@ -112,9 +112,9 @@ pub const STEPS: &[StepInfo] = &[
     StepInfo {
         name: "tile",
         class: StepClass::Directive,
-        synopsis: "tile i, j by A, B",
-        usage: "`tile i, j by 64, 64` (new loops `io, ii, jo, ji`)",
-        help: "split two loops (new loops `io, ii, jo, ji`)",
+        synopsis: "tile i, j by A, B [into io, jo, ii, ji]",
+        usage: "`tile i, j by 64, 64` (loops `io, ii, jo, ji`), or `tile i, j by 64, 64 into io, jo, ii, ji` (Halide's order: the tile loops outside)",
+        help: "split two loops; with `into`, the tile loops outside the loops within a tile",
     },
     StepInfo {
         name: "reorder",

@@ -1332,15 +1332,33 @@ fn split_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(),
     applier.split(var, k, outer, inner, tail, call.span)
 }
 
+/// `tile a, b by A, B`: the two splits (loops `ao, ai, bo, bi` in that order). With
+/// `into ao, bo, ai, bi`, Halide's order: the tile loops outside the loops within a
+/// tile — `ai` is exchanged with `b` before `b` is split, then `bi` with `ai` (each
+/// exchange a `gen_swap`; the transposes keep the storage layout).
 fn tile_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
-    let [a, b, "by", ka, kb] = call.text.as_slice() else {
-        return Err(call.usage());
+    let (a, b, ka, kb, names) = match call.text.as_slice() {
+        [a, b, "by", ka, kb] => (*a, *b, *ka, *kb, None),
+        [a, b, "by", ka, kb, "into", ao, bo, ai, bi] => {
+            (*a, *b, *ka, *kb, Some((*ao, *bo, *ai, *bi)))
+        }
+        _ => return Err(call.usage()),
     };
     let ka = call.int(ka)?;
     let kb = call.int(kb)?;
     let span = call.span;
-    applier.split(a, ka, &format!("{a}o"), &format!("{a}i"), "guard", span)?;
-    applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), "guard", span)
+    match names {
+        None => {
+            applier.split(a, ka, &format!("{a}o"), &format!("{a}i"), "guard", span)?;
+            applier.split(b, kb, &format!("{b}o"), &format!("{b}i"), "guard", span)
+        }
+        Some((ao, bo, ai, bi)) => {
+            applier.split(a, ka, ao, ai, "guard", span)?;
+            exchange_loops(applier, ai, b, span)?;
+            applier.split(b, kb, bo, bi, "guard", span)?;
+            exchange_loops(applier, bi, ai, span)
+        }
+    }
 }
 
 /// `reorder a, b, …`: the named loops, which must be nested one in the other, end up
