@@ -66,6 +66,12 @@ const COMMANDS: &[Command] = &[
         run: Session::cmd_show,
     },
     Command {
+        name: "applies",
+        args: "",
+        help: "the rules that apply somewhere in the current program (with their sites), and those that need a `with`",
+        run: Session::cmd_applies,
+    },
+    Command {
         name: "loops",
         args: "",
         help: "the loops of the current program, with their stages and ranges (what directives name)",
@@ -499,6 +505,78 @@ impl Session {
 
     fn cmd_show(&mut self, _: &str, out: &mut dyn Write) -> Control {
         self.print_program(out);
+        Control::Continue
+    }
+
+    /// What applies here: every rule of the library (left to right) with the places
+    /// where its step would succeed, then the rules that match but need a `with`.
+    fn cmd_applies(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
+            let _ = writeln!(out, "no program in focus");
+            return Control::Continue;
+        };
+        let env = Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &self.library,
+            solver: &self.solver,
+        };
+        let mut applies = Vec::new();
+        let mut needs_with = Vec::new();
+        for rule in self.library.rules() {
+            let Ok(sites) = list_sites(&env, current, &rule.name, false) else {
+                continue;
+            };
+            let ok: Vec<String> = sites
+                .iter()
+                .filter(|s| s.outcome.is_ok())
+                .map(|s| {
+                    let path: Vec<String> = s.path.iter().map(usize::to_string).collect();
+                    format!("[{}]", path.join(", "))
+                })
+                .collect();
+            // The doc comment starts with the rule's name (and its parameters).
+            let doc = rule
+                .doc
+                .split_once(": ")
+                .filter(|(head, _)| head.starts_with(&rule.name))
+                .map_or(rule.doc.as_str(), |(_, rest)| rest);
+            if !ok.is_empty() {
+                let shown = if ok.len() > 4 {
+                    format!("{} … ({} sites)", ok[..4].join(" "), ok.len())
+                } else {
+                    ok.join(" ")
+                };
+                applies.push(format!("  {:<20} at {shown}  — {doc}", rule.name));
+            } else if sites.iter().any(|s| {
+                s.outcome.as_ref().is_err_and(|d| {
+                    d.message.contains("with")
+                        || d.help.as_deref().is_some_and(|h| h.contains("with"))
+                })
+            }) {
+                needs_with.push(format!("  {:<20} — {doc}", rule.name));
+            }
+        }
+        if applies.is_empty() {
+            let _ = writeln!(out, "no rule applies as it stands");
+        } else {
+            let _ = writeln!(
+                out,
+                "rules that apply (`rw RULE in [PATH]`):\n{}",
+                applies.join("\n")
+            );
+        }
+        if !needs_with.is_empty() {
+            let _ = writeln!(
+                out,
+                "rules that match but need `with` (`:sites RULE` shows where):\n{}",
+                needs_with.join("\n")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "directives (`:help`) name loops as `:loops` lists them"
+        );
         Control::Continue
     }
 

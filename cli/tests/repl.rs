@@ -295,8 +295,14 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     let mut session = Session::new(false).expect("library loads");
     let mut out = Vec::new();
     assert!(session.load(&file, &mut out));
-    let text = session_output(&mut session, ":focus tiled\n:loops\n:pads\n:ir\n:c\n");
+    let text = session_output(
+        &mut session,
+        ":focus tiled\n:loops\n:applies\n:pads\n:ir\n:c\n",
+    );
     assert!(text.contains("the loops of the program:"), "{text}");
+    // A tiled loop nest: exchanging two gens applies somewhere.
+    assert!(text.contains("rules that apply"), "{text}");
+    assert!(text.contains("  gen_swap "), "{text}");
     assert!(text.contains("gate: passes"), "{text}");
     assert!(text.contains("kernel __current"), "{text}");
     assert!(text.contains("void tiled(int64_t n"), "{text}");
