@@ -131,6 +131,20 @@ pub const STEPS: &[StepInfo] = &[
         help: "make one loop of two directly nested loops",
     },
     StepInfo {
+        name: "pack",
+        class: StepClass::Directive,
+        synopsis: "pack X by Q into XP",
+        usage: "`pack B by 16 into Bp` copies the columns of the matrix `B` into zero-padded panels of 16, once",
+        help: "copy a matrix's columns into contiguous zero-padded panels, computed once",
+    },
+    StepInfo {
+        name: "partition",
+        class: StepClass::Directive,
+        synopsis: "partition io",
+        usage: "`partition io` for the tile loop `io` of an earlier `split i by K into io, ii`",
+        help: "separate a split loop's full tiles from the last one, whose guard stays",
+    },
+    StepInfo {
         name: "compute_root",
         class: StepClass::Directive,
         synopsis: "compute_root x",

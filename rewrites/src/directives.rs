@@ -498,6 +498,7 @@ impl Applier<'_, '_> {
             .at(span, "bad factor"));
         }
         let (path, is_gen) = find_loop(Some(self.env.program), &self.expr, var, span)?;
+        self.check_fresh(&[outer, inner], span)?;
         if !is_gen {
             return Err(Diagnostic::error(
                 "E0822",
@@ -539,6 +540,35 @@ impl Applier<'_, '_> {
         if tail != "guard" {
             // No tail: the guard holds everywhere and is dropped.
             self.apply(rw("guard_elim", false, guard, vec![], span))?;
+        }
+        Ok(())
+    }
+
+    /// E0803 in the user's words when a name a directive introduces is already used
+    /// in the program (a binder of the current program, a size, an input or a
+    /// definition) — not the rule's metavariable and `with` syntax the expanded step
+    /// would report.
+    fn check_fresh(&self, names: &[&str], span: Span) -> Result<(), Diagnostic> {
+        let mut used = std::collections::BTreeSet::new();
+        self.expr.walk(&mut |e| {
+            if let Some((v, _)) = e.binder() {
+                used.insert(v.to_string());
+            }
+        });
+        let p = self.env.program;
+        for name in names {
+            let global = p.is_size(name) || p.input(name).is_some() || p.def(name).is_some();
+            if used.contains(*name) || global {
+                return Err(Diagnostic::error(
+                    "E0803",
+                    format!("the new name `{name}` is already used in the program"),
+                )
+                .at(span, "not a fresh name")
+                .with_help(format!(
+                    "choose names the program does not use yet, e.g. `{name}2` (the REPL's \
+                     `:loops` lists the loops)"
+                )));
+            }
         }
         Ok(())
     }
@@ -1243,6 +1273,8 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("reorder", reorder_directive),
     ("fuse", fuse_directive),
     ("compute_root", compute_root_directive),
+    ("pack", pack_directive),
+    ("partition", partition_directive),
     ("compute_inline", compute_inline_directive),
     ("compute_at", compute_at_directive),
     ("bound", bound_directive),
@@ -1411,7 +1443,34 @@ fn exchange_loops(
     b: &str,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    // The program before the directive (the guard lift below changes the applier's).
+    // Several guards stacked between the two loops (two splits' tail guards) are
+    // first made one (`rw guard_and`).
+    for _ in 0..8 {
+        let expr = applier.expr.clone();
+        let (pa, _) = find_loop(Some(applier.env.program), &expr, a, span)?;
+        let (pb, _) = find_loop(Some(applier.env.program), &expr, b, span)?;
+        let (outer, inner) = if pa.len() < pb.len() {
+            (pa, pb)
+        } else {
+            (pb, pa)
+        };
+        let stacked = inner.len() > outer.len() + 2
+            && inner.starts_with(&outer)
+            && inner[outer.len()..].iter().all(|&c| c == 0)
+            && (outer.len() + 1..inner.len()).all(|n| {
+                matches!(
+                    node_at(&expr, &inner[..n]).map(|e| &e.kind),
+                    Some(ExprKind::Guard { .. })
+                )
+            });
+        if !stacked {
+            break;
+        }
+        let mut first = outer.clone();
+        first.push(0);
+        applier.apply(rw("guard_and", false, first, vec![], span))?;
+    }
+    // The program before the exchange (the guard lift below changes the applier's).
     let expr = &applier.expr.clone();
     let (pa, ga) = find_loop(Some(applier.env.program), expr, a, span)?;
     let (pb, gb) = find_loop(Some(applier.env.program), expr, b, span)?;
@@ -1484,6 +1543,110 @@ fn fuse_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
         return Err(call.usage());
     };
     applier.fuse(a, b, t, call.span)
+}
+
+/// `pack X by Q into XP`: the columns of the matrix `X` in zero-padded panels of `Q`
+/// (`rw pack_cols around (X) with q := Q, x := XP`: `XP[jo][k][ji]` is
+/// `X[k][jo*Q + ji]`, zero past the last column), computed once at the root
+/// (`compute_root XP`), its reads resolved to `XP[j / Q][k][j % Q]` (`get_gen`), the
+/// guards that hold dropped (`simpl_guard`). The schedule of the fast matmul starts so.
+fn pack_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [x, "by", q, "into", xp] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    let q = call.int(q)?;
+    let span = call.span;
+    applier.apply(Step {
+        kind: StepKind::Rewrite {
+            backward: false,
+            rule: ident("pack_cols", span),
+            site: ast::SiteSelector {
+                around: Some(Box::new(ast::SExpr {
+                    kind: ast::SExprKind::Name(x.to_string()),
+                    span,
+                })),
+                ..Default::default()
+            },
+            with: vec![
+                (ident("q", span), int(q, span)),
+                (ident("x", span), name_index(xp, span)),
+            ],
+        },
+        span,
+    })?;
+    applier.compute_root(xp, span)?;
+    // The reads `(gen …: XP[…])[k][j]`, innermost generator first.
+    for _ in 0..16 {
+        let expr = applier.expr.clone();
+        let reads_xp = |e: &Expr| {
+            let mut found = false;
+            e.walk(&mut |n| found |= matches!(&n.kind, ExprKind::Var(v) if v == xp));
+            found
+        };
+        let Some((mut path, ())) = find_path(&expr, &mut |e| match &e.kind {
+            ExprKind::Access { tensor, .. }
+                if matches!(tensor.kind, ExprKind::Gen { .. }) && reads_xp(tensor) =>
+            {
+                Some(())
+            }
+            _ => None,
+        }) else {
+            break;
+        };
+        path.push(0);
+        applier.resolve_reads(path, span)?;
+    }
+    applier.apply(Step {
+        kind: StepKind::SimplGuard,
+        span,
+    })
+}
+
+/// `partition io`: the tile loop of an earlier split (`gen io < cdiv(E, K)`) into its
+/// full tiles and the last one — `rw split_gen with k := E / K` at the loop, then
+/// `simpl_guard`, which drops the tail guards that hold in the full tiles. The same as
+/// `split … tail separate`, at any later point of a schedule (after the loops within a
+/// tile were reordered, say).
+fn partition_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
+    let [var] = call.text.as_slice() else {
+        return Err(call.usage());
+    };
+    let span = call.span;
+    let (path, is_gen) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
+    let Some(ExprKind::Gen { lo, hi, .. }) = node_at(&applier.expr, &path).map(|n| &n.kind) else {
+        let _ = is_gen;
+        return Err(
+            Diagnostic::error("E0822", format!("`{var}` is a reduction (`sum`)"))
+                .at(span, "a sum")
+                .with_help("`partition` splits the tile loop of a split `gen`"),
+        );
+    };
+    let hi = poly::normalize(hi);
+    let full = match (&hi, lo.as_const()) {
+        (IndexExpr::Bin(IndexOp::CDiv, e, k), Some(0)) if k.as_const().is_some_and(|k| k >= 1) => {
+            IndexExpr::bin(IndexOp::Div, (**e).clone(), (**k).clone())
+        }
+        _ => {
+            return Err(Diagnostic::error(
+                "E0820",
+                format!("`{var}` is not the tile loop of a split (its range is not `cdiv(E, K)`)"),
+            )
+            .at(span, "not a tile loop")
+            .with_note(format!("`{var}` runs over {lo}..{hi}"))
+            .with_help("partition the outer loop `io` that `split i by K into io, ii` made"));
+        }
+    };
+    applier.apply(rw(
+        "split_gen",
+        false,
+        path,
+        vec![("k", to_sindex(&full, span))],
+        span,
+    ))?;
+    applier.apply(Step {
+        kind: StepKind::SimplGuard,
+        span,
+    })
 }
 
 fn compute_root_directive(

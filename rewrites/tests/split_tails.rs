@@ -73,3 +73,64 @@ fn the_full_tiles_carry_no_guard_and_the_values_are_the_specifications() {
         }
     }
 }
+
+#[test]
+fn pack_and_partition_give_the_fast_matmul_with_directives_only() {
+    let source = "size M, N, K
+input A : [M, K]
+input B : [K, N]
+def matmul = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
+derive fast from matmul {
+  pack B by 16 into Bp
+  tile i, j by 6, 16 into io, jt, ii, jl
+  simpl
+  reorder io, jt, k, ii, jl
+  partition io
+  partition jt
+}
+derive not_a_tile from matmul {
+  partition i
+}
+";
+    let (checked, derivations, diags) = common::derive(source);
+    // `partition` of a loop that no split made is refused, naming the loop's range.
+    let refused = diags.iter().find(|d| d.code == "E0820").expect("E0820");
+    assert!(
+        refused.message.contains("`i` is not the tile loop"),
+        "{refused:?}"
+    );
+    let fast = &derivations
+        .iter()
+        .find(|d| d.name == "fast")
+        .unwrap()
+        .result;
+    // A let of the packed panels at the root, then the full tiles without a guard.
+    let ExprKind::Let { var, body, .. } = &fast.kind else {
+        panic!("{fast:?}")
+    };
+    assert_eq!(var, "Bp");
+    assert!(!has_guard(full_tiles(full_tiles(body))));
+    let spec = &checked.program.def("matmul").unwrap().body;
+    let options = EvalOptions::default();
+    for (m, n, k) in [(1, 1, 1), (6, 16, 2), (13, 35, 3), (7, 17, 5)] {
+        let sizes: BTreeMap<String, i64> = [("M", m), ("N", n), ("K", k)]
+            .iter()
+            .map(|(s, v)| (s.to_string(), *v))
+            .collect();
+        let inputs: BTreeMap<String, Tensor> = [
+            (
+                "A".to_string(),
+                Tensor::random(vec![m as usize, k as usize], 5),
+            ),
+            (
+                "B".to_string(),
+                Tensor::random(vec![k as usize, n as usize], 6),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, fast, &sizes, &inputs, &options).unwrap();
+        assert_eq!(got, want, "M={m}, N={n}, K={k}");
+    }
+}
