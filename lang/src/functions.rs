@@ -189,25 +189,13 @@ impl ScalarFn {
                 }
             }
             ScalarFn::Select(op) => {
-                if compare(op, args[0], args[1]) {
+                if op.holds(args[0], args[1]) {
                     args[2]
                 } else {
                     args[3]
                 }
             }
         }
-    }
-}
-
-/// A comparison of two values, as C compares doubles (false with a NaN, except `!=`).
-pub fn compare(op: CmpOp, a: f64, b: f64) -> bool {
-    match op {
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
-        CmpOp::Lt => a < b,
-        CmpOp::Le => a <= b,
-        CmpOp::Gt => a > b,
-        CmpOp::Ge => a >= b,
     }
 }
 

@@ -82,8 +82,9 @@ impl CmpOp {
         }
     }
 
-    /// Applies the comparison to two integers.
-    pub fn holds(self, a: i64, b: i64) -> bool {
+    /// Applies the comparison to two integers, or to two values (with C's meaning for
+    /// doubles: false when either is NaN, except `!=`).
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
         match self {
             CmpOp::Eq => a == b,
             CmpOp::Ne => a != b,

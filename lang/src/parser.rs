@@ -127,20 +127,25 @@ fn pred_bin(a: SPred, b: SPred, and: bool) -> SPred {
     SPred { kind, span }
 }
 
+/// A comparison operator: of indices in predicates, of values in `select`.
+fn comparison() -> impl Parser<Token, CmpOp, Error = PErr> + Clone {
+    choice((
+        just(Token::EqEq).to(CmpOp::Eq),
+        just(Token::Ne).to(CmpOp::Ne),
+        just(Token::Le).to(CmpOp::Le),
+        just(Token::Lt).to(CmpOp::Lt),
+        just(Token::Ge).to(CmpOp::Ge),
+        just(Token::Gt).to(CmpOp::Gt),
+    ))
+}
+
 /// Predicates: `||` over `&&` over `!` over comparisons (chains like `0 <= i < n` mean
 /// `0 <= i && i < n`), `true`, `false` and parentheses.
 pub fn pred_parser(
     idx: impl Parser<Token, SIndex, Error = PErr> + Clone + 'static,
 ) -> impl Parser<Token, SPred, Error = PErr> + Clone {
     recursive(move |pred| {
-        let cmp_op = choice((
-            just(Token::EqEq).to(CmpOp::Eq),
-            just(Token::Ne).to(CmpOp::Ne),
-            just(Token::Le).to(CmpOp::Le),
-            just(Token::Lt).to(CmpOp::Lt),
-            just(Token::Ge).to(CmpOp::Ge),
-            just(Token::Gt).to(CmpOp::Gt),
-        ));
+        let cmp_op = comparison();
         let chain = idx
             .clone()
             .then(cmp_op.then(idx.clone()).repeated().at_least(1))
@@ -334,14 +339,7 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
         // Scalar functions (`crate::functions`): `name(args…)` with `min`/`max` being
         // tokens of their own (they are index functions too), and `select(a OP b, x,
         // y)`.
-        let value_cmp = choice((
-            just(Token::EqEq).to(CmpOp::Eq),
-            just(Token::Ne).to(CmpOp::Ne),
-            just(Token::Le).to(CmpOp::Le),
-            just(Token::Lt).to(CmpOp::Lt),
-            just(Token::Ge).to(CmpOp::Ge),
-            just(Token::Gt).to(CmpOp::Gt),
-        ));
+        let value_cmp = comparison();
         let select_call = just(Token::Ident("select".to_string()))
             .map_with_span(|_, span| Ident {
                 name: "select".to_string(),

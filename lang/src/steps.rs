@@ -275,7 +275,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

@@ -1066,19 +1066,7 @@ impl Parser<'_> {
                 let mut args = Vec::new();
                 let func = if name == "select" {
                     args.push(self.val_add()?);
-                    let op = match self.peek() {
-                        Some(Tok::Sym(s)) => match *s {
-                            "==" => CmpOp::Eq,
-                            "!=" => CmpOp::Ne,
-                            "<" => CmpOp::Lt,
-                            "<=" => CmpOp::Le,
-                            ">" => CmpOp::Gt,
-                            ">=" => CmpOp::Ge,
-                            _ => return Err(self.expected("a comparison")),
-                        },
-                        _ => return Err(self.expected("a comparison")),
-                    };
-                    self.pos += 1;
+                    let op = self.comparison()?;
                     args.push(self.val_add()?);
                     self.sym(",")?;
                     ScalarFn::Select(op)
@@ -1265,6 +1253,13 @@ impl Parser<'_> {
             self.pos = start;
         }
         let a = self.arith()?;
+        let op = self.comparison()?;
+        let b = self.arith()?;
+        Ok(Logic::Cmp(op, a, b))
+    }
+
+    /// A comparison operator (consumed).
+    fn comparison(&mut self) -> R<CmpOp> {
         let op = match self.peek() {
             Some(Tok::Sym(s)) => match *s {
                 "==" => CmpOp::Eq,
@@ -1278,8 +1273,7 @@ impl Parser<'_> {
             _ => return Err(self.expected("a comparison")),
         };
         self.pos += 1;
-        let b = self.arith()?;
-        Ok(Logic::Cmp(op, a, b))
+        Ok(op)
     }
 
     fn is_comparison(&self) -> bool {

@@ -119,27 +119,10 @@ fn tile_into_gives_halides_order() {
         .unwrap()
         .result;
     assert_eq!(loop_order(halide), ["io", "jo", "ii", "ji", "k"]);
-    let spec = &checked.program.def("matmul").unwrap().body;
-    let options = EvalOptions::default();
-    for (m, n, k) in [(1, 1, 1), (9, 5, 3), (16, 8, 2), (13, 11, 4)] {
-        let sizes: BTreeMap<String, i64> = [("M", m), ("N", n), ("K", k)]
-            .iter()
-            .map(|(s, v)| (s.to_string(), *v))
-            .collect();
-        let inputs: BTreeMap<String, Tensor> = [
-            (
-                "A".to_string(),
-                Tensor::random(vec![m as usize, k as usize], 3),
-            ),
-            (
-                "B".to_string(),
-                Tensor::random(vec![k as usize, n as usize], 4),
-            ),
-        ]
-        .into_iter()
-        .collect();
-        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
-        let got = eval_expr(&checked.program, halide, &sizes, &inputs, &options).unwrap();
-        assert_eq!(got, want, "M={m}, N={n}, K={k}");
-    }
+    common::assert_matmul_values(
+        &checked,
+        "matmul",
+        halide,
+        &[(1, 1, 1), (9, 5, 3), (16, 8, 2), (13, 11, 4)],
+    );
 }

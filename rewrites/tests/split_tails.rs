@@ -110,27 +110,10 @@ derive not_a_tile from matmul {
     };
     assert_eq!(var, "Bp");
     assert!(!has_guard(full_tiles(full_tiles(body))));
-    let spec = &checked.program.def("matmul").unwrap().body;
-    let options = EvalOptions::default();
-    for (m, n, k) in [(1, 1, 1), (6, 16, 2), (13, 35, 3), (7, 17, 5)] {
-        let sizes: BTreeMap<String, i64> = [("M", m), ("N", n), ("K", k)]
-            .iter()
-            .map(|(s, v)| (s.to_string(), *v))
-            .collect();
-        let inputs: BTreeMap<String, Tensor> = [
-            (
-                "A".to_string(),
-                Tensor::random(vec![m as usize, k as usize], 5),
-            ),
-            (
-                "B".to_string(),
-                Tensor::random(vec![k as usize, n as usize], 6),
-            ),
-        ]
-        .into_iter()
-        .collect();
-        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
-        let got = eval_expr(&checked.program, fast, &sizes, &inputs, &options).unwrap();
-        assert_eq!(got, want, "M={m}, N={n}, K={k}");
-    }
+    common::assert_matmul_values(
+        &checked,
+        "matmul",
+        fast,
+        &[(1, 1, 1), (6, 16, 2), (13, 35, 3), (7, 17, 5)],
+    );
 }

@@ -22,3 +22,41 @@ pub fn derive(source: &str) -> (Checked, Vec<Derivation>, Vec<Diagnostic>) {
     let (derivations, diags) = run_derivations(&env);
     (checked, derivations, diags)
 }
+
+/// Asserts that `result` evaluates to the same tensor as definition `spec` of the
+/// checked program, at each `(M, N, K)` of `cases`, with random `A: [M, K]` and
+/// `B: [K, N]` (the matmul programs of the directive tests).
+#[allow(dead_code)]
+pub fn assert_matmul_values(
+    checked: &Checked,
+    spec: &str,
+    result: &atl_lang::ir::Expr,
+    cases: &[(i64, i64, i64)],
+) {
+    use std::collections::BTreeMap;
+
+    use atl_lang::interp::{EvalOptions, Tensor, eval_expr};
+    let spec = &checked.program.def(spec).expect("the specification").body;
+    let options = EvalOptions::default();
+    for &(m, n, k) in cases {
+        let sizes: BTreeMap<String, i64> = [("M", m), ("N", n), ("K", k)]
+            .iter()
+            .map(|(s, v)| (s.to_string(), *v))
+            .collect();
+        let inputs: BTreeMap<String, Tensor> = [
+            (
+                "A".to_string(),
+                Tensor::random(vec![m as usize, k as usize], 3),
+            ),
+            (
+                "B".to_string(),
+                Tensor::random(vec![k as usize, n as usize], 4),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, result, &sizes, &inputs, &options).unwrap();
+        assert_eq!(got, want, "M={m}, N={n}, K={k}");
+    }
+}
