@@ -583,10 +583,11 @@ impl Session {
     fn cmd_loops(&mut self, _: &str, out: &mut dyn Write) -> Control {
         match self.current() {
             Some(e) => {
+                let program = self.checked.as_ref().map(|c| &c.program);
                 let _ = writeln!(
                     out,
                     "{}",
-                    atl_rewrites::loops::listing(&atl_rewrites::loops::loops(e))
+                    atl_rewrites::loops::listing_written(&atl_rewrites::loops::loops(e), program)
                 );
             }
             None => {

@@ -171,7 +171,7 @@ fn find_loop(
         [] => {
             let d = Diagnostic::error("E0821", format!("no loop binds `{var}`"))
                 .at(span, "unknown loop")
-                .with_note(crate::loops::listing(&all));
+                .with_note(crate::loops::listing_written(&all, program));
             let names: Vec<&str> = all.iter().map(|l| l.var.as_str()).collect();
             Err(
                 match atl_lang::suggest::closest(
@@ -1523,7 +1523,10 @@ fn exchange_loops(
             format!("`{a}` and `{b}` are not directly nested loops"),
         )
         .at(span, "cannot exchange")
-        .with_note(crate::loops::listing(&crate::loops::loops(expr)))
+        .with_note(crate::loops::listing_written(
+            &crate::loops::loops(expr),
+            Some(applier.env.program),
+        ))
         .with_help(
             "`reorder` exchanges loops nested one directly in the other: name every loop \
              between them too (`reorder a, b, c`)",

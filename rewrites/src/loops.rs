@@ -6,7 +6,7 @@
 use std::fmt;
 
 use atl_lang::index::IndexExpr;
-use atl_lang::ir::{Expr, ExprKind};
+use atl_lang::ir::{Expr, ExprKind, Program};
 
 /// One loop of a program.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,10 +85,22 @@ pub fn loops(expr: &Expr) -> Vec<LoopInfo> {
 /// The list of `loops` as the notes of a diagnostic: one line per loop, indented by
 /// depth.
 pub fn listing(loops: &[LoopInfo]) -> String {
+    listing_written(loops, None)
+}
+
+/// [`listing`], with the name the user wrote for a binder that name resolution
+/// renamed (`x1 … (written x)`), from the program's `written_names`.
+pub fn listing_written(loops: &[LoopInfo], program: Option<&Program>) -> String {
     if loops.is_empty() {
         return "the program has no loops".to_string();
     }
-    let lines: Vec<String> = loops.iter().map(|l| l.to_string()).collect();
+    let lines: Vec<String> = loops
+        .iter()
+        .map(|l| match program.map(|p| p.written_name(&l.var)) {
+            Some(w) if w != l.var => format!("{l}  (written `{w}`)"),
+            _ => l.to_string(),
+        })
+        .collect();
     format!("the loops of the program:\n{}", lines.join("\n"))
 }
 

@@ -68,3 +68,22 @@ derive s from d {
         "{notes}"
     );
 }
+
+#[test]
+fn the_list_of_loops_shows_the_names_written() {
+    let source = "size n
+input f : [n]
+def d = let t = gen x < n: f[x] * 2 in gen x < n: t[x] + 1
+derive s from d {
+  split q by 4 into xo, xi
+}
+";
+    let (_, _, diags) = common::derive(source);
+    let d = diags.iter().find(|d| d.code == "E0821").expect("E0821");
+    let notes = d.notes.join("\n");
+    assert!(
+        notes.contains("gen x1 < n  [stage (the definition)]  (written `x`)"),
+        "{notes}"
+    );
+    assert!(notes.contains("gen x < n  [stage t]\n"), "{notes}");
+}
