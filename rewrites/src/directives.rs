@@ -1615,9 +1615,8 @@ fn partition_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result
         return Err(call.usage());
     };
     let span = call.span;
-    let (path, is_gen) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
+    let (path, _) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
     let Some(ExprKind::Gen { lo, hi, .. }) = node_at(&applier.expr, &path).map(|n| &n.kind) else {
-        let _ = is_gen;
         return Err(
             Diagnostic::error("E0822", format!("`{var}` is a reduction (`sum`)"))
                 .at(span, "a sum")

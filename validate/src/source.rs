@@ -100,16 +100,6 @@ impl<'a> SourceEval<'a> {
         self.element(body, coords, &Scope::default())
     }
 
-    /// The shape of the definition `def`.
-    pub fn shape_of_def(&self, def: &str) -> Result<Shape, SourceError> {
-        let body = &self
-            .program
-            .def(def)
-            .ok_or_else(|| format!("no definition named `{def}`"))?
-            .body;
-        shapes::infer(self.shapes, body).map_err(|d| d.message.clone())
-    }
-
     fn shape(&self, e: &Expr, scope: &Scope) -> Result<Shape, SourceError> {
         let mut lets = scope.let_shapes();
         shapes::infer_with_lets(self.shapes, &mut lets, e).map_err(|d| d.message.clone())

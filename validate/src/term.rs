@@ -122,17 +122,6 @@ impl Term {
             Term::Sum { body, .. } => body.has_unknown(),
         }
     }
-
-    /// The number of nodes (to bound the work on one term).
-    pub fn size(&self) -> usize {
-        match self {
-            Term::Lit(_) | Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => 1,
-            Term::Neg(a) => 1 + a.size(),
-            Term::Bin(_, a, b) | Term::Select(_, a, b) => 1 + a.size() + b.size(),
-            Term::Call(_, args) => 1 + args.iter().map(Term::size).sum::<usize>(),
-            Term::Sum { body, .. } => 1 + body.size(),
-        }
-    }
 }
 
 impl fmt::Display for Term {

@@ -312,14 +312,13 @@ impl<'w> Kernel<'w> {
         };
         // (guard, value, where and at which iteration the assignment runs)
         let mut candidates: Vec<(Pred, Term, &Path, &[LoopRef], Subst)> = Vec::new();
-        let assignments: Vec<(&Site, bool)> = walk
+        let assignments: Vec<&Site> = walk
             .sites
             .iter()
-            .map(|s| (s, false))
-            .chain(walk.scalar_inits.iter().map(|s| (s, true)))
-            .filter(|(s, _)| s.binding == binding && s.op == Some(StoreOp::Assign))
+            .chain(&walk.scalar_inits)
+            .filter(|s| s.binding == binding && s.op == Some(StoreOp::Assign))
             .collect();
-        for (a, _) in assignments {
+        for a in assignments {
             let (s, own) = self.rename_own(&a.loops, &outside, &outer);
             if a.coords.is_empty() && !own.is_empty() {
                 return Term::Unknown(format!(
@@ -480,7 +479,7 @@ impl<'w> Kernel<'w> {
             };
             conds.push(self.before(&pos, at, &outside));
             if let Some(a) = after {
-                conds.push(self.before(a, &Some(Position { ..pos }), &outside));
+                conds.push(self.before(a, &Some(pos), &outside));
             }
             let stored = self.stored(s, &subst, depth);
             let mut term = Term::guarded(conjunction(conds), stored);

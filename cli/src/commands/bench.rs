@@ -32,6 +32,7 @@ use atl_emit_c::{CompileOptions, Compiled, Dtype};
 use atl_lang::diag::Diagnostic;
 use atl_lang::interp::{EvalOptions, Tensor};
 use atl_lang::ir::Program;
+use atl_lower::Kernel;
 use clap::Args;
 
 use crate::ctx::Ctx;
@@ -108,11 +109,13 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     }
     // Every kernel is validated before anything is compiled.
     let validation = Validation::from_flag(args.no_validate);
+    let mut kernels = Vec::new();
     for g in &gated {
         let kernel = g
             .lower()
             .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
         validate_loaded(ctx, file, loaded, g.name(), &kernel, validation, false)?;
+        kernels.push(kernel);
     }
     if args.threads > 1 && std::env::var_os("OMP_WAIT_POLICY").is_none() {
         let _ = writeln!(
@@ -126,7 +129,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         threads: args.threads,
         runs: args.runs,
     };
-    let report = bench(&gated, &prepared.sizes, &check_sizes, &options)
+    let report = bench(&gated, &kernels, &prepared.sizes, &check_sizes, &options)
         .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
     let _ = write_report(&report, ctx.stdout);
     Ok(())
@@ -221,11 +224,10 @@ pub fn random_inputs(
     Ok(inputs)
 }
 
-fn compile(gated: &Gated<'_>, dtype: Dtype) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
-    let kernel = gated.lower()?;
+fn compile(kernel: &Kernel, dtype: Dtype) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
     let t = Instant::now();
     let compiled = atl_emit_c::compile(
-        &kernel,
+        kernel,
         &atl_emit_c::EmitOptions {
             dtype,
             // `atl bench` never exposes the symbol: any definition name works.
@@ -281,8 +283,11 @@ fn check(
 /// Compiles, checks and times the gated definitions (the first is the main one, the
 /// second, if any, the one it is compared with); see the module documentation. Each
 /// is lowered just before it is compiled.
+/// Times `kernels` (lowered, and validated unless the user said otherwise, from
+/// `gated`, in the same order).
 pub fn bench(
     gated: &[Gated<'_>],
+    kernels: &[Kernel],
     sizes: &BTreeMap<String, i64>,
     check_sizes: &BTreeMap<String, i64>,
     options: &BenchOptions,
@@ -293,8 +298,8 @@ pub fn bench(
     let defs: Vec<&str> = gated.iter().map(Gated::name).collect();
     let inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
     let mut compiled = Vec::new();
-    for (g, d) in gated.iter().zip(&defs) {
-        let (mut c, compile_time) = compile(g, options.dtype)?;
+    for (kernel, d) in kernels.iter().zip(&defs) {
+        let (mut c, compile_time) = compile(kernel, options.dtype)?;
         let check_error = check(program, d, &c, check_sizes, options.dtype).map_err(|e| vec![e])?;
         c.set_threads(options.threads).map_err(|e| vec![e])?;
         compiled.push((c, compile_time, check_error));
