@@ -6,7 +6,7 @@
 //! `:help` and tab completion, and the checker's step names (`atl-proofs`). A test
 //! below checks that `docs/directives.md` documents every directive.
 //!
-//! Adding a directive: one entry here and its handler in `rewrites/src/directives.rs`.
+//! Adding a directive: one entry here and its handler in `rewrites/src/directives/mod.rs`.
 //! It lives in `atl-lang` because the parser needs it and cannot depend on the engine.
 
 /// What kind of step an entry is.
