@@ -584,6 +584,16 @@ pub static CODES: &[ErrorCode] = &[
         "name it as printed (`x1`) or as `stage.var`, with the `let` that computes it (`NAME.var` for the definition's own loops); the REPL's `:loops` lists them",
     ),
     active(
+        "E0838",
+        "`compute_root` (or `compute_at` at an outer loop) of a stage that reads the variable of a loop it would leave",
+        "compute the stage at that loop or inside it (`compute_at x at i`)",
+    ),
+    active(
+        "E0839",
+        "`reorder` of two loops where the inner loop's range depends on the outer loop's variable (a triangular nest): no exchange is an equivalence",
+        "give the inner loop a fixed range and a guard (`sum k < n: [k < i + 1] * …`), which can be reordered",
+    ),
+    active(
         "E0840",
         "`parallel` of a `sum` loop (its iterations accumulate into the same elements), or of a loop nested in (or enclosing) another `parallel` loop (OpenMP's nested parallelism is off)",
         "parallelize one `gen` loop of the nest",

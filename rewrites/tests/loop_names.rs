@@ -62,11 +62,22 @@ derive s from d {
     assert!(derivations.is_empty());
     let d = diags.iter().find(|d| d.code == "E0832").expect("E0832");
     let notes = d.notes.join(" ");
-    assert!(notes.contains("`x` in stage t"), "{notes}");
+    assert!(notes.contains("`t.x` (the loop of stage `t`)"), "{notes}");
     assert!(
-        notes.contains("`x1` in stage (the definition) (written `x`)"),
+        notes.contains("`x1` (the definition's own loop, written `x`)"),
         "{notes}"
     );
+    // The help offers exactly the spellings that name one loop each.
+    let help = d.help.as_deref().unwrap_or("");
+    assert!(help.contains("`t.x` or `x1`"), "{help}");
+    for spelling in ["t.x", "x1", "d.x"] {
+        let fixed = source.replace("split x by", &format!("split {spelling} by"));
+        let (_, derivations, diags) = common::derive(&fixed);
+        assert!(
+            diags.is_empty() && derivations.len() == 1,
+            "{spelling}: {diags:?}"
+        );
+    }
 }
 
 #[test]

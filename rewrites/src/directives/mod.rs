@@ -111,6 +111,19 @@ fn to_sindex(e: &IndexExpr, span: Span) -> SIndex {
     SIndex { kind, span }
 }
 
+/// The variable and range of the `gen` or `sum` at `path`.
+fn loop_binder<'e>(
+    expr: &'e Expr,
+    path: &[usize],
+) -> Option<(&'e str, &'e IndexExpr, &'e IndexExpr)> {
+    match &node_at(expr, path)?.kind {
+        ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+            Some((var.as_str(), lo, hi))
+        }
+        _ => None,
+    }
+}
+
 /// The path of the `gen`/`sum` binding `var`, and whether it is a `gen` (no written
 /// names known: the hint checks, which see resolved names only).
 fn loop_path(expr: &Expr, var: &str, span: Span) -> Result<(Vec<usize>, bool), Diagnostic> {
@@ -188,32 +201,43 @@ fn find_loop(
             )
         }
         several => {
-            let lines: Vec<String> = several
+            // Each candidate as the user can write it: `stage.var` for a stage's loop,
+            // the printed name for the definition's own (renamed) loop.
+            let spellings: Vec<String> = several
                 .iter()
                 .map(|&k| {
                     let l = &all[k];
-                    let stage = l.stage.as_deref().unwrap_or("(the definition)");
-                    if written(&l.var) != l.var {
-                        format!(
-                            "`{}` in stage {stage} (written `{}`)",
-                            l.var,
-                            written(&l.var)
-                        )
-                    } else {
-                        format!("`{}` in stage {stage}", l.var)
+                    match &l.stage {
+                        Some(stage) => format!("`{stage}.{}`", written(&l.var)),
+                        None => format!("`{}`", l.var),
                     }
                 })
                 .collect();
-            Err(Diagnostic::error(
-                "E0832",
-                format!("`{var}` names {} loops", several.len()),
+            let lines: Vec<String> = several
+                .iter()
+                .zip(&spellings)
+                .map(|(&k, spelling)| {
+                    let l = &all[k];
+                    match &l.stage {
+                        Some(stage) => format!("{spelling} (the loop of stage `{stage}`)"),
+                        None if written(&l.var) != l.var => format!(
+                            "{spelling} (the definition's own loop, written `{}`)",
+                            written(&l.var)
+                        ),
+                        None => format!("{spelling} (the definition's own loop)"),
+                    }
+                })
+                .collect();
+            Err(
+                Diagnostic::error("E0832", format!("`{var}` names {} loops", several.len()))
+                    .at(span, "ambiguous loop")
+                    .with_note(format!("it may mean: {}", lines.join(", ")))
+                    .with_help(format!(
+                        "name one loop: {} (a stage's loop as `stage.var`, the definition's own \
+                 loops also as `NAME.var` with the definition's name)",
+                        spellings.join(" or ")
+                    )),
             )
-            .at(span, "ambiguous loop")
-            .with_note(format!("it may mean: {}", lines.join(", ")))
-            .with_help(
-                "name one loop: its variable as printed (`x1`), or `stage.var` with the `let` \
-                 that computes it (the definition's own loops: `NAME.var`)",
-            ))
         }
     }
 }
@@ -751,6 +775,26 @@ impl Applier<'_, '_> {
     fn lift_once(&mut self, x: &str, path: &[usize], span: Span) -> Result<Vec<usize>, Diagnostic> {
         let (k, parent) = path.split_last().expect("a let below the root");
         let parent_node = self.node(parent).expect("the parent exists");
+        // A stage that reads the variable of the loop around it cannot leave that loop
+        // (the lifting rule's scoping would refuse it, in the rule's own words).
+        if let ExprKind::Gen { var, .. } | ExprKind::Sum { var, .. } = &parent_node.kind
+            && let Some(ExprKind::Let { value, .. }) = self.node(path).map(|n| &n.kind)
+            && value.free_index_vars().contains(var)
+        {
+            let written = self.env.program.written_name(var).to_string();
+            return Err(Diagnostic::error(
+                "E0838",
+                format!("`{x}` cannot leave the loop `{written}`: it reads `{written}`"),
+            )
+            .at(span, "the stage depends on an enclosing loop")
+            .with_note(format!(
+                "`{x}` is computed in every iteration of {} from the value of `{written}`",
+                construct(parent_node)
+            ))
+            .with_help(format!(
+                "compute it at that loop or inside it (`compute_at {x} at {written}`), or leave it where it is"
+            )));
+        }
         let rule = lift_rule(parent_node, *k).ok_or_else(|| no_lift_rule(x, parent_node, span))?;
         self.apply(rw(rule, false, parent.to_vec(), vec![], span))?;
         Ok(parent.to_vec())
@@ -1532,6 +1576,37 @@ fn exchange_loops(
              between them too (`reorder a, b, c`)",
         ));
     };
+    // An inner loop whose range depends on the outer loop (a triangular nest) has no
+    // exchange: said here, in the user's names, rather than as the swap rule's
+    // scoping refusal (which speaks of the rule's metavariables).
+    if let (Some((outer_var, _, _)), Some((inner_var, lo, hi))) = (
+        loop_binder(expr, &outer_path),
+        loop_binder(expr, &[outer_path.as_slice(), &[0]].concat()),
+    ) && (lo.mentions(outer_var) || hi.mentions(outer_var))
+    {
+        let (outer_name, inner_name) = if inner_var == b || b.ends_with(&format!(".{inner_var}")) {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let (outer_kind, inner_kind) = (
+            if outer_gen { "gen" } else { "sum" },
+            if inner_gen { "gen" } else { "sum" },
+        );
+        return Err(Diagnostic::error(
+            "E0839",
+            format!("`{inner_name}` cannot move outside `{outer_name}`: its range depends on `{outer_name}`"),
+        )
+        .at(span, "no equivalent exchange")
+        .with_note(format!(
+            "the {inner_kind} over `{inner_name}` runs over {lo}..{hi}, inside the {outer_kind} over `{outer_name}`"
+        ))
+        .with_help(
+            "a loop whose bounds depend on an enclosing loop (a triangular nest) cannot be \
+             exchanged with it; give the inner loop a fixed range with a guard instead \
+             (e.g. `sum k < n: [k < i + 1] * …`), which `reorder` can move",
+        ));
+    }
     let rule = match (outer_gen, inner_gen) {
         (true, true) => "gen_swap",
         (false, false) => "sum_swap",
