@@ -17,7 +17,7 @@ use atl_lang::ir::{Def, Expr, LoopHint, Program};
 use atl_lang::pretty::{Style, body_to_string};
 use atl_lang::shapes::show_shape;
 use atl_lang::span::Span;
-use atl_lang::steps::STEPS;
+use atl_lang::steps::{STEPS, StepClass};
 use atl_rewrites::cert::StepRecord;
 use atl_rewrites::directives::check_hints;
 use atl_rewrites::engine::{list_sites, run_step_expanded};
@@ -66,10 +66,10 @@ const COMMANDS: &[Command] = &[
         run: Session::cmd_show,
     },
     Command {
-        name: "applies",
+        name: "applicable",
         args: "",
-        help: "the rules that apply somewhere in the current program (with their sites), and those that need a `with`",
-        run: Session::cmd_applies,
+        help: "the rules and directives that apply to the current program: rules with their sites (and those that need a `with`), directives as you would type them",
+        run: Session::cmd_applicable,
     },
     Command {
         name: "loops",
@@ -115,8 +115,8 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "sites",
-        args: "RULE",
-        help: "numbered places where a rule matches, with the status of its side conditions (`:sites <- RULE` for right-to-left)",
+        args: "[RULE]",
+        help: "numbered places where a rule matches, with the status of its side conditions (`:sites <- RULE` for right-to-left); without a rule, every rule's sites",
         run: Session::cmd_sites,
     },
     Command {
@@ -237,6 +237,30 @@ impl Session {
                     }
                 }
                 ":unicode" => candidates.extend(["on", "off"].map(String::from)),
+                // A directive or a loop annotation (or `window`): the loops and stages of
+                // the current program, by the names directives accept, and the words.
+                word if STEPS.iter().any(|s| {
+                    s.name == word
+                        && (matches!(s.class, StepClass::Directive | StepClass::LoopHint)
+                            || s.name == "window")
+                }) =>
+                {
+                    if let Some(current) = self.current() {
+                        let program = self.checked.as_ref().map(|c| &c.program);
+                        let all = atl_rewrites::loops::loops(current);
+                        candidates.extend(
+                            all.iter()
+                                .map(|l| atl_rewrites::loops::user_name(l, &all, program)),
+                        );
+                        candidates.extend(atl_rewrites::loops::stages(current));
+                    }
+                    candidates.extend(
+                        [
+                            "by", "into", "at", "in", "tail", "separate", "guard", "round", "shift",
+                        ]
+                        .map(String::from),
+                    );
+                }
                 _ => {}
             }
         }
@@ -510,10 +534,11 @@ impl Session {
 
     /// What applies here: every rule of the library (left to right) with the places
     /// where its step would succeed, then the rules that match but need a `with`.
-    fn cmd_applies(&mut self, _: &str, out: &mut dyn Write) -> Control {
+    /// The rules whose step succeeds somewhere in the current program (with their
+    /// sites), then those that match but need a `with`; `None` without a program.
+    fn applicable_rules(&self) -> Option<(Vec<String>, Vec<String>)> {
         let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
-            let _ = writeln!(out, "no program in focus");
-            return Control::Continue;
+            return None;
         };
         let env = Env {
             program: &checked.program,
@@ -557,6 +582,14 @@ impl Session {
                 needs_with.push(format!("  {:<20} — {doc}", rule.name));
             }
         }
+        Some((applies, needs_with))
+    }
+
+    fn print_applicable_rules(&self, out: &mut dyn Write) -> bool {
+        let Some((applies, needs_with)) = self.applicable_rules() else {
+            let _ = writeln!(out, "no program in focus");
+            return false;
+        };
         if applies.is_empty() {
             let _ = writeln!(out, "no rule applies as it stands");
         } else {
@@ -573,9 +606,129 @@ impl Session {
                 needs_with.join("\n")
             );
         }
+        true
+    }
+
+    /// Whether `text` (one step or directive) succeeds on the current program, and
+    /// into how many primitive steps it expands; the session is not changed.
+    fn try_step(&self, text: &str) -> Option<usize> {
+        let checked = self.checked.as_ref()?;
+        let current = self.current()?;
+        let (steps, diags) = atl_lang::parser::parse_steps(text);
+        let [step] = steps.as_slice() else {
+            return None;
+        };
+        if !diags.is_empty() {
+            return None;
+        }
+        let env = Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &self.library,
+            solver: &self.solver,
+        };
+        let shape =
+            atl_lang::shapes::infer(&checked.shapes, self.original.as_ref().unwrap_or(current))
+                .ok()?;
+        let outcomes = run_step_expanded(&env, current, step, &shape, &self.derived).ok()?;
+        let mut hints: Vec<LoopHint> = self
+            .steps
+            .iter()
+            .filter_map(|(_, _, r)| r.hint.clone())
+            .collect();
+        for o in &outcomes {
+            if let Some(h) = &o.record.hint {
+                hints.push(h.clone());
+                check_hints(&checked.shapes, &o.expr, &hints).ok()?;
+            }
+        }
+        Some(outcomes.len())
+    }
+
+    /// The directives, as the user would type them, that succeed on the current
+    /// program (each tried on a copy), and the parameterized ones with templates.
+    fn applicable_directives(&self) -> (Vec<String>, Vec<String>) {
+        let Some(current) = self.current() else {
+            return (Vec::new(), Vec::new());
+        };
+        let program = self.checked.as_ref().map(|c| &c.program);
+        let all = atl_rewrites::loops::loops(current);
+        let names: Vec<String> = all
+            .iter()
+            .map(|l| atl_rewrites::loops::user_name(l, &all, program))
+            .collect();
+        let mut candidates: Vec<String> = Vec::new();
+        for (k, l) in all.iter().enumerate() {
+            let name = &names[k];
+            if l.is_gen {
+                candidates.push(format!("parallel {name}"));
+                candidates.push(format!("vectorize {name}"));
+                candidates.push(format!("partition {name}"));
+            }
+            // The loop directly inside this one (the next in pre-order, one deeper).
+            if all.get(k + 1).is_some_and(|m| m.depth == l.depth + 1) {
+                candidates.push(format!("reorder {}, {name}", names[k + 1]));
+            }
+        }
+        let stages = atl_rewrites::loops::stages(current);
+        for s in &stages {
+            candidates.push(format!("compute_root {s}"));
+            candidates.push(format!("compute_inline {s}"));
+            for name in &names {
+                candidates.push(format!("compute_at {s} at {name}"));
+            }
+        }
+        let mut found = Vec::new();
+        for c in candidates {
+            if let Some(n) = self.try_step(&c) {
+                let what = if n == 1 {
+                    "1 step".to_string()
+                } else {
+                    format!("{n} steps")
+                };
+                found.push(format!("  {c:<36} ({what})"));
+            }
+        }
+        let mut templates = Vec::new();
+        if let Some((k, l)) = all.iter().enumerate().find(|(_, l)| l.is_gen) {
+            // New loop names are plain words (no `stage.`).
+            let plain = |n: &str| n.rsplit('.').next().unwrap_or(n).to_string();
+            let n = &names[k];
+            let b = plain(n);
+            templates.push(format!("  split {n} by K into {b}o, {b}i [tail separate]"));
+            if all
+                .get(k + 1)
+                .is_some_and(|m| m.is_gen && m.depth == l.depth + 1)
+            {
+                let m = &names[k + 1];
+                let c = plain(m);
+                templates.push(format!(
+                    "  tile {n}, {m} by A, B into {b}o, {c}o, {b}i, {c}i"
+                ));
+            }
+        }
+        templates.push("  pack X by Q into XP   (X a matrix input or stage)".to_string());
+        (found, templates)
+    }
+
+    fn cmd_applicable(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        if !self.print_applicable_rules(out) {
+            return Control::Continue;
+        }
+        let (found, templates) = self.applicable_directives();
+        if found.is_empty() {
+            let _ = writeln!(out, "no directive without parameters applies as it stands");
+        } else {
+            let _ = writeln!(
+                out,
+                "directives that apply (each tried on a copy):\n{}",
+                found.join("\n")
+            );
+        }
         let _ = writeln!(
             out,
-            "directives (`:help`) name loops as `:loops` lists them"
+            "directives with parameters (`:help` has them all; `:loops` lists the loops):\n{}",
+            templates.join("\n")
         );
         Control::Continue
     }
@@ -691,10 +844,15 @@ impl Session {
             Some(rest) => (true, rest.trim()),
             None => (false, args),
         };
+        if name.is_empty() && !backward {
+            // Every rule's sites: the rules part of `:applicable`.
+            self.print_applicable_rules(out);
+            return Control::Continue;
+        }
         if name.is_empty() {
             let _ = writeln!(
                 out,
-                "`:sites RULE` lists the places where a rule matches (`:sites <- RULE` right to left); `:rules [FILTER]` lists the rules"
+                "`:sites RULE` lists the places where a rule matches (`:sites <- RULE` right to left; `:sites` alone, every rule's); `:rules [FILTER]` lists the rules"
             );
             return Control::Continue;
         }

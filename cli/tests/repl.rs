@@ -297,12 +297,14 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     assert!(session.load(&file, &mut out));
     let text = session_output(
         &mut session,
-        ":focus tiled\n:loops\n:applies\n:pads\n:ir\n:c\n",
+        ":focus tiled\n:loops\n:applicable\n:pads\n:ir\n:c\n",
     );
     assert!(text.contains("the loops of the program:"), "{text}");
     // A tiled loop nest: exchanging two gens applies somewhere.
     assert!(text.contains("rules that apply"), "{text}");
     assert!(text.contains("  gen_swap "), "{text}");
+    // Directives are tried and listed as typed.
+    assert!(text.contains("directives that apply"), "{text}");
     assert!(text.contains("gate: passes"), "{text}");
     assert!(text.contains("kernel __current"), "{text}");
     assert!(text.contains("void tiled(int64_t n"), "{text}");
@@ -366,8 +368,8 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
 
-/// `:sites` without a rule says how to use it instead of looking up a rule named ``
-/// (E0801), and changes nothing.
+/// `:sites` without a rule lists every rule's sites, `:sites <-` alone says how to use
+/// it, instead of looking up a rule named `` (E0801); neither changes anything.
 #[test]
 fn sites_without_a_rule_shows_its_usage() {
     let file = temp_copy("sites_usage");
@@ -376,11 +378,73 @@ fn sites_without_a_rule_shows_its_usage() {
     assert!(session.load(&file, &mut out));
     let text = session_output(&mut session, ":focus pipeline\n:sites\n:sites <-\n");
     assert!(!text.contains("E0801"), "{text}");
+    assert!(text.contains("rules that apply"), "{text}");
     assert_eq!(
         text.matches("`:sites RULE` lists the places").count(),
-        2,
+        1,
         "{text}"
     );
     assert!(session.step_texts().is_empty());
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+#[test]
+fn applicable_lists_directives_that_apply_as_typed_and_completion_knows_the_loops() {
+    let dir = std::env::temp_dir().join(format!("atl-repl-{}-applicable", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("blur.atl");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/blur/blur.atl");
+    std::fs::copy(src, &file).expect("copy example");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let text = session_output(&mut session, ":focus blur\n:applicable\n");
+    let listed: Vec<String> = text
+        .split("directives that apply (each tried on a copy):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no directive list:\n{text}"))
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split("  (").next().unwrap_or(l).trim().to_string())
+        .collect();
+    for wanted in [
+        "compute_inline bx",
+        "compute_root bx",
+        "compute_at bx at y1",
+        "parallel bx.y",
+    ] {
+        assert!(
+            listed.iter().any(|l| l == wanted),
+            "{wanted} not in {listed:?}"
+        );
+    }
+    // Every directive listed applies when typed (a fresh focus each time), and one
+    // that is not listed (vectorizing an outer loop) does not.
+    for directive in &listed {
+        let text = session_output(&mut session, &format!(":focus blur\n{directive}\n"));
+        assert!(
+            !text.contains("Error"),
+            "`{directive}` was listed but fails:\n{text}"
+        );
+    }
+    assert!(!listed.iter().any(|l| l == "vectorize bx.y"), "{listed:?}");
+    // `:sites` without a rule lists every rule's sites.
+    let text = session_output(&mut session, ":focus blur\n:sites\n");
+    assert!(text.contains("rules that apply"), "{text}");
+    assert!(text.contains("unfold_let"), "{text}");
+    // Completion after a directive offers the loops (as directives accept them) and
+    // the stages.
+    let _ = session_output(&mut session, ":focus blur\n");
+    let words = session.completions("split ");
+    for wanted in ["bx.x", "bx.y", "x1", "y1", "bx"] {
+        assert!(
+            words.iter().any(|w| w == wanted),
+            "{wanted} not in {words:?}"
+        );
+    }
+    assert_eq!(
+        session.completions("compute_at b"),
+        vec!["bx", "bx.x", "bx.y", "by"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -104,6 +104,38 @@ pub fn listing_written(loops: &[LoopInfo], program: Option<&Program>) -> String 
     format!("the loops of the program:\n{}", lines.join("\n"))
 }
 
+/// The shortest name a directive can give `l` by (what `find_loop` accepts): the name
+/// the user wrote when no other loop was written so, else `stage.written` for a
+/// stage's loop, else the printed variable.
+pub fn user_name(l: &LoopInfo, all: &[LoopInfo], program: Option<&Program>) -> String {
+    let written = |v: &str| program.map_or(v, |p| p.written_name(v)).to_string();
+    let w = written(&l.var);
+    let shared = all
+        .iter()
+        .filter(|m| m.var == w || written(&m.var) == w)
+        .count();
+    if shared <= 1 {
+        w
+    } else if let Some(stage) = &l.stage {
+        format!("{stage}.{w}")
+    } else {
+        l.var.clone()
+    }
+}
+
+/// The names of the `let` stages of `expr`, in pre-order.
+pub fn stages(expr: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    expr.walk(&mut |e| {
+        if let ExprKind::Let { var, .. } = &e.kind
+            && !out.contains(var)
+        {
+            out.push(var.clone());
+        }
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
