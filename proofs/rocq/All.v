@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 98 rules. *)
+(* 103 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -16,6 +16,11 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.let_lift_add_r_stmt K) /\
   (@Rules_let.let_lift_mul_l_stmt K) /\
   (@Rules_let.let_lift_mul_r_stmt K) /\
+  (@Rules_let.let_lift_sub_l_stmt K) /\
+  (@Rules_let.let_lift_sub_r_stmt K) /\
+  (@Rules_let.let_lift_div_l_stmt K) /\
+  (@Rules_let.let_lift_div_r_stmt K) /\
+  (@Rules_let.let_lift_neg_stmt K) /\
   (@Rules_let.let_lift_access_stmt K) /\
   (@Rules_let.let_swap_stmt K) /\
   (@Rules_let.let_lift_let_stmt K) /\
@@ -118,6 +123,11 @@ Proof.
   split; [exact (@Proofs_let.let_lift_add_r K) |].
   split; [exact (@Proofs_let.let_lift_mul_l K) |].
   split; [exact (@Proofs_let.let_lift_mul_r K) |].
+  split; [exact (@Proofs_let.let_lift_sub_l K) |].
+  split; [exact (@Proofs_let.let_lift_sub_r K) |].
+  split; [exact (@Proofs_let.let_lift_div_l K) |].
+  split; [exact (@Proofs_let.let_lift_div_r K) |].
+  split; [exact (@Proofs_let.let_lift_neg K) |].
   split; [exact (@Proofs_let.let_lift_access K) |].
   split; [exact (@Proofs_let.let_swap K) |].
   split; [exact (@Proofs_let.let_lift_let K) |].

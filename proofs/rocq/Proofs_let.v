@@ -27,6 +27,16 @@ Theorem let_lift_mul_l : let_lift_mul_l_stmt.
 Proof. unfold let_lift_mul_l_stmt; let_proof. Qed.
 Theorem let_lift_mul_r : let_lift_mul_r_stmt.
 Proof. unfold let_lift_mul_r_stmt; let_proof. Qed.
+Theorem let_lift_sub_l : let_lift_sub_l_stmt.
+Proof. unfold let_lift_sub_l_stmt; let_proof. Qed.
+Theorem let_lift_sub_r : let_lift_sub_r_stmt.
+Proof. unfold let_lift_sub_r_stmt; let_proof. Qed.
+Theorem let_lift_div_l : let_lift_div_l_stmt.
+Proof. unfold let_lift_div_l_stmt; let_proof. Qed.
+Theorem let_lift_div_r : let_lift_div_r_stmt.
+Proof. unfold let_lift_div_r_stmt; let_proof. Qed.
+Theorem let_lift_neg : let_lift_neg_stmt.
+Proof. unfold let_lift_neg_stmt; let_proof. Qed.
 Theorem let_lift_access : let_lift_access_stmt.
 Proof. unfold let_lift_access_stmt; let_proof. Qed.
 Theorem let_swap : let_swap_stmt.

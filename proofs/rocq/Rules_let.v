@@ -105,6 +105,70 @@ Definition let_lift_mul_r_stmt : Prop :=
   (Mul a (let x := v in (b x))) ==
   (let x := v in (Mul a (b x))).
 
+(** let_lift_sub_l: a let in the left operand of - scopes over the whole difference.
+    [let_lift_sub_l: (let ?x = ?v in ?a) - ?b => let ?x = ?v in ?a - ?b grade: exact] *)
+Definition let_lift_sub_l_stmt : Prop :=
+  forall (a : T -> T) (b : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = sh_b ->
+  (Sub (let x := v in (a x)) b) ==
+  (let x := v in (Sub (a x) b)).
+
+(** let_lift_sub_r: a let in the right operand of - scopes over the whole difference.
+    [let_lift_sub_r: ?a - (let ?x = ?v in ?b) => let ?x = ?v in ?a - ?b grade: exact] *)
+Definition let_lift_sub_r_stmt : Prop :=
+  forall (a : T) (b : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = sh_b ->
+  (Sub a (let x := v in (b x))) ==
+  (let x := v in (Sub a (b x))).
+
+(** statement holds for every binary function, division included).
+    [let_lift_div_l: (let ?x = ?v in ?a) / ?b => let ?x = ?v in ?a / ?b grade: exact] *)
+Definition let_lift_div_l_stmt : Prop :=
+  forall (a : T -> T) (b : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z) (sdiv : scalar -> scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  (Fun2 sdiv (let x := v in (a x)) b) ==
+  (let x := v in (Fun2 sdiv (a x) b)).
+
+(** let_lift_div_r: a let in the right operand of / scopes over the whole quotient.
+    [let_lift_div_r: ?a / (let ?x = ?v in ?b) => let ?x = ?v in ?a / ?b grade: exact] *)
+Definition let_lift_div_r_stmt : Prop :=
+  forall (a : T) (b : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z) (sdiv : scalar -> scalar -> scalar),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  (Fun2 sdiv a (let x := v in (b x))) ==
+  (let x := v in (Fun2 sdiv a (b x))).
+
+(** let_lift_neg: a let under a negation scopes over it.
+    [let_lift_neg: -(let ?x = ?v in ?a) => let ?x = ?v in -?a grade: exact] *)
+Definition let_lift_neg_stmt : Prop :=
+  forall (a : T -> T) (v : T) (sh_a : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_v v ->
+  (Neg (let x := v in (a x))) ==
+  (let x := v in (Neg (a x))).
+
 (** let_lift_access: a let inside an accessed tensor scopes over the access.
     [let_lift_access: (let ?x = ?v in ?b)[?k] => let ?x = ?v in ?b[?k] grade: exact] *)
 Definition let_lift_access_stmt : Prop :=

@@ -179,6 +179,11 @@ struct Tr<'a> {
     /// Well-formedness hypotheses collected while translating a left side.
     wf: Vec<String>,
     collect_wf: bool,
+    /// Rule statements only: scalar division is an arbitrary binary function `sdiv`,
+    /// quantified in the statement (a rule that holds for every function holds for
+    /// division, whatever it does at zero). `None` for concrete programs, which have
+    /// no ring semantics for it.
+    functions: Option<BTreeSet<&'static str>>,
 }
 
 fn int(c: i64) -> String {
@@ -446,7 +451,18 @@ impl Tr<'_> {
                         }
                         "Mul"
                     }
-                    BinOp::Div => return fail("scalar division has no ring semantics"),
+                    BinOp::Div => {
+                        let Some(functions) = &mut self.functions else {
+                            return fail("scalar division has no ring semantics");
+                        };
+                        functions.insert("(sdiv : scalar -> scalar -> scalar)");
+                        for s in [&sa, &sb] {
+                            if s != "[]" {
+                                self.hyp(format!("{s} = []"))?;
+                            }
+                        }
+                        "Fun2 sdiv"
+                    }
                 };
                 format!("({head} {} {})", self.expr(lhs)?, self.expr(rhs)?)
             }
@@ -650,6 +666,7 @@ pub fn rule_statement(rule: &Rule) -> R<String> {
         bound: Vec::new(),
         wf: Vec::new(),
         collect_wf: false,
+        functions: Some(BTreeSet::new()),
     };
 
     // Shapes of expression metavariables: refined by the first shape condition on them.
@@ -775,6 +792,7 @@ pub fn rule_statement(rule: &Rule) -> R<String> {
     tr.collect_wf = false;
     let rhs = tr.expr(&rule.rhs)?;
     let wf = std::mem::take(&mut tr.wf);
+    quants.extend(tr.functions.iter().flatten().map(|f| f.to_string()));
 
     let mut conds = Vec::new();
     for c in &rule.conditions {
@@ -982,6 +1000,7 @@ pub fn program_term(
         bound: Vec::new(),
         wf: Vec::new(),
         collect_wf: false,
+        functions: None,
     };
     tr.expr(body)
 }

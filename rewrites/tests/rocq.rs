@@ -422,12 +422,29 @@ fn status_lines_load_and_malformed_ones_are_reported() {
 
 #[test]
 fn export_explains_what_it_cannot_render() {
-    let text = "# q: doc\nq: ?a / ?b => ?a / ?b\n  grade: exact\n  example: s / s => s / s\n";
+    // A scalar function has no semantics in the development: refused, saying so.
+    let text = "# q: doc\nq: sqrt(?a) => sqrt(?a)\n  grade: exact\n  example: sqrt(s) => sqrt(s)\n";
     let (rules, diags) = atl_rewrites::rule::load_rules(text, "t.rules");
-    assert!(diags.is_empty());
+    assert!(diags.is_empty(), "{diags:?}");
     let err = atl_rewrites::rocq::rule_statement(&rules[0]).err();
     assert!(
-        err.is_some_and(|e| e.0.contains("division")),
-        "scalar division must be refused"
+        err.is_some_and(|e| e.0.contains("function")),
+        "a scalar function must be refused"
     );
+}
+
+/// Scalar division is stated as an arbitrary binary function, quantified: a statement
+/// proved for it holds for division whatever it does at zero, and one that needs what
+/// division is (`(a * b) / b = a`) cannot be proved.
+#[test]
+fn division_is_stated_for_every_binary_function() {
+    let text = "# q: doc\nq: (?a * ?b) / ?b => ?a\n  grade: exact\n  example: (s * t) / t => s\n";
+    let (rules, diags) = atl_rewrites::rule::load_rules(text, "t.rules");
+    assert!(diags.is_empty(), "{diags:?}");
+    let stmt = atl_rewrites::rocq::rule_statement(&rules[0]).expect("rendered");
+    assert!(
+        stmt.contains("(sdiv : scalar -> scalar -> scalar)"),
+        "{stmt}"
+    );
+    assert!(stmt.contains("(Fun2 sdiv (Mul a b) b) =="), "{stmt}");
 }

@@ -393,6 +393,11 @@ fn lift_rule(parent: &Expr, k: usize) -> Option<&'static str> {
         (ExprKind::Binary { op: BinOp::Add, .. }, _) => "let_lift_add_r",
         (ExprKind::Binary { op: BinOp::Mul, .. }, 0) => "let_lift_mul_l",
         (ExprKind::Binary { op: BinOp::Mul, .. }, _) => "let_lift_mul_r",
+        (ExprKind::Binary { op: BinOp::Sub, .. }, 0) => "let_lift_sub_l",
+        (ExprKind::Binary { op: BinOp::Sub, .. }, _) => "let_lift_sub_r",
+        (ExprKind::Binary { op: BinOp::Div, .. }, 0) => "let_lift_div_l",
+        (ExprKind::Binary { op: BinOp::Div, .. }, _) => "let_lift_div_r",
+        (ExprKind::Neg(_), _) => "let_lift_neg",
         (ExprKind::Transpose(_), _) => "transpose_let",
         (ExprKind::Flatten(_), _) => "flatten_let",
         (
@@ -443,7 +448,7 @@ fn no_lift_rule(x: &str, parent: &Expr, span: Span) -> Diagnostic {
         ),
     )
     .at(span, "cannot move the stage")
-    .with_help("rewrite the program so that only gens, sums, guards, accesses, `+`, `*`, `transpose`, `flatten`, `split`, `trunc_r` and lets separate the stage from the loop")
+    .with_help("rewrite the program so that only gens, sums, guards, accesses, `+`, `-`, `*`, `/`, negations, `transpose`, `flatten`, `split`, `trunc_r` and lets separate the stage from the loop (a scalar function's argument is not crossed: bind the stage outside the call)")
 }
 
 /// A loop: its variable and range.
