@@ -60,3 +60,54 @@ pub fn assert_matmul_values(
         assert_eq!(got, want, "M={m}, N={n}, K={k}");
     }
 }
+
+/// Panics unless each derivation of `names` (every derivation of `source` when `names`
+/// is empty), and every derivation it starts from, uses only directives, loop
+/// annotations and the argument-free tactics (`simpl`, `simpl_guard`, `check`), and the
+/// file declares no user rule. `what` names the source in messages.
+#[allow(dead_code)]
+pub fn assert_directive_only(what: &str, source: &str, names: &[&str]) {
+    use atl_lang::ast::{Item, Step, StepKind};
+    use std::collections::BTreeMap;
+    let (parsed, diags) = atl_lang::parser::parse_file(source);
+    assert!(diags.is_empty(), "{what}: {diags:?}");
+    let mut derives: BTreeMap<&str, (&str, &[Step])> = BTreeMap::new();
+    for item in &parsed.items {
+        match item {
+            Item::Derive {
+                name, from, steps, ..
+            } => {
+                derives.insert(&name.name, (&from.name, steps));
+            }
+            Item::Rule(r) => panic!("{what}: declares the user rule `{}`", r.name.name),
+            _ => {}
+        }
+    }
+    let wanted: Vec<&str> = if names.is_empty() {
+        derives.keys().copied().collect()
+    } else {
+        names.to_vec()
+    };
+    assert!(!wanted.is_empty(), "{what}: nothing to check");
+    for name in wanted {
+        let mut current = name;
+        while let Some((from, steps)) = derives.get(current) {
+            for step in *steps {
+                let text = &source[step.span.range()];
+                let allowed = matches!(
+                    step.kind,
+                    StepKind::Directive { .. }
+                        | StepKind::Simpl
+                        | StepKind::SimplGuard
+                        | StepKind::Check
+                );
+                assert!(
+                    allowed,
+                    "{what}: `{name}` (through `{current}`) has the step `{text}`, which is not a directive"
+                );
+            }
+            current = from;
+        }
+        assert!(current != name, "{what}: no derivation named `{name}`");
+    }
+}
