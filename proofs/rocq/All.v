@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 103 rules. *)
+(* 106 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -105,6 +105,9 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_reshape.concat_def_stmt K) /\
   (@Rules_reshape.trunc_r_let_stmt K) /\
   (@Rules_reshape.split_let_stmt K) /\
+  (@Rules_reshape.gen_trunc_r_stmt K) /\
+  (@Rules_reshape.gen_flatten_stmt K) /\
+  (@Rules_reshape.guard_trunc_r_stmt K) /\
   (@Rules_layout.pack_cols_stmt K) /\
   (@Rules_layout.pad_rows_stmt K) /\
   (@Rules_layout.pad_read_stmt K) /\
@@ -212,6 +215,9 @@ Proof.
   split; [exact (@Proofs_reshape.concat_def K) |].
   split; [exact (@Proofs_reshape.trunc_r_let K) |].
   split; [exact (@Proofs_reshape.split_let K) |].
+  split; [exact (@Proofs_reshape.gen_trunc_r K) |].
+  split; [exact (@Proofs_reshape.gen_flatten K) |].
+  split; [exact (@Proofs_reshape.guard_trunc_r K) |].
   split; [exact (@Proofs_layout.pack_cols K) |].
   split; [exact (@Proofs_layout.pad_rows K) |].
   split; [exact (@Proofs_layout.pad_read K) |].

@@ -67,4 +67,18 @@ Proof. unfold trunc_r_let_stmt; rs. Qed.
 Theorem split_let : split_let_stmt.
 Proof. unfold split_let_stmt; rs. Qed.
 
+Theorem gen_trunc_r : gen_trunc_r_stmt.
+Proof. unfold gen_trunc_r_stmt; intros; open_shape sh_e; rs. Qed.
+Theorem gen_flatten : gen_flatten_stmt.
+Proof.
+  unfold gen_flatten_stmt; intros.
+  pose proof (WS_dim0 _ _ _ (H lo)). pose proof (WS_dim1 _ _ _ _ (H lo)).
+  tunfold; intro s; simpl.
+  replace (Z.max 0 (c - 0)) with c by lia. replace (Z.max 0 (r - 0)) with r by lia.
+  replace (c - 0) with c by lia. replace (r - 0) with r by lia.
+  bcases; finish_dm.
+Qed.
+Theorem guard_trunc_r : guard_trunc_r_stmt.
+Proof. unfold guard_trunc_r_stmt; intros; destruct p; rs. Qed.
+
 End Proofs.

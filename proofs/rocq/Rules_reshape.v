@@ -341,4 +341,41 @@ Definition split_let_stmt : Prop :=
   (Split sh_b k (let x := v in (b x))) ==
   (let x := v in (Split sh_b k (b x))).
 
+(** gen_trunc_r: a generator of truncated tensors is the generator truncated in its second dimension (used by `reorder` across a split's `trunc_r`).
+    [gen_trunc_r: gen ?i in ?lo..?hi: trunc_r(?k, ?e) => transpose(trunc_r(?k, transpose(gen ?i in ?lo..?hi: ?e))) grade: exact] *)
+Definition gen_trunc_r_stmt : Prop :=
+  forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
+  (1 <= length sh_e)%nat ->
+  0 <= k ->
+  k <= dim0 sh_e ->
+  (Gen lo hi (fun i : Z => (TruncR sh_e k (e i)))) ==
+  (Transpose (sh_trunc k (sh_swap (ext lo hi :: sh_e))) (TruncR (sh_swap (ext lo hi :: sh_e)) k (Transpose (ext lo hi :: sh_e) (Gen lo hi (fun i : Z => (e i)))))).
+
+(** gen_flatten: a generator of flattened tensors is the transposed flattening of the generator moved inside the two flattened dimensions (used by `reorder` across a split's `flatten`).
+    [gen_flatten: gen ?i in ?lo..?hi: flatten(?v) => transpose(flatten(gen ?a < ?r: gen ?b < ?c: gen ?i in ?lo..?hi: ?v[?a][?b])) if dims: shape(?v) = [?r, ?c, ..] grade: exact] *)
+Definition gen_flatten_stmt : Prop :=
+  forall (c : Z) (hi : Z) (lo : Z) (r : Z) (v : Z -> T) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS (r :: c :: sh_v) (v i)) ->
+  (* the left side is well-formed *)
+  (2 <= length (r :: c :: sh_v))%nat ->
+  (Gen lo hi (fun i : Z => (Flatten (r :: c :: sh_v) (v i)))) ==
+  (Transpose (sh_flat (ext 0 r :: (ext 0 c :: (ext lo hi :: (tl (tl (r :: c :: sh_v))))))) (Flatten (ext 0 r :: (ext 0 c :: (ext lo hi :: (tl (tl (r :: c :: sh_v)))))) (Gen 0 r (fun a : Z => (Gen 0 c (fun b : Z => (Gen lo hi (fun i : Z => (Acc (Acc (v i) a) b))))))))).
+
+(** guard_trunc_r: a guard around a truncation can be inside it (the guard does not depend on the truncated dimension).
+    [guard_trunc_r: [?p] * trunc_r(?k, ?e) => trunc_r(?k, [?p] * ?e) grade: exact] *)
+Definition guard_trunc_r_stmt : Prop :=
+  forall (e : T) (k : Z) (p : bool) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  WS sh_e e ->
+  (* the left side is well-formed *)
+  (1 <= length sh_e)%nat ->
+  0 <= k ->
+  k <= dim0 sh_e ->
+  (Guard p (TruncR sh_e k e)) ==
+  (TruncR sh_e k (Guard p e)).
+
 End Statements.
