@@ -18,6 +18,9 @@ Proof. unfold gen_swap_stmt; intros; tunfold; intros s; simpl; bcases; finish. Q
 Theorem transpose_gen : transpose_gen_stmt.
 Proof. unfold transpose_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
 
+Theorem gen_rename : gen_rename_stmt.
+Proof. unfold gen_rename_stmt; intros; intro s; reflexivity. Qed.
+
 Theorem sum_gen : sum_gen_stmt.
 Proof.
   unfold sum_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish.

@@ -40,6 +40,15 @@ Definition transpose_gen_stmt : Prop :=
   (Transpose (ext a b :: (ext c d :: sh_e)) (Gen a b (fun i : Z => (Gen c d (fun j : Z => (e i j)))))) ==
   (Gen c d (fun j : Z => (Gen a b (fun i : Z => (e i j))))).
 
+(** gen_rename: a generator's variable can be renamed (alpha-equivalence; lets a directive give a loop the name the user chose).
+    [gen_rename: gen ?i in ?lo..?hi: ?e => gen ?j in ?lo..?hi: ?e[?i := ?j] grade: exact] *)
+Definition gen_rename_stmt : Prop :=
+  forall (e : Z -> T) (hi : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (Gen lo hi (fun i : Z => (e i))) ==
+  (Gen lo hi (fun j : Z => (e j))).
+
 (** sum_gen: a sum of generated tensors is a generator of sums (same additions, same order).
     [sum_gen: sum ?i in ?a..?b: gen ?j in ?c..?d: ?e => gen ?j in ?c..?d: sum ?i in ?a..?b: ?e grade: exact] *)
 Definition sum_gen_stmt : Prop :=

@@ -57,6 +57,8 @@ use crate::context::{Env, StepOutcome, node_at, sites};
 use crate::record::StepRecord;
 use crate::step::run_step;
 
+mod across_split;
+
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
     Diagnostic::error("E0820", format!("malformed `{}` directive", name.name))
         .at(name.span, "here")
@@ -1566,6 +1568,14 @@ fn exchange_loops(
         (pa, ga, gb)
     } else if pa.len() == pb.len() + 1 && pa.starts_with(&pb) {
         (pb, gb, ga)
+    } else if let Some(outer) = [(&pa, &pb), (&pb, &pa)]
+        .into_iter()
+        .find(|(o, i)| across_split::is_across_split(expr, o, i))
+        .map(|(o, _)| o.clone())
+    {
+        // A split's `trunc_r(flatten(…))` between them (Halide's split, split,
+        // reorder).
+        return across_split::exchange_across_split(applier, &outer, span);
     } else {
         return Err(Diagnostic::error(
             "E0824",
