@@ -161,3 +161,41 @@ derive scaled from t {
         "{messages:?}"
     );
 }
+
+/// The blur's `fast` (directives only) and `fast_rules` (rule level) compute the
+/// specification's values, at sizes where the interior is empty (1 x 1, 1 x W, H x 1,
+/// 2 x 2) and where it is not.
+#[test]
+fn the_blurs_directive_and_rule_level_fast_schedules_agree_with_the_specification() {
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/blur/blur.atl"),
+    )
+    .expect("readable");
+    let (checked, derivations, diags) = common::derive(&source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let get = |n: &str| {
+        &derivations
+            .iter()
+            .find(|d| d.name == n)
+            .unwrap_or_else(|| panic!("{n}"))
+            .result
+    };
+    let spec = &checked.program.def("blur").unwrap().body;
+    let options = EvalOptions::default();
+    for (h, w) in [(1, 1), (1, 6), (6, 1), (2, 2), (3, 3), (5, 8), (13, 7)] {
+        let sizes: BTreeMap<String, i64> = [("H".to_string(), h), ("W".to_string(), w)]
+            .into_iter()
+            .collect();
+        let inputs: BTreeMap<String, Tensor> = [(
+            "img".to_string(),
+            Tensor::random(vec![h as usize, w as usize], 11),
+        )]
+        .into_iter()
+        .collect();
+        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
+        for name in ["fast", "fast_rules"] {
+            let got = eval_expr(&checked.program, get(name), &sizes, &inputs, &options).unwrap();
+            assert_eq!(got, want, "{name} at H={h}, W={w}");
+        }
+    }
+}
