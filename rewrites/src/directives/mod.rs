@@ -30,6 +30,10 @@
 //!   in each further dimension every read indexes, the columns and so on, where they
 //!   are not the whole extent), bounds computed here from the reads and proved by the
 //!   `window` step, then `simpl` and `get_gen` on the windowed producer.
+//! - `partition x` (`partition.rs`): Halide's loop partitioning — `split_gen` at the
+//!   bounds that the guards linear in `x` put on it (clamped into the loop's range),
+//!   then `simpl_guard`, so that the steady state has no guard on `x`; for the tile
+//!   loop of a split, its full tiles apart from the last one.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
 //! - `parallel x`, `vectorize x`, `unroll x`: no rewrite. The directive checks that the
