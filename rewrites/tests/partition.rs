@@ -134,10 +134,14 @@ fn partition_refuses_loops_whose_guards_already_hold_or_are_not_bounds() {
 input A : [W]
 def s = gen x < W: [x < W] * A[x]
 def t = gen x < W: [2 * x < W] * A[x]
+def tri = gen y < W, x < W: [x < y] * A[x]
 derive held from s {
   partition x
 }
 derive scaled from t {
+  partition x
+}
+derive triangle from tri {
   partition x
 }
 ";
@@ -158,6 +162,14 @@ derive scaled from t {
         messages
             .iter()
             .any(|m| m.contains("E0820") && m.contains("2 * x < W")),
+        "{messages:?}"
+    );
+    // Nor is a bound depending on another loop's variable (the parts' extents would
+    // vary with `y`).
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("E0820") && m.contains(": x < y")),
         "{messages:?}"
     );
 }

@@ -10,8 +10,6 @@
 //! fail in the prologue and the epilogue). The directive only chooses the split points:
 //! both `split_gen` conditions and every guard removal are proved by the engine.
 
-use std::collections::BTreeSet;
-
 use super::{Applier, Call, find_loop, find_path, rw, to_sindex};
 use atl_lang::ast::{Step, StepKind};
 use atl_lang::diag::Diagnostic;
@@ -89,14 +87,12 @@ fn boundary(
     body: &Expr,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    // Variables bound inside the loop: a bound mentioning one of them is not a single
-    // split point of this loop (the tail guard of a split, `io * 8 + ii < n`, is one).
-    let mut inner = BTreeSet::new();
-    body.walk(&mut |e| {
-        if let Some((v, _)) = e.binder() {
-            inner.insert(v.to_string());
-        }
-    });
+    // A split point must be a function of the sizes: a bound mentioning a loop variable
+    // (an inner one, as in a split's tail guard `io * 8 + ii < n`, or an outer one, as
+    // in a triangle's `x < y`) would give parts whose extents vary with that variable,
+    // which a tensor's rows cannot.
+    let program = applier.env.program;
+    let is_size = |v: &str| program.is_size(v);
     let mut lowers = Vec::new();
     let mut uppers = Vec::new();
     let mut mentions = Vec::new();
@@ -106,7 +102,7 @@ fn boundary(
                 if !c.mentions(bound) {
                     continue;
                 }
-                match bound_of(c, bound, &inner) {
+                match bound_of(c, bound, &is_size) {
                     Some(Bound::Lower(l)) => lowers.push(l),
                     Some(Bound::Upper(u)) => uppers.push(u),
                     None => mentions.push(c.to_string()),
@@ -130,8 +126,7 @@ fn boundary(
         } else {
             d.with_note(format!(
                 "the guards that mention `{var}` are not bounds `{var} + e < f` or \
-                 `e <= {var} + f` (coefficient ±1, `e` and `f` free of `{var}` and of the \
-                 variables bound inside the loop): {}",
+                 `e <= {var} + f` (coefficient ±1, `e` and `f` functions of the sizes): {}",
                 mentions.join(", ")
             ))
             .with_help("split the loop by hand with `rw split_gen with k := …`")
@@ -235,8 +230,8 @@ fn split_conjunctions(
 }
 
 /// The bound on `x` that the comparison `c` states, when it is linear in `x` with
-/// coefficient ±1 and its other terms are free of the variables in `inner`.
-fn bound_of(c: &Pred, x: &str, inner: &BTreeSet<String>) -> Option<Bound> {
+/// coefficient ±1 and its other terms mention only sizes.
+fn bound_of(c: &Pred, x: &str, is_size: &dyn Fn(&str) -> bool) -> Option<Bound> {
     let Pred::Cmp(op, a, b) = c else {
         return None;
     };
@@ -256,7 +251,7 @@ fn bound_of(c: &Pred, x: &str, inner: &BTreeSet<String>) -> Option<Bound> {
         IndexExpr::mul(IndexExpr::Const(coeff), xv),
     ));
     let vars = rest.vars();
-    if vars.contains(x) || vars.iter().any(|v| inner.contains(v)) {
+    if !vars.iter().all(|v| is_size(v)) {
         return None;
     }
     match coeff {
