@@ -25,7 +25,7 @@ CFLAGS="${CFLAGS:--O3 -march=native -fopenmp}"
 KERNELS=(
   "kit_blur3x3|examples/blur/blur.atl|fast"
   "kit_matmul|examples/matmul/matmul.atl|fast"
-  "kit_tensor_add4d|examples/tensor_add/tensor_add.atl|tensor_add"
+  "kit_tensor_add4d|examples/tensor_add/tensor_add.atl|fast"
   "kit_conv1d|examples/conv1d_kit/conv1d_kit.atl|fast"
 )
 

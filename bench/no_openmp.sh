@@ -29,7 +29,7 @@ ROUNDS="${2:-3}"
 KERNELS=(
   "blur3x3|kit_blur3x3|examples/blur/blur.atl|fast"
   "matmul|kit_matmul|examples/matmul/matmul.atl|fast"
-  "tensor_add4d|kit_tensor_add4d|examples/tensor_add/tensor_add.atl|tensor_add"
+  "tensor_add4d|kit_tensor_add4d|examples/tensor_add/tensor_add.atl|fast"
   "conv1d|kit_conv1d|examples/conv1d_kit/conv1d_kit.atl|fast"
 )
 BUILDS=(a b c)

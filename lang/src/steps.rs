@@ -140,9 +140,9 @@ pub const STEPS: &[StepInfo] = &[
     StepInfo {
         name: "partition",
         class: StepClass::Directive,
-        synopsis: "partition io",
-        usage: "`partition io` for the tile loop `io` of an earlier `split i by K into io, ii`",
-        help: "separate a split loop's full tiles from the last one, whose guard stays",
+        synopsis: "partition x",
+        usage: "`partition x` for a loop `x` with boundary guards (`[0 <= x - 1]`, `[x + 1 < W]`), or the tile loop `io` of an earlier `split i by K into io, ii`",
+        help: "split off a loop's boundary iterations so that its steady state has no guard on it (a tile loop: its full tiles from the last one)",
     },
     StepInfo {
         name: "compute_root",

@@ -558,6 +558,24 @@ const CONV_SIZES: &[&[(&str, i64)]] = &[
     &[("B", 2), ("C", 2), ("K", 1), ("W", 6), ("R", 1)],
 ];
 
+/// C = Aᵀ B with A : [K, M] (stored k-major), B : [K, N].
+fn ref_matmul_at(sizes: &Sizes, inputs: &Inputs) -> Tensor {
+    let (m, n, k) = (size(sizes, "M"), size(sizes, "N"), size(sizes, "K"));
+    let (a, b) = (data(inputs, "A"), data(inputs, "B"));
+    let mut c = vec![0.0; m * n];
+    for kk in 0..k {
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] += a[kk * m + i] * b[kk * n + j];
+            }
+        }
+    }
+    Tensor {
+        shape: vec![m, n],
+        data: c,
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // One test per example
 // ---------------------------------------------------------------------------------------
@@ -587,6 +605,23 @@ fn matmul() {
             &[("M", 2), ("N", 2), ("K", 6)],
         ],
         reference: ref_matmul,
+    });
+}
+
+#[test]
+fn matmul_at() {
+    run_example(&Example {
+        name: "matmul_at",
+        defs: &["matmul_at"],
+        sizes: &[
+            &[("M", 1), ("N", 1), ("K", 1)],
+            &[("M", 3), ("N", 4), ("K", 5)],
+            &[("M", 5), ("N", 3), ("K", 2)],
+            &[("M", 1), ("N", 7), ("K", 3)],
+            &[("M", 4), ("N", 1), ("K", 1)],
+            &[("M", 2), ("N", 2), ("K", 6)],
+        ],
+        reference: ref_matmul_at,
     });
 }
 

@@ -91,7 +91,7 @@ fn a_chain_of_two_derivations_verifies_through_the_nested_base() {
     );
     assert_eq!(base.steps, 3);
     assert!(base.base.is_none() && !r.from_unverified);
-    // A deeper chain: blur's fast_annotated <- fast <- fused_boundary <- fused <- blur.
+    // A deeper chain: blur's fast_annotated <- fast_rules <- fused_boundary <- fused <- blur.
     let c = cert("blur", "fast_annotated");
     let r = check(&c).expect("accepted");
     let chain: Vec<String> = std::iter::successors(Some(&r), |x| x.base.as_deref())
@@ -100,8 +100,8 @@ fn a_chain_of_two_derivations_verifies_through_the_nested_base() {
     assert_eq!(
         chain,
         [
-            "fast_annotated from fast",
-            "fast from fused_boundary",
+            "fast_annotated from fast_rules",
+            "fast_rules from fused_boundary",
             "fused_boundary from fused",
             "fused from blur"
         ]

@@ -298,6 +298,13 @@ derive h_shift_by_hand from formal4 {
             "tiled_staged_directive",
             true,
         ),
+        (example_source("blur/blur.atl"), "fast_rules", "fast", false),
+        (
+            example_source("matmul/matmul.atl"),
+            "fast_rules",
+            "fast",
+            false,
+        ),
         (
             example_source("matmul/matmul.atl"),
             "reordered",
@@ -331,8 +338,11 @@ derive h_shift_by_hand from formal4 {
         if same_rules {
             assert_eq!(rules_of(b), rules_of(a), "{by_directive}");
         }
+        // (The fast matmul's `simpl` is written as such: a tactic, no rule-level step.)
         assert!(
-            b.steps.iter().all(|s| s.origin.is_some()),
+            b.steps
+                .iter()
+                .all(|s| s.origin.is_some() || s.command == "simpl"),
             "{by_directive}: every step comes from a directive"
         );
     }
@@ -342,6 +352,12 @@ derive h_shift_by_hand from formal4 {
     let mut expected = rules_of(get("fused"));
     expected.extend(rules_of(get("tiled")));
     assert_eq!(rules_of(get("tiled_schedule")), expected);
+    // The kit's `fast` (`compute_inline bx; partition y1; partition x`) is the rule-level
+    // chain fused, fused_boundary, fast_rules, rule for rule (simpl_guard steps apart).
+    let mut expected = rules_of(get("fused"));
+    expected.extend(rules_of(get("fused_boundary")));
+    expected.extend(rules_of(get("fast_rules")));
+    assert_eq!(rules_of(get("fast")), expected);
     // The two-stage schedule is the definition itself, recorded as one `check`.
     let two = get("two_stage_directive");
     assert!(atl_lang::ir::alpha_eq(&two.initial, &two.result));

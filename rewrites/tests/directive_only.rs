@@ -13,7 +13,7 @@ const DIRECTIVE_ONLY: &[(&str, &[&str])] = &[
     ("halide/halide.atl", &[]),
     (
         "matmul/matmul.atl",
-        &["fast_directive", "tiled_directive", "reordered_directive"],
+        &["fast", "tiled_directive", "reordered_directive"],
     ),
     (
         "blur/blur.atl",

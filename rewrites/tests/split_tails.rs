@@ -93,10 +93,13 @@ derive not_a_tile from matmul {
 }
 ";
     let (checked, derivations, diags) = common::derive(source);
-    // `partition` of a loop that no split made is refused, naming the loop's range.
+    // `partition` of a loop that no split made and that has no boundary guard is
+    // refused, naming the loop.
     let refused = diags.iter().find(|d| d.code == "E0820").expect("E0820");
     assert!(
-        refused.message.contains("`i` is not the tile loop"),
+        refused
+            .message
+            .contains("`partition i`: no guard in the loop `i` bounds `i`"),
         "{refused:?}"
     );
     let fast = &derivations

@@ -30,6 +30,10 @@
 //!   in each further dimension every read indexes, the columns and so on, where they
 //!   are not the whole extent), bounds computed here from the reads and proved by the
 //!   `window` step, then `simpl` and `get_gen` on the windowed producer.
+//! - `partition x` (`partition.rs`): Halide's loop partitioning — `split_gen` at the
+//!   bounds that the guards linear in `x` put on it (clamped into the loop's range),
+//!   then `simpl_guard`, so that the steady state has no guard on `x`; for the tile
+//!   loop of a split, its full tiles apart from the last one.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
 //! - `parallel x`, `vectorize x`, `unroll x`: no rewrite. The directive checks that the
@@ -39,6 +43,8 @@
 //!
 //! Refused: directives with no sound counterpart in a language of pure expressions
 //! (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, …).
+
+mod partition;
 
 use std::collections::BTreeMap;
 
@@ -1325,7 +1331,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("fuse", fuse_directive),
     ("compute_root", compute_root_directive),
     ("pack", pack_directive),
-    ("partition", partition_directive),
+    ("partition", partition::partition_directive),
     ("compute_inline", compute_inline_directive),
     ("compute_at", compute_at_directive),
     ("bound", bound_directive),
@@ -1689,52 +1695,6 @@ fn pack_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
         path.push(0);
         applier.resolve_reads(path, span)?;
     }
-    applier.apply(Step {
-        kind: StepKind::SimplGuard,
-        span,
-    })
-}
-
-/// `partition io`: the tile loop of an earlier split (`gen io < cdiv(E, K)`) into its
-/// full tiles and the last one — `rw split_gen with k := E / K` at the loop, then
-/// `simpl_guard`, which drops the tail guards that hold in the full tiles. The same as
-/// `split … tail separate`, at any later point of a schedule (after the loops within a
-/// tile were reordered, say).
-fn partition_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
-    let [var] = call.text.as_slice() else {
-        return Err(call.usage());
-    };
-    let span = call.span;
-    let (path, _) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
-    let Some(ExprKind::Gen { lo, hi, .. }) = node_at(&applier.expr, &path).map(|n| &n.kind) else {
-        return Err(
-            Diagnostic::error("E0822", format!("`{var}` is a reduction (`sum`)"))
-                .at(span, "a sum")
-                .with_help("`partition` splits the tile loop of a split `gen`"),
-        );
-    };
-    let hi = poly::normalize(hi);
-    let full = match (&hi, lo.as_const()) {
-        (IndexExpr::Bin(IndexOp::CDiv, e, k), Some(0)) if k.as_const().is_some_and(|k| k >= 1) => {
-            IndexExpr::bin(IndexOp::Div, (**e).clone(), (**k).clone())
-        }
-        _ => {
-            return Err(Diagnostic::error(
-                "E0820",
-                format!("`{var}` is not the tile loop of a split (its range is not `cdiv(E, K)`)"),
-            )
-            .at(span, "not a tile loop")
-            .with_note(format!("`{var}` runs over {lo}..{hi}"))
-            .with_help("partition the outer loop `io` that `split i by K into io, ii` made"));
-        }
-    };
-    applier.apply(rw(
-        "split_gen",
-        false,
-        path,
-        vec![("k", to_sindex(&full, span))],
-        span,
-    ))?;
     applier.apply(Step {
         kind: StepKind::SimplGuard,
         span,
