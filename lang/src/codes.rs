@@ -584,6 +584,11 @@ pub static CODES: &[ErrorCode] = &[
         "name it as printed (`x1`) or as `stage.var`, with the `let` that computes it (`NAME.var` for the definition's own loops); the REPL's `:loops` lists them",
     ),
     active(
+        "E0839",
+        "`boundary X into XP` cannot stage the read of `X`: a guard that is not the read's bounds (it drops reads that are in bounds), a halo that is not a fixed amount, a read that is not linear in its loops, or several reads",
+        "guard the read by exactly its bounds (`[0 <= q && q < W] * X[.., q]`), with any further condition in a separate guard",
+    ),
+    active(
         "E0840",
         "`parallel` of a `sum` loop (its iterations accumulate into the same elements), or of a loop nested in (or enclosing) another `parallel` loop (OpenMP's nested parallelism is off)",
         "parallelize one `gen` loop of the nest",

@@ -40,6 +40,8 @@
 //! Refused: directives with no sound counterpart in a language of pure expressions
 //! (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, …).
 
+mod boundary;
+
 use std::collections::BTreeMap;
 
 use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, StepKind};
@@ -1274,6 +1276,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("fuse", fuse_directive),
     ("compute_root", compute_root_directive),
     ("pack", pack_directive),
+    ("boundary", boundary::boundary_directive),
     ("partition", partition_directive),
     ("compute_inline", compute_inline_directive),
     ("compute_at", compute_at_directive),
