@@ -128,7 +128,7 @@ impl Applier<'_, '_> {
                 .with_note(
                     "each read would get its own copy: one copy shared by several reads is not implemented yet",
                 )
-                .with_help("stage the reads into one first (e.g. a `let` of their sum), or copy by hand with `rw pad_halo1`/`pad_halo2`/`pad_halo3`"));
+                .with_help("give each read a copy of its own with `rw pad_halo1`, `pad_halo2` or `pad_halo3` at its guard (then `compute_root`), or read the tensor once"));
             }
         };
         let shown = || {
@@ -225,6 +225,22 @@ impl Applier<'_, '_> {
                 })
                 .reduce(Pred::and)
                 .expect("at least one index");
+            // For the message: the bounds that the loops do not already give.
+            let mut needed = Vec::new();
+            for (i, n) in read.indices.iter().zip(&shape) {
+                for atom in [
+                    Pred::cmp(CmpOp::Le, IndexExpr::Const(0), i.clone()),
+                    Pred::cmp(CmpOp::Lt, i.clone(), n.clone()),
+                ] {
+                    if self.prove_at(parent, &atom) != Verdict::Proved {
+                        needed.push(atom);
+                    }
+                }
+            }
+            let shown_bounds = needed
+                .into_iter()
+                .reduce(Pred::and)
+                .map_or_else(|| "true".to_string(), |p| p.to_string());
             let covers = Pred::or(Pred::not(bounds.clone()), pred.clone());
             match self.prove_at(parent, &covers) {
                 Verdict::Proved => {}
@@ -242,13 +258,13 @@ impl Applier<'_, '_> {
                         ),
                     )
                     .with_note(format!(
-                        "it does not hold everywhere the read is in bounds ({bounds}): {why}"
+                        "it does not hold everywhere the read is in bounds ({shown_bounds}): {why}"
                     ))
                     .with_note(format!(
                         "the copy of `{x}` is zero only outside its bounds, so the guard cannot be dropped"
                     ))
                     .with_help(format!(
-                        "guard the read by exactly its bounds ({bounds}), and keep any further condition in a separate guard around it"
+                        "guard the read by exactly its bounds (`[{shown_bounds}]`), and keep any further condition in a separate guard around it"
                     )));
                 }
             }
