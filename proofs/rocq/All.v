@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 101 rules. *)
+(* 102 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -19,6 +19,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.let_lift_access_stmt K) /\
   (@Rules_let.let_swap_stmt K) /\
   (@Rules_let.let_lift_let_stmt K) /\
+  (@Rules_let.let_share_stmt K) /\
   (@Rules_access.get_gen_stmt K) /\
   (@Rules_access.get_gen_offset_stmt K) /\
   (@Rules_access.get_gen_guard_stmt K) /\
@@ -124,6 +125,7 @@ Proof.
   split; [exact (@Proofs_let.let_lift_access K) |].
   split; [exact (@Proofs_let.let_swap K) |].
   split; [exact (@Proofs_let.let_lift_let K) |].
+  split; [exact (@Proofs_let.let_share K) |].
   split; [exact (@Proofs_access.get_gen K) |].
   split; [exact (@Proofs_access.get_gen_offset K) |].
   split; [exact (@Proofs_access.get_gen_guard K) |].

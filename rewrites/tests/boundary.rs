@@ -286,3 +286,38 @@ fn a_guard_stronger_than_the_bounds_is_refused() {
         diags[0].message
     );
 }
+
+#[test]
+fn the_blurs_reads_share_one_copy_per_stage() {
+    let source = example("blur/blur.atl");
+    let (_, derivations, diags) = common::derive(&source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let d = derivations
+        .iter()
+        .find(|d| d.name == "bordered_directive")
+        .expect("bordered_directive");
+    // One copy of each, with one zero column on each side of `img` and one zero row
+    // above and below `bx`; the three reads of each go to the copy, unguarded.
+    let mut lets = Vec::new();
+    d.result.walk(&mut |n| {
+        if let ExprKind::Let { var, .. } = &n.kind {
+            lets.push(var.clone());
+        }
+    });
+    assert_eq!(lets, ["img_b", "bx", "bx_b"]);
+    assert_eq!(stage_extents(&d.result, "img_b"), ["H", "W + 2"]);
+    assert_eq!(stage_extents(&d.result, "bx_b"), ["H + 2", "W"]);
+    let mut guards = 0;
+    d.result.walk(&mut |n| {
+        if let ExprKind::Guard { .. } = &n.kind {
+            guards += 1;
+        }
+    });
+    assert_eq!(guards, 2, "only the guards inside the two copies");
+    let rules: Vec<String> = d.steps.iter().filter_map(|s| s.rule.clone()).collect();
+    assert_eq!(
+        rules.iter().filter(|r| *r == "let_share").count(),
+        4,
+        "{rules:?}"
+    );
+}

@@ -1106,6 +1106,11 @@ fn spell_pred_metas(text: &str, lhs: &BTreeSet<String>, rhs: &BTreeSet<String>) 
         let Some(name) = m.strip_prefix("pred:") else {
             continue;
         };
+        // A name that is also an index or expression metavariable stays as written:
+        // the condition means that one where it compares it.
+        if lhs.contains(name) || rhs.contains(name) {
+            continue;
+        }
         let pat = format!("?{name}");
         let mut result = String::new();
         let mut rest = out.as_str();

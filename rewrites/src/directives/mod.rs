@@ -30,6 +30,9 @@
 //!   in each further dimension every read indexes, the columns and so on, where they
 //!   are not the whole extent), bounds computed here from the reads and proved by the
 //!   `window` step, then `simpl` and `get_gen` on the windowed producer.
+//! - `boundary X into XP`: the guarded read of `X` becomes an unguarded read of a copy
+//!   with zeros around it (`rw pad_halo1..3`, halos computed from the read's loops),
+//!   made once (`compute_root XP`); see `boundary.rs`.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
 //! - `parallel x`, `vectorize x`, `unroll x`: no rewrite. The directive checks that the
