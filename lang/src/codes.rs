@@ -585,7 +585,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0839",
-        "`boundary X into XP` cannot stage the read of `X`: a guard that is not the read's bounds (it drops reads that are in bounds), a halo that is not a fixed amount, a read that is not linear in its loops, or several reads",
+        "`boundary X into XP` cannot stage the read of `X`: a guard that is not the read's bounds (it drops reads that are in bounds), a halo that is not a fixed amount, a read that is not linear in its loops, or reads whose reach differs by a non-constant amount",
         "guard the read by exactly its bounds (`[0 <= q && q < W] * X[.., q]`), with any further condition in a separate guard",
     ),
     active(
