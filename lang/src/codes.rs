@@ -584,6 +584,11 @@ pub static CODES: &[ErrorCode] = &[
         "name it as printed (`x1`) or as `stage.var`, with the `let` that computes it (`NAME.var` for the definition's own loops); the REPL's `:loops` lists them",
     ),
     active(
+        "E0833",
+        "`boundary X into XP` cannot stage the read of `X`: a guard that is not the read's bounds (it drops reads that are in bounds), a halo that is not a fixed amount, a read that is not linear in its loops, or reads whose reach differs by a non-constant amount",
+        "guard the read by exactly its bounds (`[0 <= q && q < W] * X[.., q]`), with any further condition in a separate guard",
+    ),
+    active(
         "E0838",
         "`compute_root` (or `compute_at` at an outer loop) of a stage that reads the variable of a loop it would leave",
         "compute the stage at that loop or inside it (`compute_at x at i`)",

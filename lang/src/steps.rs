@@ -138,6 +138,13 @@ pub const STEPS: &[StepInfo] = &[
         help: "copy a matrix's columns into contiguous zero-padded panels, computed once",
     },
     StepInfo {
+        name: "boundary",
+        class: StepClass::Directive,
+        synopsis: "boundary X into XP",
+        usage: "`boundary inp into inp_b` stages a copy of `inp` with zeros around it, once, for its guarded read",
+        help: "read a zero-bordered copy of a tensor, computed once, instead of guarding the read",
+    },
+    StepInfo {
         name: "partition",
         class: StepClass::Directive,
         synopsis: "partition x",
@@ -275,7 +282,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

@@ -489,6 +489,42 @@ fn ref_conv1d_gather(sizes: &Sizes, inputs: &Inputs) -> Tensor {
     }
 }
 
+/// The multi-channel 3x3 convolution with a zero border, as plain loops: the taps that
+/// fall outside the image are skipped.
+fn ref_conv2d(sizes: &Sizes, inputs: &Inputs) -> Tensor {
+    let (c, k, h, w) = (
+        size(sizes, "C"),
+        size(sizes, "K"),
+        size(sizes, "H"),
+        size(sizes, "W"),
+    );
+    let (inp, wt) = (data(inputs, "inp"), data(inputs, "w"));
+    let mut out = vec![0.0; k * h * w];
+    for kk in 0..k {
+        for y in 0..h {
+            for x in 0..w {
+                let mut s = 0.0;
+                for cc in 0..c {
+                    for ry in 0..3 {
+                        for rx in 0..3 {
+                            let (yy, xx) = (y + ry, x + rx);
+                            if yy >= 1 && yy <= h && xx >= 1 && xx <= w {
+                                s += wt[((kk * c + cc) * 3 + ry) * 3 + rx]
+                                    * inp[(cc * h + yy - 1) * w + xx - 1];
+                            }
+                        }
+                    }
+                }
+                out[(kk * h + y) * w + x] = s;
+            }
+        }
+    }
+    Tensor {
+        shape: vec![k, h, w],
+        data: out,
+    }
+}
+
 /// The same convolution computed by scattering: every input element x[n][c][i] adds
 /// x[n][c][i] * w[k][c][r] into each output position p = i - r that exists.
 fn ref_conv1d_scatter(sizes: &Sizes, inputs: &Inputs) -> Tensor {
@@ -684,6 +720,21 @@ fn conv1d_kit() {
         defs: &["conv1d_kit"],
         sizes: CONV_SIZES,
         reference: ref_conv1d_gather,
+    });
+}
+
+#[test]
+fn conv2d() {
+    run_example(&Example {
+        name: "conv2d",
+        defs: &["conv2d"],
+        sizes: &[
+            &[("C", 1), ("K", 1), ("H", 1), ("W", 1)],
+            &[("C", 2), ("K", 3), ("H", 4), ("W", 5)],
+            &[("C", 3), ("K", 1), ("H", 2), ("W", 7)],
+            &[("C", 1), ("K", 2), ("H", 6), ("W", 3)],
+        ],
+        reference: ref_conv2d,
     });
 }
 

@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 107 rules. *)
+(* 111 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -24,6 +24,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.let_lift_access_stmt K) /\
   (@Rules_let.let_swap_stmt K) /\
   (@Rules_let.let_lift_let_stmt K) /\
+  (@Rules_let.let_share_stmt K) /\
   (@Rules_access.get_gen_stmt K) /\
   (@Rules_access.get_gen_offset_stmt K) /\
   (@Rules_access.get_gen_guard_stmt K) /\
@@ -112,6 +113,9 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_layout.pack_cols_stmt K) /\
   (@Rules_layout.pad_rows_stmt K) /\
   (@Rules_layout.pad_read_stmt K) /\
+  (@Rules_layout.pad_halo1_stmt K) /\
+  (@Rules_layout.pad_halo2_stmt K) /\
+  (@Rules_layout.pad_halo3_stmt K) /\
   (@Rules_abstraction.let_intro_stmt K) /\
   (@Rules_abstraction.let_hoist_gen_stmt K) /\
   (@Rules_abstraction.let_hoist_sum_stmt K).
@@ -135,6 +139,7 @@ Proof.
   split; [exact (@Proofs_let.let_lift_access K) |].
   split; [exact (@Proofs_let.let_swap K) |].
   split; [exact (@Proofs_let.let_lift_let K) |].
+  split; [exact (@Proofs_let.let_share K) |].
   split; [exact (@Proofs_access.get_gen K) |].
   split; [exact (@Proofs_access.get_gen_offset K) |].
   split; [exact (@Proofs_access.get_gen_guard K) |].
@@ -223,6 +228,9 @@ Proof.
   split; [exact (@Proofs_layout.pack_cols K) |].
   split; [exact (@Proofs_layout.pad_rows K) |].
   split; [exact (@Proofs_layout.pad_read K) |].
+  split; [exact (@Proofs_layout.pad_halo1 K) |].
+  split; [exact (@Proofs_layout.pad_halo2 K) |].
+  split; [exact (@Proofs_layout.pad_halo3 K) |].
   split; [exact (@Proofs_abstraction.let_intro K) |].
   split; [exact (@Proofs_abstraction.let_hoist_gen K) |].
   exact (@Proofs_abstraction.let_hoist_sum K).

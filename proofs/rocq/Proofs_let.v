@@ -43,5 +43,8 @@ Theorem let_swap : let_swap_stmt.
 Proof. unfold let_swap_stmt; let_proof. Qed.
 Theorem let_lift_let : let_lift_let_stmt.
 Proof. unfold let_lift_let_stmt; let_proof. Qed.
+(* let_share: both lets bind the same value, and Rocq's let is definitional. *)
+Theorem let_share : let_share_stmt.
+Proof. unfold let_share_stmt; let_proof. Qed.
 
 End Proofs.

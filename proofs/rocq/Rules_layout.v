@@ -52,4 +52,70 @@ Definition pad_read_stmt : Prop :=
   (Guard (j <? m) (Acc (Acc (Acc v a) b) j)) ==
   (let x := (Gen 0 n1 (fun a1 : Z => (Gen 0 n2 (fun b1 : Z => (Gen 0 (m + k) (fun q : Z => (Guard (q <? m) (Acc (Acc (Acc v a1) b1) q)))))))) in (Acc (Acc (Acc x a) b) j)).
 
+(** pad_halo1(?l1, ?r1): a read guarded by its bounds is a read of a zero-bordered copy.
+    [pad_halo1(?l1, ?r1): [?p] * ?v[?a] => let ?x = gen ?a1 < ?l1 + ?n1 + ?r1: [?l1 <= ?a1 && ?a1 < ?l1 + ?n1] * ?v[?a1 - ?l1] in ?x[?a + ?l1] if c1: shape(?v) = [?n1, ..] if before1: 0 <= ?l1 if after1: 0 <= ?r1 if covers: !(0 <= ?a && ?a < ?n1) || ?p if lower1: 0 <= ?a + ?l1 if upper1: ?a + ?l1 < ?l1 + ?n1 + ?r1 grade: exact] *)
+Definition pad_halo1_stmt : Prop :=
+  forall (a : Z) (l1 : Z) (n1 : Z) (p : bool) (r1 : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  WS (n1 :: sh_v) v ->
+  (* the left side is well-formed *)
+  (1 <= length (n1 :: sh_v))%nat ->
+  (* side conditions *)
+  0 <= l1 ->
+  0 <= r1 ->
+  (~ ((0 <= a) /\ (a < n1))) \/ (p = true) ->
+  0 <= (a + l1) ->
+  (a + l1) < ((l1 + n1) + r1) ->
+  (Guard p (Acc v a)) ==
+  (let x := (Gen 0 ((l1 + n1) + r1) (fun a1 : Z => (Guard ((l1 <=? a1) && (a1 <? (l1 + n1))) (Acc v (a1 - l1))))) in (Acc x (a + l1))).
+
+(** pad_halo2(?l1, ?r1, ?l2, ?r2): a read of a matrix guarded by its bounds is a read of a zero-bordered copy.
+    [pad_halo2(?l1, ?r1, ?l2, ?r2): [?p] * ?v[?a][?b] => let ?x = gen ?a1 < ?l1 + ?n1 + ?r1: gen ?b1 < ?l2 + ?n2 + ?r2: [?l1 <= ?a1 && ?a1 < ?l1 + ?n1 && ?l2 <= ?b1 && ?b1 < ?l2 + ?n2] * ?v[?a1 - ?l1][?b1 - ?l2] in ?x[?a + ?l1][?b + ?l2] if c1: shape(?v) = [?n1, ?n2, ..] if before1: 0 <= ?l1 if after1: 0 <= ?r1 if before2: 0 <= ?l2 if after2: 0 <= ?r2 if covers: !(0 <= ?a && ?a < ?n1 && 0 <= ?b && ?b < ?n2) || ?p if lower1: 0 <= ?a + ?l1 if upper1: ?a + ?l1 < ?l1 + ?n1 + ?r1 if lower2: 0 <= ?b + ?l2 if upper2: ?b + ?l2 < ?l2 + ?n2 + ?r2 grade: exact] *)
+Definition pad_halo2_stmt : Prop :=
+  forall (a : Z) (b : Z) (l1 : Z) (l2 : Z) (n1 : Z) (n2 : Z) (p : bool) (r1 : Z) (r2 : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  WS (n1 :: n2 :: sh_v) v ->
+  (* the left side is well-formed *)
+  (1 <= length (tl (n1 :: n2 :: sh_v)))%nat ->
+  (1 <= length (n1 :: n2 :: sh_v))%nat ->
+  (* side conditions *)
+  0 <= l1 ->
+  0 <= r1 ->
+  0 <= l2 ->
+  0 <= r2 ->
+  (~ ((((0 <= a) /\ (a < n1)) /\ (0 <= b)) /\ (b < n2))) \/ (p = true) ->
+  0 <= (a + l1) ->
+  (a + l1) < ((l1 + n1) + r1) ->
+  0 <= (b + l2) ->
+  (b + l2) < ((l2 + n2) + r2) ->
+  (Guard p (Acc (Acc v a) b)) ==
+  (let x := (Gen 0 ((l1 + n1) + r1) (fun a1 : Z => (Gen 0 ((l2 + n2) + r2) (fun b1 : Z => (Guard ((((l1 <=? a1) && (a1 <? (l1 + n1))) && (l2 <=? b1)) && (b1 <? (l2 + n2))) (Acc (Acc v (a1 - l1)) (b1 - l2))))))) in (Acc (Acc x (a + l1)) (b + l2))).
+
+(** pad_halo3(?l1, ?r1, ?l2, ?r2, ?l3, ?r3): a read of a rank-3 tensor guarded by its bounds is a read of a zero-bordered copy.
+    [pad_halo3(?l1, ?r1, ?l2, ?r2, ?l3, ?r3): [?p] * ?v[?a][?b][?c] => let ?x = gen ?a1 < ?l1 + ?n1 + ?r1: gen ?b1 < ?l2 + ?n2 + ?r2: gen ?c1 < ?l3 + ?n3 + ?r3: [?l1 <= ?a1 && ?a1 < ?l1 + ?n1 && ?l2 <= ?b1 && ?b1 < ?l2 + ?n2 && ?l3 <= ?c1 && ?c1 < ?l3 + ?n3] * ?v[?a1 - ?l1][?b1 - ?l2][?c1 - ?l3] in ?x[?a + ?l1][?b + ?l2][?c + ?l3] if c1: shape(?v) = [?n1, ?n2, ?n3, ..] if before1: 0 <= ?l1 if after1: 0 <= ?r1 if before2: 0 <= ?l2 if after2: 0 <= ?r2 if before3: 0 <= ?l3 if after3: 0 <= ?r3 if covers: !(0 <= ?a && ?a < ?n1 && 0 <= ?b && ?b < ?n2 && 0 <= ?c && ?c < ?n3) || ?p if lower1: 0 <= ?a + ?l1 if upper1: ?a + ?l1 < ?l1 + ?n1 + ?r1 if lower2: 0 <= ?b + ?l2 if upper2: ?b + ?l2 < ?l2 + ?n2 + ?r2 if lower3: 0 <= ?c + ?l3 if upper3: ?c + ?l3 < ?l3 + ?n3 + ?r3 grade: exact] *)
+Definition pad_halo3_stmt : Prop :=
+  forall (a : Z) (b : Z) (c : Z) (l1 : Z) (l2 : Z) (l3 : Z) (n1 : Z) (n2 : Z) (n3 : Z) (p : bool) (r1 : Z) (r2 : Z) (r3 : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  WS (n1 :: n2 :: n3 :: sh_v) v ->
+  (* the left side is well-formed *)
+  (1 <= length (tl (tl (n1 :: n2 :: n3 :: sh_v))))%nat ->
+  (1 <= length (tl (n1 :: n2 :: n3 :: sh_v)))%nat ->
+  (1 <= length (n1 :: n2 :: n3 :: sh_v))%nat ->
+  (* side conditions *)
+  0 <= l1 ->
+  0 <= r1 ->
+  0 <= l2 ->
+  0 <= r2 ->
+  0 <= l3 ->
+  0 <= r3 ->
+  (~ ((((((0 <= a) /\ (a < n1)) /\ (0 <= b)) /\ (b < n2)) /\ (0 <= c)) /\ (c < n3))) \/ (p = true) ->
+  0 <= (a + l1) ->
+  (a + l1) < ((l1 + n1) + r1) ->
+  0 <= (b + l2) ->
+  (b + l2) < ((l2 + n2) + r2) ->
+  0 <= (c + l3) ->
+  (c + l3) < ((l3 + n3) + r3) ->
+  (Guard p (Acc (Acc (Acc v a) b) c)) ==
+  (let x := (Gen 0 ((l1 + n1) + r1) (fun a1 : Z => (Gen 0 ((l2 + n2) + r2) (fun b1 : Z => (Gen 0 ((l3 + n3) + r3) (fun c1 : Z => (Guard ((((((l1 <=? a1) && (a1 <? (l1 + n1))) && (l2 <=? b1)) && (b1 <? (l2 + n2))) && (l3 <=? c1)) && (c1 <? (l3 + n3))) (Acc (Acc (Acc v (a1 - l1)) (b1 - l2)) (c1 - l3))))))))) in (Acc (Acc (Acc x (a + l1)) (b + l2)) (c + l3))).
+
 End Statements.

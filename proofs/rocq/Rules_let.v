@@ -203,4 +203,14 @@ Definition let_lift_let_stmt : Prop :=
   (let y := (let x := v in (b x)) in (c y)) ==
   (let x := v in (let y := (b x) in (c y))).
 
+(** let_share: a let whose value is the value of the let just outside it names the same tensor.
+    [let_share: let ?x = ?v in let ?y = ?v in ?b => let ?x = ?v in let ?y = ?x in ?b grade: exact] *)
+Definition let_share_stmt : Prop :=
+  forall (b : T -> T -> T) (v : T) (sh_b : list Z) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  (forall (x : T) (y : T), WS sh_v x -> WS sh_v y -> WS sh_b (b x y)) ->
+  WS sh_v v ->
+  (let x := v in (let y := v in (b x y))) ==
+  (let x := v in (let y := x in (b x y))).
+
 End Statements.

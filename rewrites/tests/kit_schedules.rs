@@ -9,12 +9,15 @@ use std::path::Path;
 
 use atl_lang::ast::StepKind;
 
-/// The examples whose `fast` is directive-only (conv1d_kit's is still rule-level).
+/// The examples whose `fast` must be directive-only: the kit's four and the new
+/// examples'.
 const DIRECTIVE_ONLY: &[&str] = &[
     "blur/blur.atl",
     "matmul/matmul.atl",
     "tensor_add/tensor_add.atl",
+    "conv1d_kit/conv1d_kit.atl",
     "matmul_at/matmul_at.atl",
+    "conv2d/conv2d.atl",
 ];
 
 fn root() -> &'static Path {
@@ -56,7 +59,7 @@ fn the_kits_fast_schedules_are_directives_only() {
         // Only `.atl` files that exist in the kit's list are timed.
         let in_kit = kit.contains(&format!("examples/{file}|fast"));
         assert!(
-            in_kit || *file == "matmul_at/matmul_at.atl",
+            in_kit || ["matmul_at/matmul_at.atl", "conv2d/conv2d.atl"].contains(file),
             "{file}: bench/kit.sh times `fast`"
         );
     }

@@ -51,3 +51,26 @@ fn necessity_check_tells_needed_from_unneeded_conditions() {
         vec!["silly".to_string()]
     );
 }
+
+/// A compound condition that mentions the equation's predicate metavariable
+/// (`pad_halo1`'s `covers: !(0 <= ?a && ?a < ?n1) || ?p`) is parsed as written and is
+/// needed: without it the rule drops guards that are stronger than the read's bounds,
+/// which the bounded check refutes. The amounts and the bounds of the new read are not
+/// needed for the equation (they keep the read inside the copy).
+#[test]
+fn a_condition_on_a_predicate_metavariable_is_needed() {
+    use atl_rewrites::check::unnecessary_conditions;
+    let (lib, _) = Library::standard();
+    let solver = Solver::new();
+    let rule = lib.get("pad_halo1").expect("library rule");
+    let covers = rule
+        .conditions
+        .iter()
+        .find(|c| c.name() == "covers")
+        .expect("covers");
+    assert_eq!(covers.text(), "!(0 <= ?a && ?a < ?n1) || ?p");
+    assert_eq!(
+        unnecessary_conditions(rule, &solver, 300, 3),
+        ["before1", "after1", "lower1", "upper1"]
+    );
+}

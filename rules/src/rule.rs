@@ -82,7 +82,17 @@ impl Condition {
         match self {
             Condition::Pred { pred, .. } => match as_pred_meta(pred) {
                 Some(m) => format!("?{m}"),
-                None => pred.to_string(),
+                None => {
+                    // A predicate metavariable inside a compound condition prints as
+                    // written (`?p`), not as its encoding.
+                    let mut text = pred.to_string();
+                    let mut metas = BTreeSet::new();
+                    metas_of(&Expr::guard(pred.clone(), Expr::lit(0.0)), &mut metas);
+                    for m in metas.iter().filter_map(|m| m.strip_prefix("pred:")) {
+                        text = text.replace(&format!("?pred:{m} == ?pred:{m}"), &format!("?{m}"));
+                    }
+                    text
+                }
             },
             Condition::Shape {
                 meta, dims, open, ..
@@ -892,7 +902,11 @@ pub fn load_one(
                     pred: pred_meta(m),
                 });
             } else {
-                let p = atl_lang::parser::parse_pred_str(&ctrim.replace('?', "META_")).map_err(
+                // A predicate metavariable of the equation (`[?p] * ?e`) inside a
+                // compound condition (`!(0 <= ?i) || ?p`) is spelled as its encoding
+                // (`?p == ?p` on the reserved name, see `pred_meta`) before parsing.
+                let spelled = spell_pred_metas(ctrim, &lhs_metas, &rhs_metas);
+                let p = atl_lang::parser::parse_pred_str(&spelled.replace('?', "META_")).map_err(
                     |ds| {
                         let d = ds
                             .into_iter()
@@ -1083,12 +1097,52 @@ pub fn load_one(
     })
 }
 
+/// `?p` spelled `(?PREDMETA_p == ?PREDMETA_p)` for every predicate metavariable `p` of
+/// the equation, where it stands as a whole word (not `?p2`, not `?pq`); `demeta` turns
+/// the reserved name back into the encoding of `pred_meta`.
+fn spell_pred_metas(text: &str, lhs: &BTreeSet<String>, rhs: &BTreeSet<String>) -> String {
+    let mut out = text.to_string();
+    for m in lhs.iter().chain(rhs) {
+        let Some(name) = m.strip_prefix("pred:") else {
+            continue;
+        };
+        // A name that is also an index or expression metavariable stays as written:
+        // the condition means that one where it compares it.
+        if lhs.contains(name) || rhs.contains(name) {
+            continue;
+        }
+        let pat = format!("?{name}");
+        let mut result = String::new();
+        let mut rest = out.as_str();
+        while let Some(k) = rest.find(&pat) {
+            let after = &rest[k + pat.len()..];
+            let whole = !after
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            result.push_str(&rest[..k]);
+            if whole {
+                result.push_str(&format!("(?PREDMETA_{name} == ?PREDMETA_{name})"));
+            } else {
+                result.push_str(&pat);
+            }
+            rest = after;
+        }
+        result.push_str(rest);
+        out = result;
+    }
+    out
+}
+
 /// Condition texts are parsed as ordinary predicates with `?k` spelled `META_k`; this
 /// turns those variables back into metavariables.
 fn demeta(e: &IndexExpr) -> IndexExpr {
     match e {
         IndexExpr::Var(v) => match v.strip_prefix("META_") {
-            Some(m) => IndexExpr::Meta(m.to_string()),
+            Some(m) => match m.strip_prefix("PREDMETA_") {
+                Some(p) => IndexExpr::Meta(format!("pred:{p}")),
+                None => IndexExpr::Meta(m.to_string()),
+            },
             None => e.clone(),
         },
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(demeta(a))),

@@ -131,9 +131,9 @@ fn a_scalar_accumulator_declared_outside_its_gen_and_not_reset_is_not_proved() {
 
 #[test]
 fn a_padded_buffer_read_but_not_zeroed_is_rejected() {
-    // conv1d_kit `fast`: `wp` has K + 5 rows, the last 5 zeroed by the `else` of
+    // conv1d_kit `fast_rules`: `wp` has K + 5 rows, the last 5 zeroed by the `else` of
     // `if i1 < K`; drop that `else`, the kernel reads those rows uninitialised.
-    let mut k = common::example_kernel("conv1d_kit/conv1d_kit.atl", "fast");
+    let mut k = common::example_kernel("conv1d_kit/conv1d_kit.atl", "fast_rules");
     let mut dropped = 0;
     edit_blocks(&mut k.body, &mut |block| {
         for s in block.iter_mut() {

@@ -34,6 +34,9 @@
 //!   bounds that the guards linear in `x` put on it (clamped into the loop's range),
 //!   then `simpl_guard`, so that the steady state has no guard on `x`; for the tile
 //!   loop of a split, its full tiles apart from the last one.
+//! - `boundary X into XP`: the guarded read of `X` becomes an unguarded read of a copy
+//!   with zeros around it (`rw pad_halo1..3`, halos computed from the read's loops),
+//!   made once (`compute_root XP`); see `boundary.rs`.
 //! - `bound v to N`: proves that loop `v` (or size `v`) has extent `N`; records `check`.
 //!
 //! - `parallel x`, `vectorize x`, `unroll x`: no rewrite. The directive checks that the
@@ -44,6 +47,7 @@
 //! Refused: directives with no sound counterpart in a language of pure expressions
 //! (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, …).
 
+mod boundary;
 mod partition;
 
 use std::collections::BTreeMap;
@@ -1331,6 +1335,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("fuse", fuse_directive),
     ("compute_root", compute_root_directive),
     ("pack", pack_directive),
+    ("boundary", boundary::boundary_directive),
     ("partition", partition::partition_directive),
     ("compute_inline", compute_inline_directive),
     ("compute_at", compute_at_directive),
