@@ -396,6 +396,7 @@ fn construct(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Gen { var, .. } => format!("`gen {var}`"),
         ExprKind::Sum { var, .. } => format!("`sum {var}`"),
+        ExprKind::MaxRed { var, .. } => format!("`max {var}`"),
         ExprKind::Let { var, .. } => format!("`let {var}`"),
         ExprKind::Guard { .. } => "a guard".to_string(),
         ExprKind::Access { .. } => "an access".to_string(),
@@ -782,7 +783,9 @@ impl Applier<'_, '_> {
             (0..path.len()).any(|n| {
                 matches!(
                     node_at(e, &path[..n]).map(|a| &a.kind),
-                    Some(ExprKind::Gen { .. } | ExprKind::Sum { .. })
+                    Some(
+                        ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. }
+                    )
                 )
             })
         };
@@ -1040,7 +1043,9 @@ impl Applier<'_, '_> {
                 return;
             }
             let binder = match &e.kind {
-                ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+                ExprKind::Gen { var, lo, hi, .. }
+                | ExprKind::Sum { var, lo, hi, .. }
+                | ExprKind::MaxRed { var, lo, hi, .. } => {
                     Some((var.clone(), lo.clone(), hi.clone()))
                 }
                 _ => None,
@@ -1811,6 +1816,9 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
                     }
                     ExprKind::Sum { var, .. } => format!(
                         "its body contains the reduction `sum {var}`, a loop of its own (it is not innermost)"
+                    ),
+                    ExprKind::MaxRed { var, .. } => format!(
+                        "its body contains the reduction `max {var}`, a loop of its own (it is not innermost)"
                     ),
                     ExprKind::Gen { .. } => format!(
                         "its body contains {}, a loop of its own (it is not innermost)",
