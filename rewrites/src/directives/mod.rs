@@ -937,8 +937,22 @@ impl Applier<'_, '_> {
                 }
             }
         } else if lp.starts_with(&loop_body) {
-            // The let is deeper inside the loop: lift it up to the loop's body.
-            while lp != loop_body {
+            // The let is deeper inside the loop: lift it up to the loop's body, or to
+            // the chain of `let`s that starts there (each one's body the next), where
+            // it is computed once per iteration too: a stage that reads an earlier
+            // stage of the chain (a softmax's row sum reads the row's maximum) cannot
+            // be lifted above it.
+            let in_chain = |e: &Expr, lp: &[usize]| {
+                lp.len() > loop_body.len()
+                    && (loop_body.len()..lp.len()).all(|n| {
+                        lp[n] == 1
+                            && matches!(
+                                node_at(e, &lp[..n]).map(|a| &a.kind),
+                                Some(ExprKind::Let { .. })
+                            )
+                    })
+            };
+            while lp != loop_body && !in_chain(&self.expr, &lp) {
                 lp = self.lift_once(x, &lp, span)?;
             }
         } else {
