@@ -128,6 +128,19 @@ impl Term {
         self.map_index(&mut |e| e.subst(var, value))
     }
 
+    /// Whether some part is a max-reduction (which is `-inf` over an empty range, so
+    /// not a real: `x * 0` of it is NaN, not 0).
+    pub fn has_max(&self) -> bool {
+        match self {
+            Term::Max { .. } => true,
+            Term::Lit(_) | Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => false,
+            Term::Neg(a) => a.has_max(),
+            Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_max() || b.has_max(),
+            Term::Call(_, args) => args.iter().any(Term::has_max),
+            Term::Sum { body, .. } => body.has_max(),
+        }
+    }
+
     /// Whether some part is [`Term::Unknown`].
     pub fn has_unknown(&self) -> bool {
         match self {

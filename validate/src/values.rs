@@ -747,9 +747,14 @@ impl<'s> Comparison<'s> {
                     BinOp::Add if a.is_zero() => b,
                     BinOp::Add | BinOp::Sub if b.is_zero() => a,
                     // Over the reals; not where the other factor is memory nothing
-                    // explains (which may hold a NaN).
+                    // explains (which may hold a NaN), nor a max-reduction (`-inf`
+                    // when empty, and `-inf * 0` is NaN).
                     BinOp::Mul
-                        if (a.is_zero() || b.is_zero()) && !a.has_unknown() && !b.has_unknown() =>
+                        if (a.is_zero() || b.is_zero())
+                            && !a.has_unknown()
+                            && !b.has_unknown()
+                            && !a.has_max()
+                            && !b.has_max() =>
                     {
                         Term::zero()
                     }

@@ -183,3 +183,28 @@ fn the_softmax_kernels_are_validated_and_their_edits_are_not() {
         ));
     }
 }
+
+#[test]
+fn a_max_times_zero_is_not_zero() {
+    // `max j in 0..m - 1` is `-inf` at m = 1, and `-inf * 0` is NaN: a kernel storing 0
+    // is wrong there, and the value check must not simplify the product to 0.
+    let program = "size n
+size m
+input b: [n, m]
+def times_zero = gen i < n: (max j < m - 1: b[i, j]) * 0
+";
+    let kernel = atl_loopir::parse::parse_kernel(
+        r#"kernel times_zero(n, m; b: [n, m]) -> out: [n]
+  requires n >= 1  # size: "size `n` is at least 1"
+  requires m >= 1  # size: "size `m` is at least 1"
+  source: 0
+{
+  for i in 0..n {  # gen
+    out[i] = 0  @ (i)
+  }
+}
+"#,
+    )
+    .expect("parses");
+    assert_not_validated(&common::report_against(&kernel, program, "times_zero"));
+}
