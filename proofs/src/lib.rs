@@ -799,7 +799,10 @@ impl<'a> Checker<'a> {
             src.push_str(&match h {
                 Head::Gen(v, lo, hi) => format!("gen {v} in {lo}..{hi}: "),
                 Head::Sum(v, lo, hi) => format!("sum {v} in {lo}..{hi}: "),
-                Head::Max(v, lo, hi) => format!("max {v} in {lo}..{hi}: "),
+                // As a `sum` (see `wrap`): the head only scopes the binder, and a
+                // max-reduction's body must be a scalar, which a subterm below it (a
+                // tensor read, say) need not be.
+                Head::Max(v, lo, hi) => format!("sum {v} in {lo}..{hi}: "),
                 Head::Let(v, value) => format!("let {v} = ({}) in ", show(value)),
             });
         }
@@ -1155,7 +1158,8 @@ pub(crate) fn wrap(heads: &[Head], e: Expr) -> Expr {
     heads.iter().rev().fold(e, |e, h| match h {
         Head::Gen(v, lo, hi) => Expr::gen_(v.clone(), lo.clone(), hi.clone(), e),
         Head::Sum(v, lo, hi) => Expr::sum(v.clone(), lo.clone(), hi.clone(), e),
-        Head::Max(v, lo, hi) => Expr::max_red(v.clone(), lo.clone(), hi.clone(), e),
+        // As in `parse_in`: a binder that scopes `e`, whatever `e`'s shape.
+        Head::Max(v, lo, hi) => Expr::sum(v.clone(), lo.clone(), hi.clone(), e),
         Head::Let(v, value) => Expr::let_(v.clone(), (**value).clone(), e),
     })
 }
