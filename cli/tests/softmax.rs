@@ -163,7 +163,11 @@ fn the_unstable_softmax_overflows_where_the_stable_one_does_not() {
         .to_string();
     let got = eval(&functions, "softmax", &format!("n={n},m={m}"), &file);
     // exp(1000) is inf in f64, and inf / inf is NaN: the last row is lost.
-    assert!(got[3 * m..].iter().all(|v| v.is_nan()), "{:?}", &got[3 * m..]);
+    assert!(
+        got[3 * m..].iter().all(|v| v.is_nan()),
+        "{:?}",
+        &got[3 * m..]
+    );
     // The ordinary rows agree with the stable form.
     let want = expected(&x, n, m);
     for k in 0..3 * m {

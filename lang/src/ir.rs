@@ -215,7 +215,9 @@ impl Expr {
             | ExprKind::DefRef(_)
             | ExprKind::Var(_)
             | ExprKind::Meta(_) => vec![],
-            ExprKind::Gen { body, .. } | ExprKind::Sum { body, .. } | ExprKind::MaxRed { body, .. } => {
+            ExprKind::Gen { body, .. }
+            | ExprKind::Sum { body, .. }
+            | ExprKind::MaxRed { body, .. } => {
                 vec![body]
             }
             ExprKind::Guard { body, .. } => vec![body],
@@ -237,7 +239,9 @@ impl Expr {
             | ExprKind::DefRef(_)
             | ExprKind::Var(_)
             | ExprKind::Meta(_) => vec![],
-            ExprKind::Gen { body, .. } | ExprKind::Sum { body, .. } | ExprKind::MaxRed { body, .. } => {
+            ExprKind::Gen { body, .. }
+            | ExprKind::Sum { body, .. }
+            | ExprKind::MaxRed { body, .. } => {
                 vec![body]
             }
             ExprKind::Guard { body, .. } => vec![body],
@@ -417,10 +421,8 @@ impl Expr {
             found |= match &e.kind {
                 ExprKind::Meta(_) => true,
                 ExprKind::Gen { lo, hi, .. }
-            | ExprKind::Sum { lo, hi, .. }
-            | ExprKind::MaxRed { lo, hi, .. } => {
-                    lo.has_meta() || hi.has_meta()
-                }
+                | ExprKind::Sum { lo, hi, .. }
+                | ExprKind::MaxRed { lo, hi, .. } => lo.has_meta() || hi.has_meta(),
                 ExprKind::Guard { pred, .. } => pred.has_meta(),
                 ExprKind::Access { index, .. } => index.has_meta(),
                 ExprKind::Amount { amount, .. } => amount.has_meta(),
@@ -460,8 +462,8 @@ pub enum BinderKind {
 fn own_index_vars(e: &Expr, out: &mut BTreeSet<String>) {
     match &e.kind {
         ExprKind::Gen { lo, hi, .. }
-            | ExprKind::Sum { lo, hi, .. }
-            | ExprKind::MaxRed { lo, hi, .. } => {
+        | ExprKind::Sum { lo, hi, .. }
+        | ExprKind::MaxRed { lo, hi, .. } => {
             lo.collect_vars(out);
             hi.collect_vars(out);
         }

@@ -46,7 +46,10 @@ fn prec(e: &Expr) -> u8 {
 fn right_open(e: &Expr) -> bool {
     matches!(
         e.kind,
-        ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. } | ExprKind::Let { .. }
+        ExprKind::Gen { .. }
+            | ExprKind::Sum { .. }
+            | ExprKind::MaxRed { .. }
+            | ExprKind::Let { .. }
     )
 }
 

@@ -958,9 +958,7 @@ impl Parser<'_> {
     }
 
     fn literal(&mut self) -> R<f64> {
-        let negative = self.is_sym("-")
-            && self.number_at(1)
-            && !self.tokens[self.pos + 1].spaced;
+        let negative = self.is_sym("-") && self.number_at(1) && !self.tokens[self.pos + 1].spaced;
         if negative {
             self.pos += 1;
         }
@@ -1040,9 +1038,7 @@ impl Parser<'_> {
 
     fn val_unary(&mut self) -> R<Val> {
         if self.is_sym("-") {
-            if self.number_at(1)
-                && !self.tokens[self.pos + 1].spaced
-            {
+            if self.number_at(1) && !self.tokens[self.pos + 1].spaced {
                 return Ok(Val::Lit(self.literal()?));
             }
             self.pos += 1;

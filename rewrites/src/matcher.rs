@@ -212,8 +212,9 @@ impl Matcher<'_> {
             let ok = match binders {
                 Some(((pv, _), (tv, _))) if p.binds_in_child(k) => {
                     self.bind_binder(pv, tv);
-                    if let K::Gen { lo, hi, .. } | K::Sum { lo, hi, .. } | K::MaxRed { lo, hi, .. } =
-                        &t.kind
+                    if let K::Gen { lo, hi, .. }
+                    | K::Sum { lo, hi, .. }
+                    | K::MaxRed { lo, hi, .. } = &t.kind
                     {
                         self.b.ranges.insert(
                             pv.to_string(),

@@ -432,7 +432,9 @@ impl Tr<'_> {
             // `MaxRed` of Semantics.v takes the max function and the empty value as
             // arguments, which no generated statement quantifies over (yet).
             ExprKind::MaxRed { var, .. } => {
-                return fail(format!("the max-reduction `max {var}` has no ring semantics"));
+                return fail(format!(
+                    "the max-reduction `max {var}` has no ring semantics"
+                ));
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let (sa, sb) = (self.shape(lhs)?, self.shape(rhs)?);

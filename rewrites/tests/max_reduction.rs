@@ -147,9 +147,13 @@ def d = max i < n: f[i]
         "max.atl",
         &solver,
     );
-    let codes: Vec<&str> = diags.iter().map(|d| d.code.as_ref()).collect();
+    let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
     assert!(codes.contains(&"E0717"), "{codes:?}");
-    assert_eq!(with_user.rules().len(), lib.rules().len(), "the rule was admitted");
+    assert_eq!(
+        with_user.rules().len(),
+        lib.rules().len(),
+        "the rule was admitted"
+    );
 }
 
 fn eval(checked: &atl_lang::Checked, e: &atl_lang::ir::Expr, n: i64, seed: u64) -> Vec<f64> {
@@ -163,8 +167,14 @@ fn eval(checked: &atl_lang::Checked, e: &atl_lang::ir::Expr, n: i64, seed: u64) 
     ]
     .into_iter()
     .collect();
-    let out = eval_expr(&checked.program, e, &sizes, &inputs, &EvalOptions::default())
-        .expect("evaluates");
+    let out = eval_expr(
+        &checked.program,
+        e,
+        &sizes,
+        &inputs,
+        &EvalOptions::default(),
+    )
+    .expect("evaluates");
     out.data
 }
 

@@ -529,7 +529,9 @@ impl<'w> Kernel<'w> {
             body: Box::new(Term::Select(
                 conjunction(conds),
                 Box::new(stored),
-                Box::new(unknown("an iteration of the max-reduction that might not run")),
+                Box::new(unknown(
+                    "an iteration of the max-reduction that might not run",
+                )),
             )),
         }
     }

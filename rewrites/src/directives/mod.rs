@@ -783,9 +783,7 @@ impl Applier<'_, '_> {
             (0..path.len()).any(|n| {
                 matches!(
                     node_at(e, &path[..n]).map(|a| &a.kind),
-                    Some(
-                        ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. }
-                    )
+                    Some(ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. })
                 )
             })
         };
