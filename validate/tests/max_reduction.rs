@@ -208,3 +208,21 @@ def times_zero = gen i < n: (max j < m - 1: b[i, j]) * 0
     .expect("parses");
     assert_not_validated(&common::report_against(&kernel, program, "times_zero"));
 }
+
+#[test]
+fn a_parallel_max_loop_is_a_race() {
+    // Threads would fold into the one scalar at the same time.
+    let text = ROW_MAX
+        .replace("{init}", "-inf")
+        .replace("{op}", "max=")
+        .replace("{hi}", "m")
+        .replace("{read}", "j")
+        .replace("# gen, parallel", "# gen")
+        .replace("# max", "# max, parallel");
+    let kernel = atl_loopir::parse::parse_kernel(&text).unwrap_or_else(|d| panic!("{d:?}"));
+    let report = common::report_against(&kernel, PROGRAM, "row_max");
+    assert!(
+        matches!(report.verdict, KernelVerdict::Rejected { .. }),
+        "{report}"
+    );
+}
