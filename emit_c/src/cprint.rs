@@ -982,7 +982,13 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 let n = self.names.get(name).to_string();
                 let v = self.val(value, 0);
                 self.indent(depth);
-                let _ = writeln!(self.out, "{n} {} {v};", op_str(*op));
+                if *op == StoreOp::Max {
+                    // A max-reduction's step, with the `max` of the scalar functions.
+                    self.need(Need::ValueMax);
+                    let _ = writeln!(self.out, "{n} = atl__vmax({n}, {v});");
+                } else {
+                    let _ = writeln!(self.out, "{n} {} {v};", op_str(*op));
+                }
             }
             Stmt::Store {
                 buf,
@@ -995,7 +1001,12 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 let i = self.ix(index);
                 let v = self.val(value, 0);
                 self.indent(depth);
-                let _ = writeln!(self.out, "{b}[{i}] {} {v};", op_str(*op));
+                if *op == StoreOp::Max {
+                    self.need(Need::ValueMax);
+                    let _ = writeln!(self.out, "{b}[{i}] = atl__vmax({b}[{i}], {v});");
+                } else {
+                    let _ = writeln!(self.out, "{b}[{i}] {} {v};", op_str(*op));
+                }
             }
             Stmt::Fill { buf, len, value } => {
                 let b = self.names.get(buf).to_string();
@@ -1385,5 +1396,6 @@ fn op_str(op: StoreOp) -> &'static str {
     match op {
         StoreOp::Assign => "=",
         StoreOp::Accumulate => "+=",
+        StoreOp::Max => unreachable!("printed as a call of `atl__vmax`"),
     }
 }

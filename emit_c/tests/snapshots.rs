@@ -1,5 +1,6 @@
 //! Snapshot tests of the emitted C (`float`) for every definition and derivation of
-//! the pipeline and matmul examples (tiled and tail-split matmul included), and of one
+//! the pipeline, matmul and softmax examples (tiled and tail-split matmul included; the
+//! softmax's max-reduction starts at `-INFINITY` and folds with `atl__vmax`), and of one
 //! header. Review changes with `cargo insta review`; create them with
 //! `INSTA_UPDATE=always`.
 
@@ -25,6 +26,14 @@ fn emitted(example: &str) -> Vec<(String, atl_emit_c::CCode)> {
 fn pipeline_c() {
     for (def, code) in emitted("pipeline") {
         insta::assert_snapshot!(format!("pipeline__{def}"), code.source);
+    }
+}
+
+#[test]
+fn softmax_c() {
+    for (def, code) in emitted("softmax") {
+        assert!(code.source.contains("INFINITY") && code.source.contains("atl__vmax"));
+        insta::assert_snapshot!(format!("softmax__{def}"), code.source);
     }
 }
 

@@ -68,6 +68,9 @@ pub struct SBinder {
 pub enum Quantifier {
     Gen,
     Sum,
+    /// `max k < m: e`, the max-reduction (`max` followed by a binder; `max(a, b)` is
+    /// the scalar function).
+    Max,
 }
 
 #[derive(Clone, Debug, PartialEq)]

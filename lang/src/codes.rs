@@ -292,6 +292,11 @@ pub static CODES: &[ErrorCode] = &[
         "a scalar function applied to a tensor",
         "scalar functions apply to scalars: write the `gen`, as in `gen i < n: sqrt(x[i])`",
     ),
+    active(
+        "E0416",
+        "a max-reduction of a tensor",
+        "`max k < m: e` takes the largest of scalars: write the `gen` outside, as in `gen i < n: max k < m: x[i, k]`",
+    ),
     active("E0501", "scalar division by zero during evaluation", ""),
     active(
         "E0502",

@@ -97,6 +97,17 @@ const TABLE: &[Entry] = &[
     },
 ];
 
+/// The value of a max-reduction over an empty range (`max k in 0..0: e`): the
+/// identity of `max`, what C's `-INFINITY` is.
+pub const MAX_EMPTY: f64 = f64::NEG_INFINITY;
+
+/// One step of the max-reduction `max k in lo..hi: e`: the accumulator starts at
+/// [`MAX_EMPTY`] and becomes `max(acc, e_k)` for `k = lo, lo + 1, …` in order. Both
+/// interpreters call this, the C kernels do the same with the `max` helper.
+pub fn max_step(acc: f64, x: f64) -> f64 {
+    ScalarFn::Max.apply(&[acc, x])
+}
+
 impl ScalarFn {
     /// Every function with a name of its own, in the table's order.
     pub fn named() -> impl Iterator<Item = ScalarFn> {

@@ -540,6 +540,12 @@ enum Kind {
         hi: CIdx,
         body: Box<Node>,
     },
+    /// A max-reduction of a scalar body.
+    MaxRed {
+        lo: CIdx,
+        hi: CIdx,
+        body: Box<Node>,
+    },
     Guard {
         pred: CPred,
         body: Box<Node>,
@@ -641,7 +647,9 @@ impl<'a> Compiler<'a> {
             Kind::Lit(_) | Kind::Load(_) => false,
             Kind::Gen { lo, hi, body } => !lo.is_const() || !hi.is_const() || body.checks,
             Kind::Amount { amount, arg, .. } => !amount.is_const() || arg.checks,
-            Kind::Sum { body, .. } | Kind::Guard { body, .. } => body.checks,
+            Kind::Sum { body, .. } | Kind::MaxRed { body, .. } | Kind::Guard { body, .. } => {
+                body.checks
+            }
             Kind::Access { tensor: a, .. }
             | Kind::Neg(a)
             | Kind::Transpose(a)
@@ -822,7 +830,10 @@ impl<'a> Compiler<'a> {
                 return self.defs.get(*pos)?.as_ref()?.stat.clone();
             }
             Kind::Load(Src::Let(slot)) => return self.lets_static.get(*slot)?.clone(),
-            Kind::Gen { body, .. } | Kind::Sum { body, .. } | Kind::Guard { body, .. } => {
+            Kind::Gen { body, .. }
+            | Kind::Sum { body, .. }
+            | Kind::MaxRed { body, .. }
+            | Kind::Guard { body, .. } => {
                 vec![body]
             }
             Kind::Let { value, body, .. } => vec![value, body],
@@ -850,6 +861,12 @@ impl<'a> Compiler<'a> {
                 body: hole(0),
             },
             ExprKind::Sum { var, lo, hi, .. } => ExprKind::Sum {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: hole(0),
+            },
+            ExprKind::MaxRed { var, lo, hi, .. } => ExprKind::MaxRed {
                 var: var.clone(),
                 lo: lo.clone(),
                 hi: hi.clone(),
@@ -1033,7 +1050,9 @@ impl<'a> Compiler<'a> {
                 span,
                 format!("metavariable `?{name}` cannot be evaluated"),
             )),
-            ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body } => {
+            ExprKind::Gen { var, lo, hi, body }
+            | ExprKind::Sum { var, lo, hi, body }
+            | ExprKind::MaxRed { var, lo, hi, body } => {
                 let (lo, hi, lo_r, extent) = self.range(lo, hi, span)?;
                 // A backwards `gen` range is a negative extent, never an empty one (a
                 // backwards `sum` range is an empty sum: no extent is involved). This
@@ -1068,13 +1087,21 @@ impl<'a> Compiler<'a> {
                 self.idx_names.pop();
                 self.idx_rep.pop();
                 let body = Box::new(body?);
-                if matches!(e.kind, ExprKind::Gen { .. }) {
-                    let mut shape = vec![extent];
-                    shape.extend_from_slice(&body.shape);
-                    self.node(Kind::Gen { lo, hi, body }, shape, span)
-                } else {
-                    let shape = body.shape.clone();
-                    self.node(Kind::Sum { lo, hi, body }, shape, span)
+                match e.kind {
+                    ExprKind::Gen { .. } => {
+                        let mut shape = vec![extent];
+                        shape.extend_from_slice(&body.shape);
+                        self.node(Kind::Gen { lo, hi, body }, shape, span)
+                    }
+                    ExprKind::Sum { .. } => {
+                        let shape = body.shape.clone();
+                        self.node(Kind::Sum { lo, hi, body }, shape, span)
+                    }
+                    _ => {
+                        // Shape inference refuses a tensor body (E0416).
+                        let shape = body.shape.clone();
+                        self.node(Kind::MaxRed { lo, hi, body }, shape, span)
+                    }
                 }
             }
             ExprKind::Guard { pred, body } => {
@@ -1532,6 +1559,21 @@ impl Ctx<'_> {
                         }
                     }
                 }
+                Ok(())
+            }
+            Kind::MaxRed { lo, hi, body } => {
+                // Scalar bodies only (E0416): `out` is one element.
+                let lo_v = self.index(lo, env, span)?;
+                let hi_v = self.index(hi, env, span)?;
+                let mut acc = crate::functions::MAX_EMPTY;
+                let mut t = [0.0];
+                for v in lo_v..hi_v {
+                    env.idx.push(v);
+                    self.eval(body, env, &mut t)?;
+                    env.idx.pop();
+                    acc = crate::functions::max_step(acc, t[0]);
+                }
+                out.fill(acc);
                 Ok(())
             }
             Kind::Guard { pred, body } => {

@@ -78,6 +78,15 @@ pub enum ExprKind {
         hi: IndexExpr,
         body: Box<Expr>,
     },
+    /// `max var in lo..hi: body`, the max-reduction: the largest value of a scalar
+    /// body, folded left to right from `-inf` with the scalar `max` (`a > b ? a : b`),
+    /// so `-inf` over an empty range (docs/language.md).
+    MaxRed {
+        var: String,
+        lo: IndexExpr,
+        hi: IndexExpr,
+        body: Box<Expr>,
+    },
     /// `[pred] * body`.
     Guard {
         pred: Pred,
@@ -151,6 +160,15 @@ impl Expr {
         })
     }
 
+    pub fn max_red(var: impl Into<String>, lo: IndexExpr, hi: IndexExpr, body: Expr) -> Expr {
+        Expr::synth(ExprKind::MaxRed {
+            var: var.into(),
+            lo,
+            hi,
+            body: Box::new(body),
+        })
+    }
+
     pub fn guard(pred: Pred, body: Expr) -> Expr {
         Expr::synth(ExprKind::Guard {
             pred,
@@ -197,7 +215,11 @@ impl Expr {
             | ExprKind::DefRef(_)
             | ExprKind::Var(_)
             | ExprKind::Meta(_) => vec![],
-            ExprKind::Gen { body, .. } | ExprKind::Sum { body, .. } => vec![body],
+            ExprKind::Gen { body, .. }
+            | ExprKind::Sum { body, .. }
+            | ExprKind::MaxRed { body, .. } => {
+                vec![body]
+            }
             ExprKind::Guard { body, .. } => vec![body],
             ExprKind::Let { value, body, .. } => vec![value, body],
             ExprKind::Access { tensor, .. } => vec![tensor],
@@ -217,7 +239,11 @@ impl Expr {
             | ExprKind::DefRef(_)
             | ExprKind::Var(_)
             | ExprKind::Meta(_) => vec![],
-            ExprKind::Gen { body, .. } | ExprKind::Sum { body, .. } => vec![body],
+            ExprKind::Gen { body, .. }
+            | ExprKind::Sum { body, .. }
+            | ExprKind::MaxRed { body, .. } => {
+                vec![body]
+            }
             ExprKind::Guard { body, .. } => vec![body],
             ExprKind::Let { value, body, .. } => vec![value, body],
             ExprKind::Access { tensor, .. } => vec![tensor],
@@ -245,6 +271,12 @@ impl Expr {
                 body: child(body),
             },
             K::Sum { var, lo, hi, body } => K::Sum {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: child(body),
+            },
+            K::MaxRed { var, lo, hi, body } => K::MaxRed {
                 var: var.clone(),
                 lo: lo.clone(),
                 hi: hi.clone(),
@@ -326,7 +358,7 @@ impl Expr {
     /// this node binds: the body of a `gen`, `sum` or `let`, not a `let`'s value.
     pub fn binds_in_child(&self, k: usize) -> bool {
         match &self.kind {
-            ExprKind::Gen { .. } | ExprKind::Sum { .. } => k == 0,
+            ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. } => k == 0,
             ExprKind::Let { .. } => k == 1,
             _ => false,
         }
@@ -339,6 +371,7 @@ impl Expr {
         match &self.kind {
             ExprKind::Gen { var, .. } => Some((var, BinderKind::Gen)),
             ExprKind::Sum { var, .. } => Some((var, BinderKind::Sum)),
+            ExprKind::MaxRed { var, .. } => Some((var, BinderKind::Max)),
             ExprKind::Let { var, .. } => Some((var, BinderKind::Let)),
             _ => None,
         }
@@ -387,9 +420,9 @@ impl Expr {
         self.walk(&mut |e| {
             found |= match &e.kind {
                 ExprKind::Meta(_) => true,
-                ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
-                    lo.has_meta() || hi.has_meta()
-                }
+                ExprKind::Gen { lo, hi, .. }
+                | ExprKind::Sum { lo, hi, .. }
+                | ExprKind::MaxRed { lo, hi, .. } => lo.has_meta() || hi.has_meta(),
                 ExprKind::Guard { pred, .. } => pred.has_meta(),
                 ExprKind::Access { index, .. } => index.has_meta(),
                 ExprKind::Amount { amount, .. } => amount.has_meta(),
@@ -403,7 +436,9 @@ impl Expr {
     /// access indices, amounts) and every predicate's index expressions.
     pub fn map_own_index(&mut self, f: &mut dyn FnMut(&IndexExpr) -> IndexExpr) {
         match &mut self.kind {
-            ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
+            ExprKind::Gen { lo, hi, .. }
+            | ExprKind::Sum { lo, hi, .. }
+            | ExprKind::MaxRed { lo, hi, .. } => {
                 *lo = f(lo);
                 *hi = f(hi);
             }
@@ -420,12 +455,15 @@ impl Expr {
 pub enum BinderKind {
     Gen,
     Sum,
+    Max,
     Let,
 }
 
 fn own_index_vars(e: &Expr, out: &mut BTreeSet<String>) {
     match &e.kind {
-        ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
+        ExprKind::Gen { lo, hi, .. }
+        | ExprKind::Sum { lo, hi, .. }
+        | ExprKind::MaxRed { lo, hi, .. } => {
             lo.collect_vars(out);
             hi.collect_vars(out);
         }
@@ -445,7 +483,9 @@ fn collect_free_index_vars(e: &Expr, bound: &mut Vec<String>, out: &mut BTreeSet
         }
     }
     match &e.kind {
-        ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
+        ExprKind::Gen { var, body, .. }
+        | ExprKind::Sum { var, body, .. }
+        | ExprKind::MaxRed { var, body, .. } => {
             bound.push(var.clone());
             collect_free_index_vars(body, bound, out);
             bound.pop();
@@ -583,7 +623,9 @@ fn subst_index_rec(
     let sub = |x: &IndexExpr| x.subst(name, value);
     let span = e.span;
     let kind = match &e.kind {
-        ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body } => {
+        ExprKind::Gen { var, lo, hi, body }
+        | ExprKind::Sum { var, lo, hi, body }
+        | ExprKind::MaxRed { var, lo, hi, body } => {
             let lo = sub(lo);
             let hi = sub(hi);
             let (var, body) = if var == name {
@@ -602,10 +644,10 @@ fn subst_index_rec(
                 )
             };
             let body = Box::new(body);
-            if matches!(e.kind, ExprKind::Gen { .. }) {
-                ExprKind::Gen { var, lo, hi, body }
-            } else {
-                ExprKind::Sum { var, lo, hi, body }
+            match e.kind {
+                ExprKind::Gen { .. } => ExprKind::Gen { var, lo, hi, body },
+                ExprKind::Sum { .. } => ExprKind::Sum { var, lo, hi, body },
+                _ => ExprKind::MaxRed { var, lo, hi, body },
             }
         }
         _ => {
@@ -674,7 +716,9 @@ fn subst_tensor_rec(
                 e.span,
             )
         }
-        ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. }
+        ExprKind::Gen { var, body, .. }
+        | ExprKind::Sum { var, body, .. }
+        | ExprKind::MaxRed { var, body, .. }
             if value_index_vars.contains(var) =>
         {
             // The value mentions an index variable that this binder would capture.
@@ -686,6 +730,9 @@ fn subst_tensor_rec(
                     var: v, body: b, ..
                 }
                 | ExprKind::Sum {
+                    var: v, body: b, ..
+                }
+                | ExprKind::MaxRed {
                     var: v, body: b, ..
                 } => {
                     *v = fresh;
@@ -786,7 +833,8 @@ fn own_alpha(a: &Expr, b: &Expr, env: &[(String, String)]) -> bool {
         }
         (K::Var(x), K::Var(y)) => var_alpha(x, y, env),
         (K::Gen { lo: l1, hi: h1, .. }, K::Gen { lo: l2, hi: h2, .. })
-        | (K::Sum { lo: l1, hi: h1, .. }, K::Sum { lo: l2, hi: h2, .. }) => {
+        | (K::Sum { lo: l1, hi: h1, .. }, K::Sum { lo: l2, hi: h2, .. })
+        | (K::MaxRed { lo: l1, hi: h1, .. }, K::MaxRed { lo: l2, hi: h2, .. }) => {
             index_alpha(l1, l2, env) && index_alpha(h1, h2, env)
         }
         (K::Guard { pred: p1, .. }, K::Guard { pred: p2, .. }) => pred_alpha(p1, p2, env),

@@ -275,6 +275,10 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
         let quantifier = choice((
             just(Token::Gen).to(Quantifier::Gen),
             just(Token::Sum).to(Quantifier::Sum),
+            // `max` followed by a binder is the max-reduction; followed by `(` it is
+            // the call `max(a, b)` (`fn_call`, tried first among the atoms, fails at
+            // the binder, and `choice` tries this one).
+            just(Token::Max).to(Quantifier::Max),
         ));
         let bind_form = quantifier
             .then(binder.separated_by(just(Token::Comma)).at_least(1))
@@ -1312,7 +1316,7 @@ fn too_deep(span: Span, what: &str) -> Diagnostic {
 }
 
 /// A cheap bound on the parser's own recursion, computed from the tokens before the
-/// parser runs: open brackets, the binder heads (`gen`, `sum`, `let`) and guards
+/// parser runs: open brackets, the binder heads (`gen`, `sum`, `max`, `let`) and guards
 /// (`] *`) inside them, and runs of prefix `-`/`!`. It over-approximates the tree depth
 /// of bracketed and binder nesting (the exact depth is checked on the tree afterwards),
 /// and stops pathological inputs before the parser spends time on them.
@@ -1321,7 +1325,7 @@ fn token_nesting(tokens: &[(Token, Span)], what: &str) -> Result<(), Diagnostic>
     let mut saved: Vec<usize> = Vec::new();
     let mut prefix_run = 0usize;
     let mut prev_close_bracket = false;
-    for (tok, span) in tokens {
+    for (k, (tok, span)) in tokens.iter().enumerate() {
         match tok {
             Token::Minus | Token::Bang => prefix_run += 1,
             _ => prefix_run = 0,
@@ -1336,6 +1340,8 @@ fn token_nesting(tokens: &[(Token, Span)], what: &str) -> Result<(), Diagnostic>
                 depth = saved.pop().unwrap_or(0);
             }
             Token::Gen | Token::Sum | Token::Let => depth += 1,
+            // A max-reduction's head (the call `max(…)` counts at its bracket).
+            Token::Max if !matches!(tokens.get(k + 1), Some((Token::LParen, _))) => depth += 1,
             Token::Star if prev_close_bracket => depth += 1,
             _ => {}
         }

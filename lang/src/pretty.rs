@@ -46,7 +46,10 @@ fn prec(e: &Expr) -> u8 {
 fn right_open(e: &Expr) -> bool {
     matches!(
         e.kind,
-        ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::Let { .. }
+        ExprKind::Gen { .. }
+            | ExprKind::Sum { .. }
+            | ExprKind::MaxRed { .. }
+            | ExprKind::Let { .. }
     )
 }
 
@@ -77,6 +80,11 @@ impl Printer {
         if self.style.unicode { "Σ" } else { "sum" }
     }
 
+    /// `max` in both styles: the Unicode form stays ASCII so it reads back.
+    fn kw_max(&self) -> &'static str {
+        "max"
+    }
+
     fn star(&self) -> &'static str {
         if self.style.unicode { "·" } else { "*" }
     }
@@ -84,20 +92,25 @@ impl Printer {
     /// The head of a `gen`/`sum` with directly nested binders of the same kind merged
     /// (`gen i < n, j < m`), and the innermost body.
     fn binder_head<'e>(&self, e: &'e Expr) -> (String, &'e Expr) {
-        let is_gen = matches!(e.kind, ExprKind::Gen { .. });
+        let kind = std::mem::discriminant(&e.kind);
         let mut head = Printer {
             style: self.style,
             out: String::new(),
         };
-        head.out
-            .push_str(if is_gen { self.kw_gen() } else { self.kw_sum() });
+        head.out.push_str(match e.kind {
+            ExprKind::Gen { .. } => self.kw_gen(),
+            ExprKind::Sum { .. } => self.kw_sum(),
+            _ => self.kw_max(),
+        });
         head.out.push(' ');
         let mut cur = e;
         let mut first = true;
         loop {
             match &cur.kind {
-                ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body }
-                    if matches!(cur.kind, ExprKind::Gen { .. }) == is_gen =>
+                ExprKind::Gen { var, lo, hi, body }
+                | ExprKind::Sum { var, lo, hi, body }
+                | ExprKind::MaxRed { var, lo, hi, body }
+                    if std::mem::discriminant(&cur.kind) == kind =>
                 {
                     if !first {
                         head.out.push_str(", ");
@@ -147,7 +160,7 @@ impl Printer {
                 self.out.push('?');
                 self.out.push_str(m);
             }
-            ExprKind::Gen { .. } | ExprKind::Sum { .. } => {
+            ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. } => {
                 let (head, body) = self.binder_head(e);
                 self.out.push_str(&head);
                 self.out.push_str(": ");
@@ -287,7 +300,7 @@ impl Printer {
                 self.block(e, &format!("{indent}  "), 0, true);
                 self.out.push(')');
             }
-            ExprKind::Gen { .. } | ExprKind::Sum { .. } => {
+            ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. } => {
                 // Print the merged head, then the body on the next lines.
                 let (head, body) = self.binder_head(e);
                 let _ = writeln!(self.out, "{indent}{head}:");

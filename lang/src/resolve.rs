@@ -365,6 +365,12 @@ impl Resolver<'_> {
                             hi,
                             body: Box::new(out),
                         },
+                        ast::Quantifier::Max => ExprKind::MaxRed {
+                            var,
+                            lo,
+                            hi,
+                            body: Box::new(out),
+                        },
                     };
                     let node_span = if k == 0 {
                         span

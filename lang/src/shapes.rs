@@ -257,6 +257,25 @@ fn infer_obl(
             Ok(shape)
         }
         ExprKind::Sum { body, .. } => infer_obl(env, lets, body, obl),
+        ExprKind::MaxRed { var, body, .. } => {
+            // Scalar bodies only: a tensor-valued max would be elementwise, which
+            // lowering and the validator would need a tile of accumulators for.
+            let shape = infer_obl(env, lets, body, obl)?;
+            if !shape.is_empty() {
+                return Err(Diagnostic::error(
+                    "E0416",
+                    format!(
+                        "`max {var}` takes the largest of scalars, and its body has shape {}",
+                        show_shape(&shape)
+                    ),
+                )
+                .at(body.span, "a tensor")
+                .with_help(format!(
+                    "write the `gen` outside, as in `gen i < n: max {var} < m: x[i, {var}]`"
+                )));
+            }
+            Ok(vec![])
+        }
         ExprKind::Guard { body, .. } => infer_obl(env, lets, body, obl),
         ExprKind::Let { var, value, body } => {
             let vs = infer_obl(env, lets, value, obl)?;

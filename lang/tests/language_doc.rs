@@ -12,7 +12,8 @@
 //!   definition `NAME` with the reference interpreter at the given sizes and input
 //!   values and compares the result with the stated value (same shape, each element
 //!   within 1e-12 relative to `max(1, |expected|)`). Values are numbers or nested
-//!   lists (`[]` is an empty vector, `[[1, 2], [3, 4]]` a 2x2 matrix, `5` a scalar).
+//!   lists (`[]` is an empty vector, `[[1, 2], [3, 4]]` a 2x2 matrix, `5` a scalar,
+//!   `-inf` minus infinity, equal only to itself).
 //!   `=> error E0501` states that the evaluation fails with that code;
 //! - markers belong to the last ```` ```atl ```` block above them, and there must be no
 //!   other fenced block in between; syntax fragments use ```` ```text ````.
@@ -184,6 +185,10 @@ fn parse_value_at(chars: &[char], pos: &mut usize) -> Result<Value, String> {
     {
         *pos += 1;
     }
+    // `inf` and `-inf` (the value of an empty `max`).
+    if chars[*pos..].starts_with(&['i', 'n', 'f']) {
+        *pos += 3;
+    }
     let text: String = chars[start..*pos].iter().collect();
     text.parse::<f64>()
         .map(Value::Num)
@@ -244,7 +249,8 @@ fn close_enough(got: &Tensor, want: &Tensor) -> bool {
             .data
             .iter()
             .zip(&want.data)
-            .all(|(a, b)| (a - b).abs() <= TOLERANCE * b.abs().max(1.0))
+            // Equal values first: infinities (an empty `max` is -inf) differ by NaN.
+            .all(|(a, b)| a == b || (a - b).abs() <= TOLERANCE * b.abs().max(1.0))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -635,6 +635,13 @@ impl Machine {
                             format!("`{name} += …` before `{name}` is set"),
                         ));
                     }
+                    (StoreOp::Max, Some(old)) => atl_lang::functions::max_step(old, x),
+                    (StoreOp::Max, None) => {
+                        return Err(fault(
+                            "E0922",
+                            format!("`{name} max= …` before `{name}` is set"),
+                        ));
+                    }
                 });
             }
             Stmt::Store {
@@ -655,6 +662,13 @@ impl Machine {
                         return Err(fault(
                             "E0922",
                             format!("`{buf}[{k}] += …` before the element is written"),
+                        ));
+                    }
+                    (StoreOp::Max, Some(old)) => atl_lang::functions::max_step(old, x),
+                    (StoreOp::Max, None) => {
+                        return Err(fault(
+                            "E0922",
+                            format!("`{buf}[{k}] max= …` before the element is written"),
                         ));
                     }
                 });

@@ -229,11 +229,16 @@ impl Val {
     }
 }
 
-/// `=` or `+=`.
+/// `=`, `+=`, or `max=` (the step of a max-reduction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreOp {
     Assign,
     Accumulate,
+    /// `x max= v` is `x = max(x, v)` with the scalar `max` (`x > v ? x : v`,
+    /// `atl_lang::functions::max_step`). Lowering uses it only on scalar temporaries
+    /// ([`Stmt::SetScalar`]) declared with `-inf` just before a [`LoopOrigin::Max`]
+    /// loop.
+    Max,
 }
 
 /// Which source construct a loop comes from.
@@ -243,6 +248,9 @@ pub enum LoopOrigin {
     Gen,
     /// A `sum`: iterations accumulate into the same elements.
     Sum,
+    /// A max-reduction (`max k in lo..hi: e`): iterations fold into the same scalar with
+    /// [`StoreOp::Max`], in order.
+    Max,
     /// Zero-filling a region nothing else writes (padding, a false guard, the zero
     /// start of a tensor-valued sum).
     Zero,

@@ -669,8 +669,12 @@ impl Parser<'_> {
             Ok(StoreOp::Assign)
         } else if self.eat_sym("+=") {
             Ok(StoreOp::Accumulate)
+        } else if self.is_word("max") {
+            self.pos += 1;
+            self.sym("=")?;
+            Ok(StoreOp::Max)
         } else {
-            Err(self.expected("`=` or `+=`"))
+            Err(self.expected("`=`, `+=` or `max=`"))
         }
     }
 
@@ -722,10 +726,11 @@ impl Parser<'_> {
                 }
                 Tok::Ident(w) if in_buffers => hoisted_buffers.push(w.clone()),
                 Tok::Ident(w) => match w.as_str() {
-                    "gen" | "sum" | "zero" if origin.is_none() => {
+                    "gen" | "sum" | "max" | "zero" if origin.is_none() => {
                         origin = Some(match w.as_str() {
                             "gen" => LoopOrigin::Gen,
                             "sum" => LoopOrigin::Sum,
+                            "max" => LoopOrigin::Max,
                             _ => LoopOrigin::Zero,
                         });
                     }
@@ -942,10 +947,18 @@ impl Parser<'_> {
 
     // --- values --------------------------------------------------------------------
 
+    /// Whether the token `k` ahead is a number (or `inf`, which follows a `-` in the
+    /// start value of a max-reduction).
+    fn number_at(&self, k: usize) -> bool {
+        match self.peek_at(k) {
+            Some(Tok::Num(_)) => true,
+            Some(Tok::Ident(w)) => w == "inf",
+            _ => false,
+        }
+    }
+
     fn literal(&mut self) -> R<f64> {
-        let negative = self.is_sym("-")
-            && matches!(self.peek_at(1), Some(Tok::Num(_)))
-            && !self.tokens[self.pos + 1].spaced;
+        let negative = self.is_sym("-") && self.number_at(1) && !self.tokens[self.pos + 1].spaced;
         if negative {
             self.pos += 1;
         }
@@ -1025,7 +1038,7 @@ impl Parser<'_> {
 
     fn val_unary(&mut self) -> R<Val> {
         if self.is_sym("-") {
-            if matches!(self.peek_at(1), Some(Tok::Num(_))) && !self.tokens[self.pos + 1].spaced {
+            if self.number_at(1) && !self.tokens[self.pos + 1].spaced {
                 return Ok(Val::Lit(self.literal()?));
             }
             self.pos += 1;

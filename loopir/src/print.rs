@@ -226,6 +226,7 @@ impl Printer {
                 let origin = match l.origin {
                     LoopOrigin::Gen => "gen",
                     LoopOrigin::Sum => "sum",
+                    LoopOrigin::Max => "max",
                     LoopOrigin::Zero => "zero",
                 };
                 let mut notes = vec![origin];
@@ -354,12 +355,14 @@ fn op_str(op: StoreOp) -> &'static str {
     match op {
         StoreOp::Assign => "=",
         StoreOp::Accumulate => "+=",
+        StoreOp::Max => "max=",
     }
 }
 
 fn format_lit_signed(v: f64) -> String {
     if v.is_sign_negative() {
-        format!("-{}", format_lit(v))
+        // `-inf` too (the start of a max-reduction), read back by the parser.
+        format!("-{}", format_lit(v.abs()))
     } else {
         format_lit(v)
     }

@@ -245,10 +245,15 @@ fn has_select(v: &Val) -> bool {
     found
 }
 
-/// Whether a scalar expression can be evaluated without statements (no `sum`/`let`).
+/// Whether a scalar expression can be evaluated without statements (no `sum`/`max`/`let`).
 fn is_pure(e: &Expr) -> bool {
     let mut pure = true;
-    e.walk(&mut |n| pure &= !matches!(n.kind, ExprKind::Sum { .. } | ExprKind::Let { .. }));
+    e.walk(&mut |n| {
+        pure &= !matches!(
+            n.kind,
+            ExprKind::Sum { .. } | ExprKind::MaxRed { .. } | ExprKind::Let { .. }
+        )
+    });
     pure
 }
 
@@ -992,6 +997,27 @@ impl Lowerer<'_, '_> {
                 let dest = Dest::Scalar(acc.clone());
                 stmts.extend(self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
                     l.stmt(body, &dest, StoreOp::Accumulate, &Reindexer::identity())
+                })?);
+                Ok((stmts, Val::Scalar(acc)))
+            }
+            // `acc = -inf; for k: acc max= body` (scalar bodies only, E0416). The body
+            // is lowered as a scalar, never through `stmt`: a false guard in it is the
+            // value 0, which `max` must see (in a sum, `stmt` may skip adding it).
+            ExprKind::MaxRed { var, lo, hi, body } => {
+                let acc = self.fresh("mx");
+                let mut stmts = vec![Stmt::Decl {
+                    name: acc.clone(),
+                    init: Some(Val::Lit(atl_lang::functions::MAX_EMPTY)),
+                }];
+                let name = acc.clone();
+                stmts.extend(self.for_loop(var, lo, hi, LoopOrigin::Max, move |l| {
+                    let (mut pre, value) = l.scalar(body)?;
+                    pre.push(Stmt::SetScalar {
+                        name,
+                        op: StoreOp::Max,
+                        value,
+                    });
+                    Ok(pre)
                 })?);
                 Ok((stmts, Val::Scalar(acc)))
             }

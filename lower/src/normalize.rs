@@ -229,6 +229,13 @@ impl Normalizer<'_, '_> {
                 hi: hi.clone(),
                 body: Box::new(self.norm(body)?),
             })),
+            // Scalar bodies only (E0416).
+            ExprKind::MaxRed { var, lo, hi, body } => Ok(with(ExprKind::MaxRed {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: Box::new(self.norm(body)?),
+            })),
             ExprKind::Guard { pred, body } => Ok(with(ExprKind::Guard {
                 pred: pred.clone(),
                 body: Box::new(self.norm(body)?),
@@ -325,6 +332,9 @@ impl Normalizer<'_, '_> {
                     func.name()
                 )));
             }
+            ExprKind::MaxRed { var, .. } => {
+                return Err(internal(format!("access into the scalar `max {var}`")));
+            }
             ExprKind::Binary { op, lhs, rhs } => {
                 if matches!(op, BinOp::Mul | BinOp::Div) {
                     return Err(internal("access into a scalar product"));
@@ -397,7 +407,9 @@ fn uniquify(e: &Expr, taken: &mut HashSet<String>, supply: &mut NameSupply) -> E
         if taken.contains(&var) {
             let fresh = supply.fresh_avoiding(&var, &|n| taken.contains(n));
             match &mut out.kind {
-                ExprKind::Gen { var: v, body, .. } | ExprKind::Sum { var: v, body, .. } => {
+                ExprKind::Gen { var: v, body, .. }
+                | ExprKind::Sum { var: v, body, .. }
+                | ExprKind::MaxRed { var: v, body, .. } => {
                     **body = rename_index(body, &var, &fresh);
                     *v = fresh.clone();
                 }

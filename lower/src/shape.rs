@@ -66,7 +66,7 @@ pub(crate) fn cshape(
             s[1..].to_vec()
         }
         ExprKind::Neg(a) => cshape(a, globals, lets, prover)?,
-        ExprKind::Call { .. } => Vec::new(),
+        ExprKind::Call { .. } | ExprKind::MaxRed { .. } => Vec::new(),
         ExprKind::Binary { op, lhs, .. } => match op {
             BinOp::Add | BinOp::Sub => cshape(lhs, globals, lets, prover)?,
             BinOp::Mul | BinOp::Div => Vec::new(),

@@ -227,7 +227,8 @@ fn mutate_stmts(stmts: &mut [Stmt], rng: &mut SplitMix64) {
                 if rng.chance(30) {
                     *op = match op {
                         StoreOp::Assign => StoreOp::Accumulate,
-                        StoreOp::Accumulate => StoreOp::Assign,
+                        StoreOp::Accumulate => StoreOp::Max,
+                        StoreOp::Max => StoreOp::Assign,
                     };
                 }
                 if rng.chance(30) {

@@ -365,6 +365,17 @@ impl<'a> Analyzer<'a> {
                 let body = bp.subst(&|name| (name == var).then(|| qx.clone()));
                 Ok((bs, PadPred::forall(q, lo.clone(), hi.clone(), body)))
             }
+            ExprKind::MaxRed { var, lo, hi, body } => {
+                // The body's accesses are checked under the range; the result is a
+                // stored value, never padding: `max` of padding is `0` only over a
+                // non-empty range (`-inf` over an empty one), and nothing here tracks
+                // that, so the conservative answer is the only one.
+                scope.facts.push(range(var, lo, hi));
+                let r = self.visit(body, scope, out);
+                scope.facts.pop();
+                let (bs, _) = r?;
+                Ok((bs, PadPred::FALSE))
+            }
             ExprKind::Guard { pred, body } => {
                 scope.facts.push(pred.clone());
                 let r = self.visit(body, scope, out);

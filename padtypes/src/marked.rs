@@ -260,6 +260,23 @@ impl Eval<'_> {
                 }
                 acc
             }
+            ExprKind::MaxRed { var, lo, hi, body } => {
+                // Never padding: the lowered code always writes the result (`-inf` for
+                // an empty range, the largest value otherwise), as `infer.rs` says.
+                let lo = self.index(lo)?;
+                let hi = self.index(hi)?;
+                let mut acc = atl_lang::functions::MAX_EMPTY;
+                for i in lo..hi {
+                    self.binders.push((var.clone(), i));
+                    let r = self.eval(body);
+                    self.binders.pop();
+                    acc = atl_lang::functions::max_step(acc, r?.cells[0].value());
+                }
+                Marked {
+                    shape: vec![],
+                    cells: vec![Cell::Val(acc)],
+                }
+            }
             ExprKind::Guard { pred, body } => {
                 if self.pred(pred)? {
                     return self.eval(body);

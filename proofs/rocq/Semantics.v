@@ -119,6 +119,22 @@ Fixpoint sumn (n : nat) (lo : Z) (f : Z -> scalar) : scalar :=
 Definition Sum (lo hi : Z) (e : Z -> T) : T :=
   fun s => sumn (Z.to_nat (hi - lo)) lo (fun i => e i s).
 
+(** [max i in lo..hi: e] of a scalar body (lang/src/shapes.rs, E0416): the values
+    folded left to right from [bot] with [f] — the interpreter's [-inf] and scalar
+    [max], [a > b ? a : b] ([atl_lang::functions::max_step]). Like the scalar
+    functions' [f] in [Fun2], both are arguments: the scalar type has neither an order
+    nor an infinity, and no rule mentions the construct (the generated statements
+    refuse it), so nothing is assumed about them. [bot] when the range is empty. *)
+Fixpoint maxn (f : scalar -> scalar -> scalar) (n : nat) (lo : Z) (acc : scalar)
+    (g : Z -> scalar) : scalar :=
+  match n with
+  | O => acc
+  | S n' => maxn f n' (lo + 1) (f acc (g lo)) g
+  end.
+Definition MaxRed (f : scalar -> scalar -> scalar) (bot : scalar) (lo hi : Z)
+    (e : Z -> T) : T :=
+  fun s => maxn f (Z.to_nat (hi - lo)) lo bot (fun i => e i s).
+
 (** [[p] * e]. *)
 Definition Guard (p : bool) (e : T) : T := fun s => if p then e s else szero.
 

@@ -156,6 +156,22 @@ Proof.
   - intros s s' H. apply sumn_ext. intros i _. apply (WS_agree sh); [apply He | exact H].
 Qed.
 
+(** [max i in lo..hi: e] of a scalar body (E0416): a scalar, for every range (an
+    empty one gives [bot]); no obligation. *)
+Lemma maxn_ext : forall f n lo acc g h, (forall i, g i = h i) ->
+  maxn f n lo acc g = maxn f n lo acc h.
+Proof.
+  intros f n; induction n as [|n IH]; intros lo acc g h H; simpl; [reflexivity |].
+  rewrite (H lo); apply IH, H.
+Qed.
+
+Lemma WS_MaxRed : forall f bot lo hi e, (forall i, WS [] (e i)) -> WS [] (MaxRed f bot lo hi e).
+Proof.
+  intros f bot lo hi e He; unfold MaxRed; split; [constructor | split].
+  - intros s Hn; exfalso; apply Hn; exact I.
+  - intros s s' H. apply maxn_ext. intro i. apply (WS_agree []); [apply He | exact H].
+Qed.
+
 (** [[p] * e]: the body's shape whatever [p] is (obligations are never proved under a
     guard's facts). *)
 Lemma WS_Guard : forall p sh e, WS sh e -> WS sh (Guard p e).
@@ -373,6 +389,8 @@ Inductive tm : Type :=
   | tAdd (a b : tm) | tSub (a b : tm) | tMul (a b : tm) | tNeg (a : tm)
   | tGen (lo hi : list Z -> Z) (body : tm)      (* binds an index *)
   | tSum (lo hi : list Z -> Z) (body : tm)      (* binds an index *)
+  | tMax (f : scalar -> scalar -> scalar) (bot : scalar)
+         (lo hi : list Z -> Z) (body : tm)      (* binds an index *)
   | tGuard (p : list Z -> bool) (body : tm)
   | tLet (v body : tm)                          (* binds a tensor *)
   | tAcc (e : tm) (k : list Z -> Z)
@@ -392,6 +410,7 @@ Fixpoint den (rho : list Z) (sigma : list T) (t : tm) : T :=
   | tNeg a => Neg (den rho sigma a)
   | tGen lo hi b => Gen (lo rho) (hi rho) (fun i => den (i :: rho) sigma b)
   | tSum lo hi b => Sum (lo rho) (hi rho) (fun i => den (i :: rho) sigma b)
+  | tMax f bot lo hi b => MaxRed f bot (lo rho) (hi rho) (fun i => den (i :: rho) sigma b)
   | tGuard p b => Guard (p rho) (den rho sigma b)
   | tLet v b => let x := den rho sigma v in den rho (x :: sigma) b
   | tAcc e k => Acc (den rho sigma e) (k rho)
@@ -420,6 +439,7 @@ Inductive wt (G : list (list Z)) : tm -> list Z -> Prop :=
       (forall rho, hi rho - lo rho = d) -> 0 <= d -> wt G b sh ->
       wt G (tGen lo hi b) (d :: sh)
   | wt_sum : forall lo hi sh b, wt G b sh -> wt G (tSum lo hi b) sh
+  | wt_max : forall f bot lo hi b, wt G b [] -> wt G (tMax f bot lo hi b) []
   | wt_guard : forall p sh b, wt G b sh -> wt G (tGuard p b) sh
   | wt_let : forall sv sb v b, wt G v sv -> wt (sv :: G) b sb -> wt G (tLet v b) sb
   | wt_acc : forall d sh e k, wt G e (d :: sh) -> wt G (tAcc e k) sh
@@ -466,6 +486,7 @@ Proof.
   - apply WS_Neg; auto.
   - rewrite <- (H rho). apply WS_Gen; [rewrite H; exact H0 | intro i; apply IHHt, Hs].
   - apply WS_Sum; intro i; apply IHHt, Hs.
+  - apply WS_MaxRed; intro i; apply IHHt, Hs.
   - apply WS_Guard; auto.
   - exact (WS_Let sv sb _ (fun x => den rho (x :: sigma) b) (IHHt1 rho sigma Hs)
              (fun x Hx => IHHt2 rho (x :: sigma) (Forall2_cons _ _ Hx Hs))).

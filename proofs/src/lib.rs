@@ -489,6 +489,7 @@ pub(crate) fn show(e: &Expr) -> String {
 pub(crate) enum Head {
     Gen(String, IndexExpr, IndexExpr),
     Sum(String, IndexExpr, IndexExpr),
+    Max(String, IndexExpr, IndexExpr),
     Let(String, Rc<Expr>),
 }
 
@@ -798,6 +799,10 @@ impl<'a> Checker<'a> {
             src.push_str(&match h {
                 Head::Gen(v, lo, hi) => format!("gen {v} in {lo}..{hi}: "),
                 Head::Sum(v, lo, hi) => format!("sum {v} in {lo}..{hi}: "),
+                // As a `sum` (see `wrap`): the head only scopes the binder, and a
+                // max-reduction's body must be a scalar, which a subterm below it (a
+                // tensor read, say) need not be.
+                Head::Max(v, lo, hi) => format!("sum {v} in {lo}..{hi}: "),
                 Head::Let(v, value) => format!("let {v} = ({}) in ", show(value)),
             });
         }
@@ -817,13 +822,16 @@ impl<'a> Checker<'a> {
     pub fn enter(&self, ctx: &Ctx, e: &Expr, k: usize) -> Ctx {
         let mut c = ctx.clone();
         match &e.kind {
-            ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+            ExprKind::Gen { var, lo, hi, .. }
+            | ExprKind::Sum { var, lo, hi, .. }
+            | ExprKind::MaxRed { var, lo, hi, .. } => {
                 c.facts.push(range_fact(var, lo, hi));
                 c.bound.push(var.clone());
-                c.heads.push(if matches!(e.kind, ExprKind::Gen { .. }) {
-                    Head::Gen(var.clone(), lo.clone(), hi.clone())
-                } else {
-                    Head::Sum(var.clone(), lo.clone(), hi.clone())
+                let (v, lo, hi) = (var.clone(), lo.clone(), hi.clone());
+                c.heads.push(match e.kind {
+                    ExprKind::Gen { .. } => Head::Gen(v, lo, hi),
+                    ExprKind::Sum { .. } => Head::Sum(v, lo, hi),
+                    _ => Head::Max(v, lo, hi),
                 });
             }
             ExprKind::Guard { pred, .. } => c.facts.push(pred.clone()),
@@ -1150,6 +1158,8 @@ pub(crate) fn wrap(heads: &[Head], e: Expr) -> Expr {
     heads.iter().rev().fold(e, |e, h| match h {
         Head::Gen(v, lo, hi) => Expr::gen_(v.clone(), lo.clone(), hi.clone(), e),
         Head::Sum(v, lo, hi) => Expr::sum(v.clone(), lo.clone(), hi.clone(), e),
+        // As in `parse_in`: a binder that scopes `e`, whatever `e`'s shape.
+        Head::Max(v, lo, hi) => Expr::sum(v.clone(), lo.clone(), hi.clone(), e),
         Head::Let(v, value) => Expr::let_(v.clone(), (**value).clone(), e),
     })
 }

@@ -316,6 +316,20 @@ impl Matcher<'_> {
                     hi: th,
                     body: tb,
                 },
+            )
+            | (
+                K::MaxRed {
+                    var: pv,
+                    lo: pl,
+                    hi: ph,
+                    body: pb,
+                },
+                K::MaxRed {
+                    var: tv,
+                    lo: tl,
+                    hi: th,
+                    body: tb,
+                },
             ) => {
                 self.index(pl, tl)?;
                 self.index(ph, th)?;

@@ -296,7 +296,9 @@ struct Walk<'c, 'a> {
 /// The index expressions a node holds itself, in a fixed order.
 fn own(e: &Expr) -> Vec<IndexExpr> {
     match &e.kind {
-        ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => vec![lo.clone(), hi.clone()],
+        ExprKind::Gen { lo, hi, .. }
+        | ExprKind::Sum { lo, hi, .. }
+        | ExprKind::MaxRed { lo, hi, .. } => vec![lo.clone(), hi.clone()],
         ExprKind::Access { index: i, .. } | ExprKind::Amount { amount: i, .. } => vec![i.clone()],
         ExprKind::Guard { pred, .. } => {
             let mut out = Vec::new();

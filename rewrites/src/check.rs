@@ -313,6 +313,8 @@ fn scalar_metas(p: &Expr) -> BTreeSet<String> {
                 go(rhs, scalar, out);
             }
             ExprKind::Guard { body, .. } | ExprKind::Sum { body, .. } => go(body, scalar, out),
+            // A max-reduction's body is a scalar (E0416).
+            ExprKind::MaxRed { body, .. } => go(body, true, out),
             ExprKind::Neg(a) => go(a, scalar, out),
             // A scalar function's arguments are scalars.
             ExprKind::Call { args, .. } => {

@@ -67,7 +67,9 @@ pub(crate) fn range_fact(var: &str, lo: &IndexExpr, hi: &IndexExpr) -> Pred {
 pub(crate) fn child_context(env: &ShapeEnv, e: &Expr, k: usize, ctx: &Context) -> Context {
     let mut c = ctx.clone();
     match &e.kind {
-        ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+        ExprKind::Gen { var, lo, hi, .. }
+        | ExprKind::Sum { var, lo, hi, .. }
+        | ExprKind::MaxRed { var, lo, hi, .. } => {
             c.facts.push(range_fact(var, lo, hi));
             c.bound.push(var.clone());
         }

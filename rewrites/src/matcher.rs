@@ -196,7 +196,8 @@ impl Matcher<'_> {
         // tensor, below: the order decides which scope refusal is noted).
         let own = match (&p.kind, &t.kind) {
             (K::Gen { lo: pl, hi: ph, .. }, K::Gen { lo: tl, hi: th, .. })
-            | (K::Sum { lo: pl, hi: ph, .. }, K::Sum { lo: tl, hi: th, .. }) => {
+            | (K::Sum { lo: pl, hi: ph, .. }, K::Sum { lo: tl, hi: th, .. })
+            | (K::MaxRed { lo: pl, hi: ph, .. }, K::MaxRed { lo: tl, hi: th, .. }) => {
                 self.index(pl, tl) && self.index(ph, th)
             }
             (K::Guard { pred: pp, .. }, K::Guard { pred: tp, .. }) => self.pred(pp, tp),
@@ -211,7 +212,10 @@ impl Matcher<'_> {
             let ok = match binders {
                 Some(((pv, _), (tv, _))) if p.binds_in_child(k) => {
                     self.bind_binder(pv, tv);
-                    if let K::Gen { lo, hi, .. } | K::Sum { lo, hi, .. } = &t.kind {
+                    if let K::Gen { lo, hi, .. }
+                    | K::Sum { lo, hi, .. }
+                    | K::MaxRed { lo, hi, .. } = &t.kind
+                    {
                         self.b.ranges.insert(
                             pv.to_string(),
                             (
@@ -455,7 +459,9 @@ fn instantiate_pred_pattern(p: &Pred, b: &Bindings) -> Result<Pred, String> {
 /// Renames the variable bound by `e` (a gen, sum or let) from `old` to `new` in its scope.
 fn rename_binder(e: &mut Expr, old: &str, new: String) {
     match &mut e.kind {
-        ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
+        ExprKind::Gen { var, body, .. }
+        | ExprKind::Sum { var, body, .. }
+        | ExprKind::MaxRed { var, body, .. } => {
             **body = ir::rename_index(body, old, &new);
             *var = new;
         }

@@ -339,7 +339,7 @@ impl Tr<'_> {
             | ExprKind::Let { body, .. } => self.shape(body)?,
             ExprKind::Access { tensor, .. } => format!("(tl {})", self.shape(tensor)?),
             ExprKind::Neg(a) => self.shape(a)?,
-            ExprKind::Call { .. } => "[]".into(),
+            ExprKind::Call { .. } | ExprKind::MaxRed { .. } => "[]".into(),
             ExprKind::Binary { op, lhs, .. } => match op {
                 BinOp::Add | BinOp::Sub => self.shape(lhs)?,
                 BinOp::Mul | BinOp::Div => "[]".into(),
@@ -432,6 +432,13 @@ impl Tr<'_> {
             ExprKind::Call { func, .. } => {
                 return fail(format!(
                     "the scalar function `{func}` has no ring semantics"
+                ));
+            }
+            // `MaxRed` of Semantics.v takes the max function and the empty value as
+            // arguments, which no generated statement quantifies over (yet).
+            ExprKind::MaxRed { var, .. } => {
+                return fail(format!(
+                    "the max-reduction `max {var}` has no ring semantics"
                 ));
             }
             ExprKind::Binary { op, lhs, rhs } => {

@@ -349,6 +349,7 @@ impl PatternBuilder<'_> {
                     out = match quantifier {
                         atl_lang::ast::Quantifier::Gen => Expr::gen_(var, lo, hi, out),
                         atl_lang::ast::Quantifier::Sum => Expr::sum(var, lo, hi, out),
+                        atl_lang::ast::Quantifier::Max => Expr::max_red(var, lo, hi, out),
                     };
                 }
                 return Ok(out);
@@ -524,6 +525,9 @@ pub fn site_pattern(e: &SExpr) -> Result<Expr, Diagnostic> {
                         atl_lang::ast::Quantifier::Sum => {
                             Expr::sum(b.var.name.clone(), lo, hi, out)
                         }
+                        atl_lang::ast::Quantifier::Max => {
+                            Expr::max_red(b.var.name.clone(), lo, hi, out)
+                        }
                     };
                 }
                 return Ok(out);
@@ -575,7 +579,9 @@ pub fn metas_of(e: &Expr, out: &mut BTreeSet<String>) {
         ExprKind::Meta(m) => {
             out.insert(m.clone());
         }
-        ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. } => {
+        ExprKind::Gen { lo, hi, .. }
+        | ExprKind::Sum { lo, hi, .. }
+        | ExprKind::MaxRed { lo, hi, .. } => {
             idx(lo, out);
             idx(hi, out);
         }

@@ -159,12 +159,18 @@ fn obligation(
     // A scalar `+=` must be preceded in the same iteration of every loop around it
     // (inside the scalar's scope) that is not a `sum`: those are the loops whose
     // iterations compute different sums.
-    let must_share = if scalar && r.op == Some(StoreOp::Accumulate) {
+    // The same for a scalar `max=` and the `max` loops.
+    let folding = match r.op {
+        Some(StoreOp::Accumulate) => Some(LoopOrigin::Sum),
+        Some(StoreOp::Max) => Some(LoopOrigin::Max),
+        _ => None,
+    };
+    let must_share = if let Some(folding) = folding.filter(|_| scalar) {
         r.loops
             .iter()
             .enumerate()
             .skip(binding.loops.len())
-            .filter(|(_, l)| l.origin != LoopOrigin::Sum)
+            .filter(|(_, l)| l.origin != folding)
             .map(|(k, _)| k + 1)
             .max()
             .unwrap_or(0)

@@ -189,6 +189,23 @@ impl<'a> SourceEval<'a> {
                     body: Box::new(value),
                 })
             }
+            ExprKind::MaxRed { var, lo, hi, body } => {
+                if !idx.is_empty() {
+                    return Err("an element of the scalar `max` is requested".into());
+                }
+                let fresh = self.fresh(var);
+                let mut inner = scope.clone();
+                inner
+                    .binders
+                    .insert(var.clone(), IndexExpr::var(fresh.clone()));
+                let value = self.element(body, idx, &inner)?;
+                Ok(Term::Max {
+                    var: fresh,
+                    lo: scope.index(lo),
+                    hi: scope.index(hi),
+                    body: Box::new(value),
+                })
+            }
             ExprKind::Guard { pred, body } => {
                 let value = self.element(body, idx, scope)?;
                 Ok(Term::guarded(scope.pred(pred), value))

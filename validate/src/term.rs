@@ -7,7 +7,10 @@
 //! ATL, a selection on an index condition and a summation over an index range. A sum
 //! `Σ v ∈ [lo, hi). body` means the left-to-right accumulation, from zero, of its
 //! terms in increasing `v` (what the interpreter and a C `+=` loop compute); a
-//! selection `p ? a : b` evaluates only the side its condition picks.
+//! selection `p ? a : b` evaluates only the side its condition picks. A max-reduction
+//! `max v ∈ [lo, hi). body` is the left-to-right fold from `-inf` with the scalar `max`
+//! (`atl_lang::functions::max_step`): it is never reordered, split or padded, since
+//! `max` is neither associative nor has an identity on NaN and signed zeros.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -45,6 +48,14 @@ pub enum Term {
     Select(Pred, Box<Term>, Box<Term>),
     /// `Σ var ∈ [lo, hi). body`, accumulated in increasing `var` from zero.
     Sum {
+        var: String,
+        lo: IndexExpr,
+        hi: IndexExpr,
+        body: Box<Term>,
+    },
+    /// `max var ∈ [lo, hi). body`: `acc = -inf`, then `acc = max(acc, body)` in
+    /// increasing `var` (`-inf` when the range is empty).
+    Max {
         var: String,
         lo: IndexExpr,
         hi: IndexExpr,
@@ -103,12 +114,31 @@ impl Term {
                 hi: f(hi),
                 body: Box::new(body.map_index(f)),
             },
+            Term::Max { var, lo, hi, body } => Term::Max {
+                var: var.clone(),
+                lo: f(lo),
+                hi: f(hi),
+                body: Box::new(body.map_index(f)),
+            },
         }
     }
 
     /// `self` with the variable `var` replaced by `value`.
     pub fn subst(&self, var: &str, value: &IndexExpr) -> Term {
         self.map_index(&mut |e| e.subst(var, value))
+    }
+
+    /// Whether some part is a max-reduction (which is `-inf` over an empty range, so
+    /// not a real: `x * 0` of it is NaN, not 0).
+    pub fn has_max(&self) -> bool {
+        match self {
+            Term::Max { .. } => true,
+            Term::Lit(_) | Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => false,
+            Term::Neg(a) => a.has_max(),
+            Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_max() || b.has_max(),
+            Term::Call(_, args) => args.iter().any(Term::has_max),
+            Term::Sum { body, .. } => body.has_max(),
+        }
     }
 
     /// Whether some part is [`Term::Unknown`].
@@ -119,7 +149,7 @@ impl Term {
             Term::Neg(a) => a.has_unknown(),
             Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_unknown() || b.has_unknown(),
             Term::Call(_, args) => args.iter().any(Term::has_unknown),
-            Term::Sum { body, .. } => body.has_unknown(),
+            Term::Sum { body, .. } | Term::Max { body, .. } => body.has_unknown(),
         }
     }
 }
@@ -143,6 +173,7 @@ impl fmt::Display for Term {
             Term::Select(p, a, b) if b.is_zero() => write!(f, "[{p}] * {a}"),
             Term::Select(p, a, b) => write!(f, "({p} ? {a} : {b})"),
             Term::Sum { var, lo, hi, body } => write!(f, "(sum {var} in {lo}..{hi}: {body})"),
+            Term::Max { var, lo, hi, body } => write!(f, "(max {var} in {lo}..{hi}: {body})"),
         }
     }
 }

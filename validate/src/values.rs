@@ -252,6 +252,12 @@ impl<'w> Kernel<'w> {
                 hi: hi.clone(),
                 body: Box::new(self.resolve(body, depth)),
             },
+            Term::Max { var, lo, hi, body } => Term::Max {
+                var: var.clone(),
+                lo: lo.clone(),
+                hi: hi.clone(),
+                body: Box::new(self.resolve(body, depth)),
+            },
         }
     }
 
@@ -390,7 +396,18 @@ impl<'w> Kernel<'w> {
                 outer.clone(),
             ));
         }
-        let fallback = if b.zeroed {
+        // The `max=`s into this binding (lowering's max-reductions).
+        let max_sites = walk
+            .sites
+            .iter()
+            .filter(|s| s.binding == binding && s.op == Some(StoreOp::Max))
+            .count();
+        let fallback = if max_sites > 0 {
+            Term::Unknown(format!(
+                "`{}` before an assignment, with `max=`s into it",
+                b.name
+            ))
+        } else if b.zeroed {
             // Zero since the lifetime started, then every `+=` before `at`.
             let mut v = Term::zero();
             for acc in self.accumulations(binding, coords, at, None, &outer, depth) {
@@ -436,12 +453,87 @@ impl<'w> Kernel<'w> {
                 subst: &subst,
             };
             let mut v = stored;
+            if max_sites > 0 {
+                v = self.max_fold(binding, coords, at, &assignment, &outer, depth, v);
+            }
             for acc in self.accumulations(binding, coords, at, Some(&assignment), &outer, depth) {
                 v = Term::bin(BinOp::Add, v, acc);
             }
             value = Term::Select(guard, Box::new(v), Box::new(value));
         }
         value
+    }
+
+    /// The value of a scalar assigned `start` at `after` and then folded by `max=`s
+    /// before `at`: only the form lowering gives a max-reduction is understood, and
+    /// anything else is [`Term::Unknown`] (so never validated). That form is: the
+    /// scalar starts at `-inf`, one `max=` site in exactly one loop of its own, and
+    /// every iteration of that loop runs it after the assignment and before `at` (an
+    /// iteration that might not is an unknown value: a skipped step is not the step
+    /// `max(acc, -inf)`, which differs when `acc` is NaN). Then the value is
+    /// `max v ∈ [lo, hi). stored`, in the loop's order.
+    #[allow(clippy::too_many_arguments)]
+    fn max_fold(
+        &mut self,
+        binding: usize,
+        coords: &[IndexExpr],
+        at: &Option<Position<'_>>,
+        after: &Position<'_>,
+        outer: &Subst,
+        depth: usize,
+        start: Term,
+    ) -> Term {
+        let walk = self.walk;
+        let b = &walk.bindings[binding];
+        let unknown = |why: &str| Term::Unknown(format!("`{}`: {why}", b.name));
+        if !coords.is_empty() {
+            return unknown("a `max=` into a buffer element");
+        }
+        if !matches!(start, Term::Lit(v) if v == atl_lang::functions::MAX_EMPTY) {
+            return unknown("a max-reduction that does not start at -inf");
+        }
+        let sites: Vec<&Site> = walk
+            .sites
+            .iter()
+            .filter(|s| {
+                s.binding == binding && matches!(s.op, Some(StoreOp::Max | StoreOp::Accumulate))
+            })
+            .collect();
+        let [s] = sites.as_slice() else {
+            return unknown("several `max=`/`+=` sites");
+        };
+        if s.op != Some(StoreOp::Max) {
+            return unknown("a `+=` with `max=`s");
+        }
+        let outside: BTreeSet<usize> = b.loops.iter().map(|l| l.id).collect();
+        let (subst, own) = self.rename_own(&s.loops, &outside, outer);
+        let [l] = own.as_slice() else {
+            return unknown("a `max=` not in exactly one loop of its own");
+        };
+        let mut conds: Vec<Pred> = self
+            .own_facts(&s.facts)
+            .map(|f| apply_pred(f, &subst))
+            .collect();
+        let pos = Position {
+            path: &s.path,
+            loops: &s.loops,
+            subst: &subst,
+        };
+        conds.push(self.before(&pos, at, &outside));
+        conds.push(self.before(after, &Some(pos), &outside));
+        let stored = self.stored(s, &subst, depth);
+        Term::Max {
+            var: l.var.clone(),
+            lo: l.lo.clone(),
+            hi: l.hi.clone(),
+            body: Box::new(Term::Select(
+                conjunction(conds),
+                Box::new(stored),
+                Box::new(unknown(
+                    "an iteration of the max-reduction that might not run",
+                )),
+            )),
+        }
     }
 
     /// The `+=`s into element `coords` of `binding` that run before `at` (the end of
@@ -529,6 +621,12 @@ fn instantiate(t: &Term, s: &Subst) -> Term {
             Box::new(instantiate(b, s)),
         ),
         Term::Sum { var, lo, hi, body } => Term::Sum {
+            var: var.clone(),
+            lo: apply(lo, s),
+            hi: apply(hi, s),
+            body: Box::new(instantiate(body, s)),
+        },
+        Term::Max { var, lo, hi, body } => Term::Max {
             var: var.clone(),
             lo: apply(lo, s),
             hi: apply(hi, s),
@@ -651,9 +749,14 @@ impl<'s> Comparison<'s> {
                     BinOp::Add if a.is_zero() => b,
                     BinOp::Add | BinOp::Sub if b.is_zero() => a,
                     // Over the reals; not where the other factor is memory nothing
-                    // explains (which may hold a NaN).
+                    // explains (which may hold a NaN), nor a max-reduction (`-inf`
+                    // when empty, and `-inf * 0` is NaN).
                     BinOp::Mul
-                        if (a.is_zero() || b.is_zero()) && !a.has_unknown() && !b.has_unknown() =>
+                        if (a.is_zero() || b.is_zero())
+                            && !a.has_unknown()
+                            && !b.has_unknown()
+                            && !a.has_max()
+                            && !b.has_max() =>
                     {
                         Term::zero()
                     }
@@ -677,6 +780,7 @@ impl<'s> Comparison<'s> {
                     }
                 }
             },
+            Term::Max { var, lo, hi, body } => self.simplify_max(var, lo, hi, body, facts),
             Term::Sum { var, lo, hi, body } => {
                 if self.decide(facts, &le(hi.clone(), lo.clone())) == Some(true) {
                     return Term::zero();
@@ -728,6 +832,38 @@ impl<'s> Comparison<'s> {
                     }
                 }
             }
+        }
+    }
+
+    /// A max-reduction simplified under `facts`: `-inf` when provably empty, its one
+    /// value when the range has one element (`max(-inf, x)` is `x`, NaN included),
+    /// otherwise its body simplified under the range. Nothing else: `max` is not
+    /// associative on NaN and signed zeros, so terms are never split, reordered or
+    /// padded.
+    fn simplify_max(
+        &mut self,
+        var: &str,
+        lo: &IndexExpr,
+        hi: &IndexExpr,
+        body: &Term,
+        facts: &[Pred],
+    ) -> Term {
+        if self.decide(facts, &le(hi.clone(), lo.clone())) == Some(true) {
+            return Term::Lit(atl_lang::functions::MAX_EMPTY);
+        }
+        let one = IndexExpr::add(lo.clone(), IndexExpr::Const(1));
+        if self.decide(facts, &eq(hi.clone(), one)) == Some(true) {
+            return self.simplify(&body.subst(var, lo), facts);
+        }
+        let mut with = facts.to_vec();
+        let v = IndexExpr::var(var.to_string());
+        with.push(le(lo.clone(), v.clone()));
+        with.push(lt(v, hi.clone()));
+        Term::Max {
+            var: var.to_string(),
+            lo: lo.clone(),
+            hi: hi.clone(),
+            body: Box::new(self.simplify(body, &with)),
         }
     }
 
@@ -860,6 +996,38 @@ impl<'s> Comparison<'s> {
                 let y = self.simplify(&Term::guarded(in2, b2), &with);
                 self.equal(&x, &y, &with)
             }
+            // Two max-reductions: the same range and equal values at each step (the
+            // fold is in order, so nothing else is equal in general).
+            (
+                Term::Max {
+                    var: v1,
+                    lo: lo1,
+                    hi: hi1,
+                    body: b1,
+                },
+                Term::Max {
+                    var: v2,
+                    lo: lo2,
+                    hi: hi2,
+                    body: b2,
+                },
+            ) => {
+                let b2 = b2.subst(v2, &IndexExpr::var(v1.clone()));
+                let v = IndexExpr::var(v1.clone());
+                let same_range = self.proves(facts, &eq(lo1.clone(), lo2.clone()))
+                    && self.proves(facts, &eq(hi1.clone(), hi2.clone()));
+                if !same_range {
+                    return Outcome::Differs(format!(
+                        "the kernel computes {a} where the source has {b} (ranges not shown equal)"
+                    ));
+                }
+                let mut with = facts.to_vec();
+                with.push(le(lo1.clone(), v.clone()));
+                with.push(lt(v, hi1.clone()));
+                let x = self.simplify(b1, &with);
+                let y = self.simplify(&b2, &with);
+                self.equal(&x, &y, &with)
+            }
             (Term::Sum { var, lo, hi, body }, z) | (z, Term::Sum { var, lo, hi, body })
                 if z.is_zero() =>
             {
@@ -883,6 +1051,7 @@ fn same_head(a: &Term, b: &Term) -> bool {
         (Term::Call(f, xs), Term::Call(g, ys)) => f == g && xs.len() == ys.len(),
         (Term::Neg(_), Term::Neg(_))
         | (Term::Sum { .. }, Term::Sum { .. })
+        | (Term::Max { .. }, Term::Max { .. })
         | (Term::Lit(_), Term::Lit(_))
         | (Term::Input { .. }, Term::Input { .. }) => true,
         _ => false,

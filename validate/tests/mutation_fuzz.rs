@@ -523,6 +523,8 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
                     *op = match op {
                         StoreOp::Assign => StoreOp::Accumulate,
                         StoreOp::Accumulate => StoreOp::Assign,
+                        // A max-reduction's step made a sum's.
+                        StoreOp::Max => StoreOp::Accumulate,
                     };
                     what = format!("a store into `{name}` made {op:?}");
                 }

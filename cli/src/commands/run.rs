@@ -176,7 +176,10 @@ fn length_in(
 ) -> u64 {
     use atl_lang::ir::{BinOp, ExprKind};
     match &e.kind {
-        ExprKind::Gen { var, lo, hi, body } | ExprKind::Sum { var, lo, hi, body } => {
+        // A max-reduction rounds nothing itself: like a `gen`, its length is its body's.
+        ExprKind::Gen { var, lo, hi, body }
+        | ExprKind::Sum { var, lo, hi, body }
+        | ExprKind::MaxRed { var, lo, hi, body } => {
             let (lo_min, _) = extremes(lo, sizes, binders);
             let (_, hi_max) = extremes(hi, sizes, binders);
             let extent = hi_max.saturating_sub(lo_min).max(0);

@@ -43,6 +43,9 @@ pub enum E {
     Guard(Pr, Box<E>),
     Gen(String, Option<Ix>, Ix, Box<E>),
     Sum(String, Option<Ix>, Ix, Box<E>),
+    /// A max-reduction of a scalar, always over `v < size` (never empty, so never
+    /// `-inf`: the `real` grade's equalities hold over the reals only).
+    Max(String, Ix, Box<E>),
     Let(String, Box<E>, Box<E>),
     Concat(Box<E>, Box<E>),
     /// `split`, `trunc_r`, `trunc_l`, `pad_r`, `pad_l`.
@@ -118,6 +121,7 @@ impl std::fmt::Display for E {
             E::Guard(p, b) => write!(f, "([{p}] * {b})"),
             E::Gen(v, lo, hi, b) => write!(f, "(gen {v} {}: {b})", range(lo, hi)),
             E::Sum(v, lo, hi, b) => write!(f, "(sum {v} {}: {b})", range(lo, hi)),
+            E::Max(v, hi, b) => write!(f, "(max {v} < {hi}: {b})"),
             E::Let(v, val, b) => write!(f, "(let {v} = {val} in {b})"),
             E::Concat(a, b) => write!(f, "({a} ++ {b})"),
             E::Amt(op, k, a) => write!(f, "{op}({k}, {a})"),
@@ -403,6 +407,15 @@ impl Gen<'_> {
             }
             9 | 10 => {
                 let v = self.fresh_binder();
+                // One in five a max-reduction: no rule, tactic or directive may treat
+                // it as a sum (its empty value and its zero terms differ).
+                if self.rng.chance(20) {
+                    let hi = self.size();
+                    self.binders.push(v.clone());
+                    let body = self.scalar(d);
+                    self.binders.pop();
+                    return E::Max(v, hi, b(body));
+                }
                 let (lo, hi) = self.range();
                 self.binders.push(v.clone());
                 let body = self.scalar(d);
@@ -909,6 +922,21 @@ pub fn shrinks(e: &E) -> Vec<E> {
                 shrinks(body)
                     .into_iter()
                     .map(|b2| mk(lo.clone(), hi.clone(), b2)),
+            );
+        }
+        E::Max(v, hi, body) => {
+            out.push((**body).clone());
+            out.extend(
+                ix_shrinks(hi)
+                    .into_iter()
+                    // Never an empty range.
+                    .filter(|h2| !matches!(h2, Ix::C(k) if *k < 1))
+                    .map(|h2| E::Max(v.clone(), h2, body.clone())),
+            );
+            out.extend(
+                shrinks(body)
+                    .into_iter()
+                    .map(|b2| E::Max(v.clone(), hi.clone(), b(b2))),
             );
         }
         E::Let(v, val, body) => {

@@ -437,6 +437,7 @@ fn construct(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Gen { var, .. } => format!("`gen {var}`"),
         ExprKind::Sum { var, .. } => format!("`sum {var}`"),
+        ExprKind::MaxRed { var, .. } => format!("`max {var}`"),
         ExprKind::Let { var, .. } => format!("`let {var}`"),
         ExprKind::Guard { .. } => "a guard".to_string(),
         ExprKind::Access { .. } => "an access".to_string(),
@@ -843,7 +844,7 @@ impl Applier<'_, '_> {
             (0..path.len()).any(|n| {
                 matches!(
                     node_at(e, &path[..n]).map(|a| &a.kind),
-                    Some(ExprKind::Gen { .. } | ExprKind::Sum { .. })
+                    Some(ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. })
                 )
             })
         };
@@ -995,8 +996,22 @@ impl Applier<'_, '_> {
                 }
             }
         } else if lp.starts_with(&loop_body) {
-            // The let is deeper inside the loop: lift it up to the loop's body.
-            while lp != loop_body {
+            // The let is deeper inside the loop: lift it up to the loop's body, or to
+            // the chain of `let`s that starts there (each one's body the next), where
+            // it is computed once per iteration too: a stage that reads an earlier
+            // stage of the chain (a softmax's row sum reads the row's maximum) cannot
+            // be lifted above it.
+            let in_chain = |e: &Expr, lp: &[usize]| {
+                lp.len() > loop_body.len()
+                    && (loop_body.len()..lp.len()).all(|n| {
+                        lp[n] == 1
+                            && matches!(
+                                node_at(e, &lp[..n]).map(|a| &a.kind),
+                                Some(ExprKind::Let { .. })
+                            )
+                    })
+            };
+            while lp != loop_body && !in_chain(&self.expr, &lp) {
                 lp = self.lift_once(x, &lp, span)?;
             }
         } else {
@@ -1101,7 +1116,9 @@ impl Applier<'_, '_> {
                 return;
             }
             let binder = match &e.kind {
-                ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+                ExprKind::Gen { var, lo, hi, .. }
+                | ExprKind::Sum { var, lo, hi, .. }
+                | ExprKind::MaxRed { var, lo, hi, .. } => {
                     Some((var.clone(), lo.clone(), hi.clone()))
                 }
                 _ => None,
@@ -1866,6 +1883,9 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
                     }
                     ExprKind::Sum { var, .. } => format!(
                         "its body contains the reduction `sum {var}`, a loop of its own (it is not innermost)"
+                    ),
+                    ExprKind::MaxRed { var, .. } => format!(
+                        "its body contains the reduction `max {var}`, a loop of its own (it is not innermost)"
                     ),
                     ExprKind::Gen { .. } => format!(
                         "its body contains {}, a loop of its own (it is not innermost)",

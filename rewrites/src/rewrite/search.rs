@@ -122,6 +122,20 @@ fn site_matches(p: &Expr, e: &Expr) -> bool {
                 body: b2,
                 ..
             },
+        )
+        | (
+            K::MaxRed {
+                lo: l1,
+                hi: h1,
+                body: b1,
+                ..
+            },
+            K::MaxRed {
+                lo: l2,
+                hi: h2,
+                body: b2,
+                ..
+            },
         ) => index_site_matches(l1, l2) && index_site_matches(h1, h2) && site_matches(b1, b2),
         _ => false,
     }
