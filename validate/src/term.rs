@@ -128,16 +128,20 @@ impl Term {
         self.map_index(&mut |e| e.subst(var, value))
     }
 
-    /// Whether some part is a max-reduction (which is `-inf` over an empty range, so
-    /// not a real: `x * 0` of it is NaN, not 0).
-    pub fn has_max(&self) -> bool {
+    /// Whether some part can be infinite or NaN for finite inputs: a max-reduction
+    /// (`-inf` over an empty range), a scalar function (`log(0)`, `exp` overflow,
+    /// `sqrt` of a negative number) or a division (by zero). `x * 0` of such an `x` is
+    /// NaN, not 0, so the product is not simplified away.
+    pub fn may_be_non_finite(&self) -> bool {
         match self {
-            Term::Max { .. } => true,
-            Term::Lit(_) | Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => false,
-            Term::Neg(a) => a.has_max(),
-            Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_max() || b.has_max(),
-            Term::Call(_, args) => args.iter().any(Term::has_max),
-            Term::Sum { body, .. } => body.has_max(),
+            Term::Max { .. } | Term::Call(..) | Term::Bin(BinOp::Div, ..) => true,
+            Term::Lit(v) => !v.is_finite(),
+            Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => false,
+            Term::Neg(a) => a.may_be_non_finite(),
+            Term::Bin(_, a, b) | Term::Select(_, a, b) => {
+                a.may_be_non_finite() || b.may_be_non_finite()
+            }
+            Term::Sum { body, .. } => body.may_be_non_finite(),
         }
     }
 

@@ -749,14 +749,15 @@ impl<'s> Comparison<'s> {
                     BinOp::Add if a.is_zero() => b,
                     BinOp::Add | BinOp::Sub if b.is_zero() => a,
                     // Over the reals; not where the other factor is memory nothing
-                    // explains (which may hold a NaN), nor a max-reduction (`-inf`
-                    // when empty, and `-inf * 0` is NaN).
+                    // explains (which may hold a NaN), nor where it can be infinite or
+                    // NaN for finite inputs (a max-reduction, a scalar function, a
+                    // division): `inf * 0` is NaN.
                     BinOp::Mul
                         if (a.is_zero() || b.is_zero())
                             && !a.has_unknown()
                             && !b.has_unknown()
-                            && !a.has_max()
-                            && !b.has_max() =>
+                            && !a.may_be_non_finite()
+                            && !b.may_be_non_finite() =>
                     {
                         Term::zero()
                     }
