@@ -5,6 +5,7 @@
 #
 #   bash bench/kit.sh [run.sh arguments...]     e.g. --quick, --only blur3x3,matmul,
 #                                                    --threads 1,2, --no-numpy
+#   ATL_KIT_RULES=1 bash bench/kit.sh ...       also the rule-level schedules (atl_rules)
 #
 # What is timed is exactly what `atl emit` printed (the definitions listed in KERNELS
 # below), compiled with the kit's CFLAGS and linked with bench/adapter.c, which only
@@ -40,19 +41,42 @@ echo "[kit.sh] building atl (release)" >&2
 ATL="$ROOT/target/release/atl"
 [ -n "${CARGO_TARGET_DIR:-}" ] && ATL="$CARGO_TARGET_DIR/release/atl"
 
-objects=()
-for k in "${KERNELS[@]}"; do
-  IFS='|' read -r sym file def <<< "$k"
-  echo "[kit.sh] atl emit $file --def $def --name $sym" >&2
-  "$ATL" emit "$ROOT/$file" --def "$def" --name "$sym" -o "$OUT/$sym.c"
+# ATL_KIT_RULES=1 also times the rule-level schedules (`fast_rules`; tensor_add's
+# specification), as the candidate `atl_rules`, in the same run: the directive-only
+# schedules against the rule-level ones they replace (issue 20).
+RULE_KERNELS=(
+  "kit_blur3x3|examples/blur/blur.atl|fast_rules"
+  "kit_matmul|examples/matmul/matmul.atl|fast_rules"
+  "kit_tensor_add4d|examples/tensor_add/tensor_add.atl|tensor_add"
+  "kit_conv1d|examples/conv1d_kit/conv1d_kit.atl|fast_rules"
+)
+
+# build_kernels DIR SO KERNEL...: emits, compiles and links one shared object.
+build_kernels() {
+  local dir="$1" so="$2"
+  shift 2
+  mkdir -p "$dir"
+  local objects=()
+  for k in "$@"; do
+    IFS='|' read -r sym file def <<< "$k"
+    echo "[kit.sh] atl emit $file --def $def --name $sym" >&2
+    "$ATL" emit "$ROOT/$file" --def "$def" --name "$sym" -o "$dir/$sym.c"
+    # shellcheck disable=SC2086
+    $CC $CFLAGS -fPIC -c "$dir/$sym.c" -o "$dir/$sym.o"
+    objects+=("$dir/$sym.o")
+  done
   # shellcheck disable=SC2086
-  $CC $CFLAGS -fPIC -c "$OUT/$sym.c" -o "$OUT/$sym.o"
-  objects+=("$OUT/$sym.o")
-done
-# shellcheck disable=SC2086
-$CC $CFLAGS -fPIC -c "$HERE/adapter.c" -o "$OUT/adapter.o"
-# shellcheck disable=SC2086
-$CC $CFLAGS -shared "${objects[@]}" "$OUT/adapter.o" -o "$OUT/atl_kernels.so" -lm
+  $CC $CFLAGS -fPIC -c "$HERE/adapter.c" -o "$dir/adapter.o"
+  # shellcheck disable=SC2086
+  $CC $CFLAGS -shared "${objects[@]}" "$dir/adapter.o" -o "$so" -lm
+}
+
+build_kernels "$OUT" "$OUT/atl_kernels.so" "${KERNELS[@]}"
+candidates=(--candidate "atl=$OUT/atl_kernels.so")
+if [ "${ATL_KIT_RULES:-0}" = 1 ]; then
+  build_kernels "$OUT/rules" "$OUT/atl_rules_kernels.so" "${RULE_KERNELS[@]}"
+  candidates+=(--candidate "atl_rules=$OUT/atl_rules_kernels.so")
+fi
 
 # Halide's host-target detection reports AVX-512 on this VM although the OS does not
 # enable it (no avx512f in /proc/cpuinfo), and the Halide peers then die with SIGILL.
@@ -79,4 +103,4 @@ PY
 fi
 
 export BENCH_BUILD="${BENCH_BUILD:-$OUT/kit-build}"
-exec bash "$RUN_KIT/run.sh" --candidate "atl=$OUT/atl_kernels.so" "$@"
+exec bash "$RUN_KIT/run.sh" "${candidates[@]}" "$@"
