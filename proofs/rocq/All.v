@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 98 rules. *)
+(* 99 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -54,6 +54,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_loops.sum_gen_stmt K) /\
   (@Rules_loops.gen_sum_stmt K) /\
   (@Rules_loops.sum_fuse_stmt K) /\
+  (@Rules_loops.sum_tile_stmt K) /\
   (@Rules_loops.split_gen_stmt K) /\
   (@Rules_loops.split_sum_stmt K) /\
   (@Rules_loops.shift_gen_stmt K) /\
@@ -156,6 +157,7 @@ Proof.
   split; [exact (@Proofs_loops.sum_gen K) |].
   split; [exact (@Proofs_loops.gen_sum K) |].
   split; [exact (@Proofs_loops.sum_fuse K) |].
+  split; [exact (@Proofs_loops.sum_tile K) |].
   split; [exact (@Proofs_loops.split_gen K) |].
   split; [exact (@Proofs_loops.split_sum K) |].
   split; [exact (@Proofs_loops.shift_gen K) |].
