@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 99 rules. *)
+(* 100 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -55,6 +55,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_loops.gen_sum_stmt K) /\
   (@Rules_loops.sum_fuse_stmt K) /\
   (@Rules_loops.sum_tile_stmt K) /\
+  (@Rules_loops.sum_stage_stmt K) /\
   (@Rules_loops.split_gen_stmt K) /\
   (@Rules_loops.split_sum_stmt K) /\
   (@Rules_loops.shift_gen_stmt K) /\
@@ -158,6 +159,7 @@ Proof.
   split; [exact (@Proofs_loops.gen_sum K) |].
   split; [exact (@Proofs_loops.sum_fuse K) |].
   split; [exact (@Proofs_loops.sum_tile K) |].
+  split; [exact (@Proofs_loops.sum_stage K) |].
   split; [exact (@Proofs_loops.split_gen K) |].
   split; [exact (@Proofs_loops.split_sum K) |].
   split; [exact (@Proofs_loops.shift_gen K) |].
