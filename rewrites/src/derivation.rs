@@ -11,7 +11,7 @@ use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program};
 use atl_lang::shapes::{self, Shape, ShapeEnv};
 
 use crate::context::{Env, StepOutcome};
-use crate::directives::{apply_directive, check_hints};
+use crate::directives::{apply_directive, check_declared_exact, check_hints, declared_exact};
 use crate::record::StepRecord;
 use crate::rule::Grade;
 use crate::step::run_step;
@@ -124,9 +124,14 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
         let mut steps: Vec<StepRecord> = Vec::new();
         let mut hints: Vec<LoopHint> = Vec::new();
         let mut failed = false;
+        // `grade exact` anywhere in the derivation: no step of it may reassociate.
+        let exact = declared_exact(&d.steps);
         for step in &d.steps {
             let result = run_step_expanded(env, &expr, step, &original_shape, &derived).and_then(
                 |outcomes| {
+                    if let Some(declaration) = exact {
+                        check_declared_exact(env.program, &expr, step, &outcomes, declaration)?;
+                    }
                     // An annotation must also agree with the hints before it (one
                     // parallel loop per nest, compatible hints on one loop).
                     for o in &outcomes {
