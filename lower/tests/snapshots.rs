@@ -1,4 +1,4 @@
-//! Snapshot tests of the loop IR of the pipeline and matmul examples (every definition
+//! Snapshot tests of the loop IR of the pipeline, matmul and matvec examples (every definition
 //! and derivation). Review changes with `cargo insta review`; create them with
 //! `INSTA_UPDATE=always`.
 
@@ -24,4 +24,9 @@ fn pipeline_ir() {
 #[test]
 fn matmul_ir() {
     check("matmul");
+}
+
+#[test]
+fn matvec_ir() {
+    check("matvec");
 }
