@@ -55,7 +55,6 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_loops.gen_sum_stmt K) /\
   (@Rules_loops.sum_fuse_stmt K) /\
   (@Rules_loops.sum_tile_stmt K) /\
-  (@Rules_loops.sum_stage_stmt K) /\
   (@Rules_loops.split_gen_stmt K) /\
   (@Rules_loops.split_sum_stmt K) /\
   (@Rules_loops.shift_gen_stmt K) /\
@@ -107,7 +106,8 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_layout.pad_read_stmt K) /\
   (@Rules_abstraction.let_intro_stmt K) /\
   (@Rules_abstraction.let_hoist_gen_stmt K) /\
-  (@Rules_abstraction.let_hoist_sum_stmt K).
+  (@Rules_abstraction.let_hoist_sum_stmt K) /\
+  (@Rules_abstraction.sum_stage_stmt K).
 
 Theorem proved_rules_hold : forall K : Scalar, proved_rules K.
 Proof.
@@ -159,7 +159,6 @@ Proof.
   split; [exact (@Proofs_loops.gen_sum K) |].
   split; [exact (@Proofs_loops.sum_fuse K) |].
   split; [exact (@Proofs_loops.sum_tile K) |].
-  split; [exact (@Proofs_loops.sum_stage K) |].
   split; [exact (@Proofs_loops.split_gen K) |].
   split; [exact (@Proofs_loops.split_sum K) |].
   split; [exact (@Proofs_loops.shift_gen K) |].
@@ -211,7 +210,8 @@ Proof.
   split; [exact (@Proofs_layout.pad_read K) |].
   split; [exact (@Proofs_abstraction.let_intro K) |].
   split; [exact (@Proofs_abstraction.let_hoist_gen K) |].
-  exact (@Proofs_abstraction.let_hoist_sum K).
+  split; [exact (@Proofs_abstraction.let_hoist_sum K) |].
+  exact (@Proofs_abstraction.sum_stage K).
 Qed.
 
 Theorem proved_rules_real : proved_rules RScalar.

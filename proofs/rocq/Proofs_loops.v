@@ -86,15 +86,6 @@ Proof.
         destruct (k <? n) eqn:?; b2p; try reflexivity; lia.
 Qed.
 
-Theorem sum_stage : sum_stage_stmt.
-Proof.
-  unfold sum_stage_stmt; intros; unfold teq, Sum, Gen, Acc, scons, stl; intro s.
-  cbv beta iota zeta.
-  apply sumn_ext; intros i Hi.
-  rewrite (in_range_of i (n - 0)) by lia.
-  reflexivity.
-Qed.
-
 Theorem split_gen : split_gen_stmt.
 Proof. unfold split_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
 

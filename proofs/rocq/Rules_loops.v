@@ -80,15 +80,6 @@ Definition sum_tile_stmt : Prop :=
   (Sum 0 n (fun k : Z => (e k))) ==
   (Sum 0 (cdiv n q) (fun ko : Z => (Sum 0 q (fun ki : Z => (Guard (((ko * q) + ki) <? n) (e ((ko * q) + ki))))))).
 
-(** (Halide's rfactor binds the partial sums so); the same terms added in the same order.
-    [sum_stage: sum ?i < ?n: ?e => let ?y = gen ?l < ?n: ?e[?i := ?l] in sum ?i < ?n: ?y[?i] grade: exact] *)
-Definition sum_stage_stmt : Prop :=
-  forall (e : Z -> T) (n : Z) (sh_e : list Z),
-  (* well-shaped metavariables *)
-  (forall (i : Z), WS sh_e (e i)) ->
-  (Sum 0 n (fun i : Z => (e i))) ==
-  (let y := (Gen 0 n (fun l : Z => (e l))) in (Sum 0 n (fun i : Z => (Acc y i)))).
-
 (** split_gen(?k): a generator is the concatenation of its parts below and from k.
     [split_gen(?k): gen ?i in ?lo..?hi: ?e => (gen ?i in ?lo..?k: ?e) ++ (gen ?i in ?k..?hi: ?e) if lower: ?lo <= ?k if upper: ?k <= ?hi grade: exact] *)
 Definition split_gen_stmt : Prop :=
