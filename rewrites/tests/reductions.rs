@@ -58,7 +58,14 @@ fn the_matvec_example_equals_plain_loops_at_sizes_with_and_without_a_tail() {
     let options = EvalOptions::default();
     // N below the factor (no full tile), a multiple of it (no partial tile), and with a
     // partial tile; B = M = 1 too.
-    for (bn, m, n) in [(1, 1, 1), (2, 3, 7), (2, 3, 8), (3, 2, 19), (1, 4, 64), (2, 1, 67)] {
+    for (bn, m, n) in [
+        (1, 1, 1),
+        (2, 3, 7),
+        (2, 3, 8),
+        (3, 2, 19),
+        (1, 4, 64),
+        (2, 1, 67),
+    ] {
         let sizes: BTreeMap<String, i64> = [("B", bn), ("M", m), ("N", n)]
             .iter()
             .map(|(k, v)| (k.to_string(), *v as i64))

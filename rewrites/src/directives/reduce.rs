@@ -181,9 +181,7 @@ pub(super) fn rfactor_directive(
         .and_then(|p| node_at(&applier.expr, p).map(|n| (p.clone(), n)));
     let Some((outer_path, ExprKind::Sum { .. })) = outer.map(|(p, n)| (p, n.kind.clone())) else {
         return Err(refuse(
-            format!(
-                "the reduction `{inner}` is not directly inside another reduction"
-            ),
+            format!("the reduction `{inner}` is not directly inside another reduction"),
             "split the reduction first (`split k by 8 into ko, ki`) and rfactor its inner loop; a guard between the two loops can be moved into the inner one with `reorder`",
         ));
     };
@@ -253,7 +251,10 @@ pub fn check_declared_exact(
             let written = o.record.origin.clone().unwrap_or(o.record.command.clone());
             let what = match node_at(expr, &o.record.path).map(|n| &n.kind) {
                 Some(ExprKind::Sum { var, .. }) => {
-                    format!("the additions of the reduction `{}`", program.written_name(var))
+                    format!(
+                        "the additions of the reduction `{}`",
+                        program.written_name(var)
+                    )
                 }
                 _ => "additions or products".to_string(),
             };
