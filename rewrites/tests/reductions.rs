@@ -286,3 +286,37 @@ derive d from two {{
         assert_eq!(derivations[0].grade(), Grade::Real);
     }
 }
+
+#[test]
+fn grade_exact_refuses_a_derivation_whose_base_is_real() {
+    let source = "size n
+input g : [n, n]
+def rows = gen i < n: sum k < n: g[i, k]
+derive tiled from rows {
+  split k by 4 into ko, ki
+}
+derive annotated from tiled {
+  parallel i
+}
+derive exact from annotated {
+  grade exact
+  parallel i
+}
+derive exact_from_spec from rows {
+  grade exact
+  parallel i
+}
+";
+    let (_, derivations, diags) = common::derive(source);
+    let names: Vec<&str> = derivations.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["tiled", "annotated", "exact_from_spec"]);
+    let [d] = diags.as_slice() else {
+        panic!("{diags:?}")
+    };
+    assert_eq!(d.code, "E0855");
+    // `annotated` is exact on its own steps; its base `tiled` is not.
+    assert_eq!(
+        d.message,
+        "derivation `exact` is declared `grade exact`, but it starts from `tiled`, which is graded `real`"
+    );
+}
