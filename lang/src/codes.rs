@@ -530,8 +530,8 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0822",
-        "`split` of a reduction (`sum`) loop that does not start at 0, or `partition` of a reduction",
-        "shift the sum to start at 0 (`rw shift_sum`); `partition` the tile loop of a split `gen`",
+        "`split` of a reduction (`sum`) loop that does not start at 0",
+        "shift the sum to start at 0 (`rw shift_sum`)",
     ),
     active(
         "E0823",

@@ -320,3 +320,35 @@ derive exact_from_spec from rows {
         "derivation `exact` is declared `grade exact`, but it starts from `tiled`, which is graded `real`"
     );
 }
+
+#[test]
+fn partition_separates_the_full_tiles_of_a_split_reduction() {
+    let source = "size n
+input g : [n, n]
+def rows = gen i < n: sum k < n: g[i, k]
+derive later from rows {
+  split k by 4 into ko, ki
+  partition ko
+}
+derive at_once from rows {
+  split k by 4 into ko, ki tail separate
+}
+";
+    let (checked, derivations, diags) = common::derive(source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let later = derivation(&derivations, "later");
+    assert_eq!(rules(later), ["sum_tile", "split_sum"]);
+    // The same program as `tail separate`.
+    let print = |d: &Derivation| atl_lang::pretty::expr_to_string(&d.result, Default::default());
+    assert_eq!(print(later), print(derivation(&derivations, "at_once")));
+    let (program, _) = with_derived(&checked.program, &checked.shapes, &derivations);
+    for n in [1usize, 4, 6, 9] {
+        let sizes: BTreeMap<String, i64> = [("n".to_string(), n as i64)].into_iter().collect();
+        let g = Tensor::random(vec![n, n], 7);
+        let want = rows_loops(&g, n);
+        let inputs: BTreeMap<String, Tensor> = [("g".to_string(), g)].into_iter().collect();
+        let got = eval_def(&program, "later", &sizes, &inputs, &EvalOptions::default())
+            .expect("evaluates");
+        assert!(close(&got.data, &want), "n={n}");
+    }
+}

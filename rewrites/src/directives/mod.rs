@@ -1618,13 +1618,13 @@ fn partition_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result
         return Err(call.usage());
     };
     let span = call.span;
-    let (path, _) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
-    let Some(ExprKind::Gen { lo, hi, .. }) = node_at(&applier.expr, &path).map(|n| &n.kind) else {
-        return Err(
-            Diagnostic::error("E0822", format!("`{var}` is a reduction (`sum`)"))
-                .at(span, "a sum")
-                .with_help("`partition` splits the tile loop of a split `gen`"),
-        );
+    let (path, is_gen) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
+    // The tile loop of a split reduction is partitioned the same way, with `split_sum`
+    // (graded `real`, as the split itself).
+    let Some(ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. }) =
+        node_at(&applier.expr, &path).map(|n| &n.kind)
+    else {
+        unreachable!("find_loop finds gens and sums")
     };
     let hi = poly::normalize(hi);
     let full = match (&hi, lo.as_const()) {
@@ -1642,7 +1642,7 @@ fn partition_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result
         }
     };
     applier.apply(rw(
-        "split_gen",
+        if is_gen { "split_gen" } else { "split_sum" },
         false,
         path,
         vec![("k", to_sindex(&full, span))],
