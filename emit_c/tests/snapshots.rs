@@ -1,5 +1,5 @@
 //! Snapshot tests of the emitted C (`float`) for every definition and derivation of
-//! the pipeline, matmul and softmax examples (tiled and tail-split matmul included; the
+//! the pipeline, matmul, softmax and matvec examples (tiled and tail-split matmul included; the
 //! softmax's max-reduction starts at `-INFINITY` and folds with `atl__vmax`), and of one
 //! header. Review changes with `cargo insta review`; create them with
 //! `INSTA_UPDATE=always`.
@@ -48,4 +48,13 @@ fn matmul_c() {
         insta::assert_snapshot!(format!("matmul__{def}"), code.source);
     }
     insta::assert_snapshot!("matmul__header", all[0].1.header);
+}
+
+/// The batched matrix-vector product: `fast` keeps its partial sums in an 8-element
+/// stack array updated in an `omp simd` loop (`rfactor` + `vectorize`).
+#[test]
+fn matvec_c() {
+    for (def, code) in emitted("matvec") {
+        insta::assert_snapshot!(format!("matvec__{def}"), code.source);
+    }
 }

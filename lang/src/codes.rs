@@ -535,8 +535,8 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0822",
-        "`split` of a reduction (`sum`) loop",
-        "use `rw split_sum with k := …`",
+        "`split` of a reduction (`sum`) loop that does not start at 0",
+        "shift the sum to start at 0 (`rw shift_sum`)",
     ),
     active(
         "E0823",
@@ -647,6 +647,16 @@ pub static CODES: &[ErrorCode] = &[
         "E0848",
         "a step that would make the program larger than 20,000 nodes (repeated duplication by `unfold_let`/`inline`)",
         "keep the duplicated value in a `let`",
+    ),
+    active(
+        "E0855",
+        "a step of a derivation declared `grade exact` that reassociates additions (splitting, exchanging or partially summing a reduction), named as the user wrote it",
+        "drop `grade exact` (the derivation is then graded `real`), or schedule the reduction without regrouping its terms",
+    ),
+    active(
+        "E0856",
+        "`rfactor` of a loop that is not a reduction from 0 directly inside another reduction",
+        "`split k by 8 into ko, ki` first, then `rfactor ki into l`",
     ),
     active(
         "E0901",

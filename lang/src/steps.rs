@@ -180,6 +180,20 @@ pub const STEPS: &[StepInfo] = &[
         help: "check that a loop (or a size) has a given extent",
     },
     StepInfo {
+        name: "rfactor",
+        class: StepClass::Directive,
+        synopsis: "rfactor ki into l [as part]",
+        usage: "`rfactor ki into l [as part]` for the inner loop `ki` of two nested sums (`split k by 8 into ko, ki` first): the partial sums `let part = gen l < 8: sum ko: …`, added afterwards",
+        help: "turn a reduction into partial sums over a new pure loop (Halide's rfactor)",
+    },
+    StepInfo {
+        name: "grade",
+        class: StepClass::Directive,
+        synopsis: "grade exact",
+        usage: "`grade exact`: every step of the derivation must keep the floating-point result bit for bit",
+        help: "declare the derivation exact: steps that reassociate sums are refused",
+    },
+    StepInfo {
         name: "parallel",
         class: StepClass::LoopHint,
         synopsis: "parallel x",
@@ -282,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

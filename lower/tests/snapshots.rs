@@ -1,4 +1,4 @@
-//! Snapshot tests of the loop IR of the pipeline, matmul and softmax examples (every definition
+//! Snapshot tests of the loop IR of the pipeline, matmul, softmax and matvec examples (every definition
 //! and derivation). Review changes with `cargo insta review`; create them with
 //! `INSTA_UPDATE=always`.
 
@@ -29,4 +29,9 @@ fn matmul_ir() {
 #[test]
 fn softmax_ir() {
     check("softmax");
+}
+
+#[test]
+fn matvec_ir() {
+    check("matvec");
 }

@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 111 rules. *)
+(* 113 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -61,6 +61,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_loops.sum_gen_stmt K) /\
   (@Rules_loops.gen_sum_stmt K) /\
   (@Rules_loops.sum_fuse_stmt K) /\
+  (@Rules_loops.sum_tile_stmt K) /\
   (@Rules_loops.split_gen_stmt K) /\
   (@Rules_loops.split_sum_stmt K) /\
   (@Rules_loops.shift_gen_stmt K) /\
@@ -118,7 +119,8 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_layout.pad_halo3_stmt K) /\
   (@Rules_abstraction.let_intro_stmt K) /\
   (@Rules_abstraction.let_hoist_gen_stmt K) /\
-  (@Rules_abstraction.let_hoist_sum_stmt K).
+  (@Rules_abstraction.let_hoist_sum_stmt K) /\
+  (@Rules_abstraction.sum_stage_stmt K).
 
 Theorem proved_rules_hold : forall K : Scalar, proved_rules K.
 Proof.
@@ -176,6 +178,7 @@ Proof.
   split; [exact (@Proofs_loops.sum_gen K) |].
   split; [exact (@Proofs_loops.gen_sum K) |].
   split; [exact (@Proofs_loops.sum_fuse K) |].
+  split; [exact (@Proofs_loops.sum_tile K) |].
   split; [exact (@Proofs_loops.split_gen K) |].
   split; [exact (@Proofs_loops.split_sum K) |].
   split; [exact (@Proofs_loops.shift_gen K) |].
@@ -233,7 +236,8 @@ Proof.
   split; [exact (@Proofs_layout.pad_halo3 K) |].
   split; [exact (@Proofs_abstraction.let_intro K) |].
   split; [exact (@Proofs_abstraction.let_hoist_gen K) |].
-  exact (@Proofs_abstraction.let_hoist_sum K).
+  split; [exact (@Proofs_abstraction.let_hoist_sum K) |].
+  exact (@Proofs_abstraction.sum_stage K).
 Qed.
 
 Theorem proved_rules_real : proved_rules RScalar.

@@ -31,4 +31,13 @@ Proof.
   reflexivity.
 Qed.
 
+Theorem sum_stage : sum_stage_stmt.
+Proof.
+  unfold sum_stage_stmt; intros; unfold teq, Sum, Gen, Acc, scons, stl; intro s.
+  cbv beta iota zeta.
+  apply sumn_ext; intros i Hi.
+  rewrite (in_range_of i (n - 0)) by lia.
+  reflexivity.
+Qed.
+
 End Proofs.

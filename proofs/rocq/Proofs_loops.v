@@ -60,6 +60,35 @@ Proof.
     rewrite (sumn_fuse _ 0 c (fun i j => e i j s)) by lia. reflexivity.
 Qed.
 
+(** Tiling a sum: term [k] of the sum is term [k mod q] of tile [k / q]; the guard
+    drops the terms of the last tile past [n], and [n <= cdiv n q * q]. *)
+Theorem sum_tile : sum_tile_stmt.
+Proof.
+  unfold sum_tile_stmt; intros; tunfold; intros s; cbv beta.
+  replace (n - 0) with n by lia. replace (cdiv n q - 0) with (cdiv n q) by lia.
+  replace (q - 0) with q by lia.
+  destruct (Z_le_gt_dec n 0) as [Hn | Hn].
+  - assert (cdiv n q <= 0).
+    { unfold cdiv. pose proof (Z.div_pos (- n) q ltac:(lia) ltac:(lia)). lia. }
+    replace (Z.to_nat n) with O by lia. replace (Z.to_nat (cdiv n q)) with O by lia.
+    reflexivity.
+  - assert (Hc : n <= cdiv n q * q).
+    { unfold cdiv. pose proof (Z.mul_div_le (- n) q ltac:(lia)). nia. }
+    rewrite (sumn_fuse _ 0 q
+      (fun i j => if i * q + j <? n then e (i * q + j) s else szero)) by lia.
+    replace (0 * q) with 0 by lia.
+    replace (Z.to_nat (cdiv n q) * Z.to_nat q)%nat with (Z.to_nat (cdiv n q * q - 0)) by nia.
+    fold (sumZ 0 (cdiv n q * q)
+      (fun k => if k / q * q + k mod q <? n then e (k / q * q + k mod q) s else szero)).
+    transitivity (sumZ (Z.max 0 0) (Z.min (cdiv n q * q) n) (fun k => e k s)).
+    + rewrite Z.max_id, Z.min_r by lia. unfold sumZ. replace (n - 0) with n by lia.
+      reflexivity.
+    + symmetry. apply sumZ_window; intros k Hr Hk;
+        (replace (k / q * q + k mod q) with k
+           by (pose proof (Z.div_mod k q ltac:(lia)); lia));
+        destruct (k <? n) eqn:?; b2p; try reflexivity; lia.
+Qed.
+
 Theorem split_gen : split_gen_stmt.
 Proof. unfold split_gen_stmt; intros; tunfold; intros s; simpl; bcases; finish. Qed.
 

@@ -40,4 +40,13 @@ Definition let_hoist_sum_stmt : Prop :=
   (Sum 0 n (fun i : Z => (let x := (v i) in (b i x)))) ==
   (let y := (Gen 0 n (fun i : Z => (v i))) in (Sum 0 n (fun i : Z => (let x := (Acc y i) in (b i x))))).
 
+(** (Halide's rfactor binds the partial sums so); the same terms added in the same order.
+    [sum_stage: sum ?i < ?n: ?e => let ?y = gen ?l < ?n: ?e[?i := ?l] in sum ?i < ?n: ?y[?i] grade: exact] *)
+Definition sum_stage_stmt : Prop :=
+  forall (e : Z -> T) (n : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (Sum 0 n (fun i : Z => (e i))) ==
+  (let y := (Gen 0 n (fun l : Z => (e l))) in (Sum 0 n (fun i : Z => (Acc y i)))).
+
 End Statements.

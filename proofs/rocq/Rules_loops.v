@@ -78,6 +78,17 @@ Definition sum_fuse_stmt : Prop :=
   (Sum 0 r (fun i : Z => (Sum 0 c (fun j : Z => (e i j))))) ==
   (Sum 0 (r * c) (fun k : Z => (e (k / c) (k mod c)))).
 
+(** same terms in the same order, associated by tiles (equal over the reals).
+    [sum_tile(?q): sum ?k < ?n: ?e => sum ?ko < cdiv(?n, ?q): sum ?ki < ?q: [?ko * ?q + ?ki < ?n] * ?e[?k := ?ko * ?q + ?ki] if positive: 1 <= ?q grade: real] *)
+Definition sum_tile_stmt : Prop :=
+  forall (e : Z -> T) (n : Z) (q : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (k : Z), WS sh_e (e k)) ->
+  (* side conditions *)
+  1 <= q ->
+  (Sum 0 n (fun k : Z => (e k))) ==
+  (Sum 0 (cdiv n q) (fun ko : Z => (Sum 0 q (fun ki : Z => (Guard (((ko * q) + ki) <? n) (e ((ko * q) + ki))))))).
+
 (** split_gen(?k): a generator is the concatenation of its parts below and from k.
     [split_gen(?k): gen ?i in ?lo..?hi: ?e => (gen ?i in ?lo..?k: ?e) ++ (gen ?i in ?k..?hi: ?e) if lower: ?lo <= ?k if upper: ?k <= ?hi grade: exact] *)
 Definition split_gen_stmt : Prop :=

@@ -11,7 +11,7 @@ use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program};
 use atl_lang::shapes::{self, Shape, ShapeEnv};
 
 use crate::context::{Env, StepOutcome};
-use crate::directives::{apply_directive, check_hints};
+use crate::directives::{apply_directive, check_declared_exact, check_hints, declared_exact};
 use crate::record::StepRecord;
 use crate::rule::Grade;
 use crate::step::run_step;
@@ -124,9 +124,35 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
         let mut steps: Vec<StepRecord> = Vec::new();
         let mut hints: Vec<LoopHint> = Vec::new();
         let mut failed = false;
+        // `grade exact` anywhere in the derivation: no step of it may reassociate, and
+        // neither may the derivations it starts from (bit-identical to the
+        // specification, not only to its base).
+        let exact = declared_exact(&d.steps);
+        if let Some(declaration) = exact
+            && let Some(base) = real_base(&done, &d.from)
+        {
+            diags.push(
+                Diagnostic::error(
+                    "E0855",
+                    format!(
+                        "derivation `{}` is declared `grade exact`, but it starts from `{}`, which is graded `real`",
+                        d.name, base
+                    ),
+                )
+                .at(declaration, "declared here")
+                .with_secondary(d.name_span, format!("in derivation `{}`", d.name))
+                .with_help(format!(
+                    "start from an exact derivation or the specification, or declare `grade exact` in `{base}` too to find its reassociating step"
+                )),
+            );
+            continue;
+        }
         for step in &d.steps {
             let result = run_step_expanded(env, &expr, step, &original_shape, &derived).and_then(
                 |outcomes| {
+                    if let Some(declaration) = exact {
+                        check_declared_exact(env.program, &expr, step, &outcomes, declaration)?;
+                    }
                     // An annotation must also agree with the hints before it (one
                     // parallel loop per nest, compatible hints on one loop).
                     for o in &outcomes {
@@ -176,6 +202,21 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
         });
     }
     (done, diags)
+}
+
+/// The first derivation graded `real` on the chain of bases from `from` (a derivation
+/// `from` another starts from that one's result).
+fn real_base(done: &[Derivation], from: &str) -> Option<String> {
+    let mut cur = from;
+    // Each base was derived before the derivation that uses it: the chain is finite.
+    for _ in 0..=done.len() {
+        let base = done.iter().find(|x| x.name == cur)?;
+        if base.grade() == Grade::Real {
+            return Some(base.name.clone());
+        }
+        cur = &base.from;
+    }
+    None
 }
 
 /// The program with every successful derivation added as a definition (so that

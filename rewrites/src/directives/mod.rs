@@ -14,6 +14,8 @@
 //!   and refused otherwise: RoundUp would compute and store past the end, and
 //!   ShiftInwards recomputes overlapping elements (reading before the start when the
 //!   extent is below K), which has no counterpart in value semantics.
+//!   On a `sum`, `split` tiles the reduction (`rw sum_tile`); `rfactor` makes partial
+//!   sums over a new pure loop and `grade exact` refuses reassociation (`reduce.rs`).
 //! - `tile i, j by A, B`: `split i by A into io, ii` then `split j by B into jo, ji`.
 //! - `reorder a, b`: exchanges two directly nested loops (`gen_swap`, `sum_swap`,
 //!   `gen_sum`, `sum_gen`); a guard between them (a split's tail guard) is first moved
@@ -68,6 +70,8 @@ use crate::record::StepRecord;
 use crate::step::run_step;
 
 mod across_split;
+mod reduce;
+pub use reduce::{check_declared_exact, declared_exact};
 
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
     Diagnostic::error("E0820", format!("malformed `{}` directive", name.name))
@@ -542,12 +546,7 @@ impl Applier<'_, '_> {
         let (path, is_gen) = find_loop(Some(self.env.program), &self.expr, var, span)?;
         self.check_fresh(&[outer, inner], span)?;
         if !is_gen {
-            return Err(Diagnostic::error(
-                "E0822",
-                format!("`{var}` is a reduction (`sum`); only `gen` loops are split here"),
-            )
-            .at(span, "a sum")
-            .with_help("split a sum's range with `rw split_sum with k := …`"));
+            return self.split_reduction(path, var, k, (outer, inner), tail, span);
         }
         // RoundUp and ShiftInwards coincide with the guarded split when the extent is a
         // multiple of the factor (no tail), and only then have a sound counterpart.
@@ -628,12 +627,13 @@ impl Applier<'_, '_> {
         inner: &str,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        let (path, _) = find_loop(Some(self.env.program), &self.expr, var, span)?;
+        let (path, is_gen) = find_loop(Some(self.env.program), &self.expr, var, span)?;
+        if !is_gen {
+            self.check_fresh(&[outer, inner], span)?;
+            return self.split_reduction(path, var, k, (outer, inner), "separate", span);
+        }
         let Some(ExprKind::Gen { lo, hi, .. }) = self.node(&path).map(|n| n.kind.clone()) else {
-            return Err(
-                Diagnostic::error("E0822", format!("`{var}` is not a `gen` loop"))
-                    .at(span, "not a gen"),
-            );
+            unreachable!("find_loop found a gen")
         };
         let extent = poly::normalize(&IndexExpr::sub(hi, lo));
         self.split(var, k, outer, inner, "guard", span)?;
@@ -1357,6 +1357,8 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("compute_inline", compute_inline_directive),
     ("compute_at", compute_at_directive),
     ("bound", bound_directive),
+    ("rfactor", reduce::rfactor_directive),
+    ("grade", reduce::grade_directive),
     ("parallel", annotation_directive),
     ("vectorize", annotation_directive),
     ("unroll", annotation_directive),
@@ -1859,7 +1861,10 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
             if !is_gen {
                 return Err(refuse(
                     "it is a reduction (`sum`); in SIMD lanes its additions would be reassociated, which changes the floating-point result".to_string(),
-                ));
+                )
+                .with_help(format!(
+                    "to vectorize a reduction, make its lanes partial sums over a pure loop: `split {var} by 8 into {var}o, {var}i`, `rfactor {var}i into l`, `reorder {var}o, l`, `vectorize l` (graded `real`)"
+                )));
             }
             // Every node of the body, with the lets around it (pre-order).
             let mut body_path = path.clone();

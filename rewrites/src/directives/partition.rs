@@ -37,7 +37,32 @@ pub(super) fn partition_directive(
         return Err(call.usage());
     };
     let span = call.span;
-    let (path, _) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
+    let (path, is_gen) = find_loop(Some(applier.env.program), &applier.expr, var, span)?;
+    // The tile loop of a split (a `gen`, or a `sum` split by `split k by Q`): its full
+    // tiles apart from the last one (`split_sum` for a reduction, graded `real` as the
+    // split itself).
+    let Some(ExprKind::Gen { lo, hi, .. } | ExprKind::Sum { lo, hi, .. }) =
+        node_at(&applier.expr, &path).map(|n| &n.kind)
+    else {
+        unreachable!("find_loop finds gens and sums")
+    };
+    let hi_n = poly::normalize(hi);
+    if let (IndexExpr::Bin(IndexOp::CDiv, e, k), Some(0)) = (&hi_n, lo.as_const())
+        && k.as_const().is_some_and(|k| k >= 1)
+    {
+        let full = IndexExpr::bin(IndexOp::Div, (**e).clone(), (**k).clone());
+        applier.apply(rw(
+            if is_gen { "split_gen" } else { "split_sum" },
+            false,
+            path,
+            vec![("k", to_sindex(&full, span))],
+            span,
+        ))?;
+        return applier.apply(Step {
+            kind: StepKind::SimplGuard,
+            span,
+        });
+    }
     let Some(ExprKind::Gen {
         var: bound,
         lo,
@@ -49,28 +74,10 @@ pub(super) fn partition_directive(
             Diagnostic::error("E0822", format!("`{var}` is a reduction (`sum`)"))
                 .at(span, "a sum")
                 .with_help(
-                    "`partition` splits a `gen` loop (a sum's range is split with `rw split_sum`)",
+                    "`partition` splits a `gen` loop at its boundary guards, or the tile loop of a split reduction (`split k by Q into ko, ki`, then `partition ko`)",
                 ),
         );
     };
-    let hi_n = poly::normalize(&hi);
-    if let (IndexExpr::Bin(IndexOp::CDiv, e, k), Some(0)) = (&hi_n, lo.as_const())
-        && k.as_const().is_some_and(|k| k >= 1)
-    {
-        // The tile loop of a split: its full tiles apart from the last one.
-        let full = IndexExpr::bin(IndexOp::Div, (**e).clone(), (**k).clone());
-        applier.apply(rw(
-            "split_gen",
-            false,
-            path,
-            vec![("k", to_sindex(&full, span))],
-            span,
-        ))?;
-        return applier.apply(Step {
-            kind: StepKind::SimplGuard,
-            span,
-        });
-    }
     boundary(applier, var, &bound, &path, lo, hi, &body, span)
 }
 
