@@ -140,8 +140,8 @@ pub const STEPS: &[StepInfo] = &[
     StepInfo {
         name: "boundary",
         class: StepClass::Directive,
-        synopsis: "boundary X into XP",
-        usage: "`boundary inp into inp_b` stages a copy of `inp` with zeros around it, once, for its guarded read",
+        synopsis: "boundary X into XP [pad N]",
+        usage: "`boundary inp into inp_b` stages a copy of `inp` with zeros around it, once, for its guarded read; `pad 16` adds 16 more zeros at the end of each row",
         help: "read a zero-bordered copy of a tensor, computed once, instead of guarding the read",
     },
     StepInfo {

@@ -179,10 +179,11 @@ fn conv1d_kit_directive_and_rule_schedules_agree() {
     };
     assert_eq!(rule_level(directives), 0);
     assert!(rule_level(rules) > 40);
-    // The directive's halo is what the reads x[n, c, p + r] reach past W: R - 1.
+    // The directive's halo is what the reads x[n, c, p + r] reach past W, R - 1, and
+    // the 16 more zeros of `pad 16`.
     assert_eq!(
         stage_extents(&directives.result, "xp"),
-        ["B", "C", "R + W - 1"]
+        ["B", "C", "R + W + 15"]
     );
     assert_eq!(border_guards(&directives.result), 0);
     let options = EvalOptions::default();
@@ -320,4 +321,28 @@ fn the_blurs_reads_share_one_copy_per_stage() {
         4,
         "{rules:?}"
     );
+}
+
+#[test]
+fn pad_adds_zeros_at_the_end_of_the_innermost_dimension_only() {
+    let program = "size n, m
+input f : [n, m]
+def g = gen i < n, j < m: [0 <= j - 1] * f[i, j - 1] + f[i, j]
+";
+    for (extra, extent) in [("", "m + 1"), (" pad 0", "m + 1"), (" pad 7", "m + 8")] {
+        let source = format!("{program}derive s from g {{\n  boundary f into fp{extra}\n}}\n");
+        let (_, derivations, diags) = common::derive(&source);
+        assert!(diags.is_empty(), "{extra}: {diags:?}");
+        assert_eq!(
+            stage_extents(&derivations[0].result, "fp"),
+            ["n", extent],
+            "{extra}"
+        );
+    }
+    for bad in [" pad many", " pad 5000", " pad"] {
+        let source = format!("{program}derive s from g {{\n  boundary f into fp{bad}\n}}\n");
+        let (_, derivations, diags) = common::derive(&source);
+        assert!(derivations.is_empty(), "{bad}");
+        assert_eq!(diags[0].code, "E0820", "{bad}: {diags:?}");
+    }
 }

@@ -179,14 +179,29 @@ pub(super) fn boundary_directive(
     applier: &mut Applier<'_, '_>,
     call: &Call<'_>,
 ) -> Result<(), Diagnostic> {
-    let [x, "into", xp] = call.text.as_slice() else {
-        return Err(call.usage());
+    let (x, xp, extra) = match call.text.as_slice() {
+        [x, "into", xp] => (x, xp, 0),
+        // `pad N`: N more zeros at the end of the innermost dimension (Halide's
+        // `align_storage`-like row padding: another row stride, or room for a last
+        // vector tile to read past the end).
+        [x, "into", xp, "pad", n] => match n.parse::<i64>() {
+            Ok(n) if (0..=4096).contains(&n) => (x, xp, n),
+            _ => {
+                return Err(Diagnostic::error(
+                    "E0820",
+                    format!("`pad {n}`: the padding is a number of elements from 0 to 4096"),
+                )
+                .at(call.span, "not a padding")
+                .with_help(call.info.usage));
+            }
+        },
+        _ => return Err(call.usage()),
     };
-    applier.boundary(x, xp, call.span)
+    applier.boundary(x, xp, extra, call.span)
 }
 
 impl Applier<'_, '_> {
-    fn boundary(&mut self, x: &str, xp: &str, span: Span) -> Result<(), Diagnostic> {
+    fn boundary(&mut self, x: &str, xp: &str, extra: i64, span: Span) -> Result<(), Diagnostic> {
         self.check_fresh(&[xp], span)?;
         let reads = reads_of(&self.expr, x, &[]);
         let Some(first) = reads.first() else {
@@ -263,6 +278,11 @@ impl Applier<'_, '_> {
                 self.amount(&before, k + 1, "before", &what, span)?,
                 self.amount(&after, k + 1, "after", &what, span)?,
             ));
+        }
+        if extra > 0
+            && let Some((_, after)) = halos.last_mut()
+        {
+            *after = poly::normalize(&IndexExpr::add(after.clone(), IndexExpr::Const(extra)));
         }
         let mut with: Vec<(String, IndexExpr)> = Vec::new();
         for (k, (l, r)) in halos.iter().enumerate() {
