@@ -9,7 +9,9 @@
 //! build). `ATL_FUZZ_SEED=S` and `ATL_FUZZ_CASES=N` select another run (nightly: a large
 //! N); `ATL_FUZZ_CASE=C` replays a single case of the run; `ATL_FUZZ_MINIMIZE=K`
 //! minimizes the first K failing cases of each kind (default 1); `ATL_FUZZ_ALLOW_FAIL=1`
-//! reports failures without failing (for measuring a tree with known holes).
+//! reports failures without failing (for measuring a tree with known holes);
+//! `ATL_FUZZ_TRACE=1` prints each program before it is judged (to find a case that
+//! does not finish).
 
 // The fuzzer's report (counts, reproducers) is its output: printing is the point.
 #![allow(clippy::print_stderr)]
@@ -156,6 +158,9 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                 case_seed ^ prog.steps.len() as u64,
                 stats.compile_due && !has_huge_constant(&text),
             );
+            if std::env::var("ATL_FUZZ_TRACE").is_ok_and(|v| v == "1") {
+                eprintln!("case {case}: judging\n{text}");
+            }
             let out = oracle::run_case(judges, &text, &opts);
             if verbose() {
                 let verdict = if out.engine_accepted {

@@ -52,6 +52,7 @@ fn random_programs_compile_and_match_the_interpreter() {
             let eval = EvalOptions {
                 parallel: false,
                 max_elements: 1 << 16,
+                ..EvalOptions::default()
             };
             let Ok(shapes) = atl_lang::interp::input_shapes(&checked.program, &sizes, &eval) else {
                 continue;

@@ -333,6 +333,11 @@ pub static CODES: &[ErrorCode] = &[
         "an extent of a static shape is negative at these sizes (e.g. `gen i < n - 5` at `n = 2`); the interpreter does not clamp it to an empty range",
         "choose sizes where every extent is non-negative, or add an `assume` that rules these sizes out",
     ),
+    active(
+        "E0509",
+        "a loop would run more iterations, counted with the loops around it, than the interpreter's limit (checked before the loop starts)",
+        "use smaller sizes",
+    ),
     active("E0601", "a size without a value", "`--sizes n=…`"),
     active("E0602", "a size below 1", "sizes are integers ≥ 1"),
     active(

@@ -66,7 +66,8 @@
 //! mismatch at run time (an ill-shaped or jagged program that escaped the shape
 //! checker), `E0506` a name or metavariable that cannot be evaluated (an unresolved
 //! program), `E0507` a concrete shape that differs from the static shape at the sizes,
-//! `E0508` a static extent that is negative at the sizes; `E0601` missing size, `E0602` size below 1, `E0603` failed `assume`,
+//! `E0508` a static extent that is negative at the sizes, `E0509` a loop that would run
+//! more than `max_iterations` iterations (with the loops around it); `E0601` missing size, `E0602` size below 1, `E0603` failed `assume`,
 //! `E0604` missing input, `E0605` input of the wrong shape, `E0606` unknown definition.
 
 // The API returns the project's `Diagnostic` by value (the CLI and tests expect exactly
@@ -98,6 +99,12 @@ pub struct EvalOptions {
     /// The largest number of elements any tensor (result or intermediate) may have;
     /// larger ones are reported (E0503) before anything is allocated.
     pub max_elements: usize,
+    /// The largest number of iterations any loop (`gen`, `sum`, `max`) may run, counted
+    /// with the iterations of the loops around it (a `sum` of 2^40 terms inside a `gen`
+    /// of 8 counts 2^43); more is reported (E0509) before the loop starts. The count
+    /// depends only on the sizes and the loop bounds, so the error is deterministic,
+    /// also with `parallel`. A guard against runaway evaluations, not a time limit.
+    pub max_iterations: u64,
     /// Evaluate the iterations of large `gen`s in parallel (results are bit-identical).
     pub parallel: bool,
 }
@@ -106,6 +113,9 @@ impl Default for EvalOptions {
     fn default() -> EvalOptions {
         EvalOptions {
             max_elements: 1 << 27,
+            // About 7 * 10^10: minutes of interpretation, far more than any size a
+            // kernel is checked at (matmul at 1024^3 is 2^30).
+            max_iterations: 1 << 36,
             parallel: true,
         }
     }
@@ -257,6 +267,22 @@ fn too_big(span: Span, shape: &[usize], limit: usize) -> Diagnostic {
     };
     at(Diagnostic::error("E0503", message), span, "too large").with_help(
         "evaluate at smaller sizes, or raise the interpreter's element limit (`max_elements`)",
+    )
+}
+
+fn too_long(span: Span, total: u128, limit: u64) -> Diagnostic {
+    at(
+        Diagnostic::error(
+            "E0509",
+            format!(
+                "evaluating this loop would take {total} iterations, counted with the loops around it, more than the limit of {limit}"
+            ),
+        ),
+        span,
+        "too many iterations",
+    )
+    .with_help(
+        "evaluate at smaller sizes, or raise the interpreter's iteration limit (`max_iterations`)",
     )
 }
 
@@ -1426,6 +1452,7 @@ fn run(
         inputs: slices,
         defs: vec![None; program.defs.len()],
         parallel: options.parallel,
+        max_iterations: options.max_iterations,
     };
     // A definition only refers to earlier ones, so program order is dependency order.
     for (pos, def) in compiler.defs.iter().enumerate() {
@@ -1449,7 +1476,7 @@ fn node_count_text(shape: &[usize]) -> String {
 }
 
 /// The evaluation environment of one thread.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Env {
     /// Values of the `gen`/`sum` binders in scope, outermost first.
     idx: Vec<i64>,
@@ -1459,6 +1486,20 @@ struct Env {
     /// the index into the node's outermost dimension. A node evaluated with `p` pending
     /// indices writes `node[pending[p-1]]…[pending[0]]`, of shape `shape[p..]`.
     pending: Vec<i64>,
+    /// The iterations the enclosing loops run in all (the product of their trip
+    /// counts): what one more iteration of the node being evaluated is multiplied by.
+    outer_iterations: u128,
+}
+
+impl Default for Env {
+    fn default() -> Env {
+        Env {
+            idx: Vec::new(),
+            lets: Vec::new(),
+            pending: Vec::new(),
+            outer_iterations: 1,
+        }
+    }
 }
 
 /// Run-time values shared by all threads.
@@ -1466,6 +1507,7 @@ struct Ctx<'a> {
     inputs: Vec<&'a [f64]>,
     defs: Vec<Option<Arc<Vec<f64>>>>,
     parallel: bool,
+    max_iterations: u64,
 }
 
 /// Whether `k` is a valid position in an extent of `n`.
@@ -1492,6 +1534,16 @@ impl Ctx<'_> {
 
     fn index(&self, c: &CIdx, env: &Env, span: Span) -> Result<i64, Diagnostic> {
         c.eval(&env.idx).ok_or_else(|| overflow(span))
+    }
+
+    /// Counts a loop of `trips` iterations inside the enclosing ones: the new count of
+    /// `env.outer_iterations` for its body (the caller restores the old one), or E0509.
+    fn enter_loop(&self, trips: u128, env: &Env, span: Span) -> Result<u128, Diagnostic> {
+        let total = env.outer_iterations.saturating_mul(trips);
+        if total > u128::from(self.max_iterations) {
+            return Err(too_long(span, total, self.max_iterations));
+        }
+        Ok(total)
     }
 
     /// Writes the value of `node`, indexed by the pending indices of `env`, into `out`.
@@ -1533,47 +1585,36 @@ impl Ctx<'_> {
                         env.pending.push(k);
                         r
                     }
-                    None => self.gen_loop(lo_v, extent, body, env, out),
+                    None => {
+                        let outer = env.outer_iterations;
+                        env.outer_iterations = self.enter_loop(extent as u128, env, span)?;
+                        let r = self.gen_loop(lo_v, extent, body, env, out);
+                        env.outer_iterations = outer;
+                        r
+                    }
                 }
             }
             Kind::Sum { lo, hi, body } => {
                 let lo_v = self.index(lo, env, span)?;
                 let hi_v = self.index(hi, env, span)?;
                 out.fill(0.0);
-                if let [acc] = out {
-                    let mut t = [0.0];
-                    for v in lo_v..hi_v {
-                        env.idx.push(v);
-                        self.eval(body, env, &mut t)?;
-                        env.idx.pop();
-                        *acc += t[0];
-                    }
-                } else {
-                    let mut t = vec![0.0; out.len()];
-                    for v in lo_v..hi_v {
-                        env.idx.push(v);
-                        self.eval(body, env, &mut t)?;
-                        env.idx.pop();
-                        for (o, x) in out.iter_mut().zip(&t) {
-                            *o += x;
-                        }
-                    }
-                }
-                Ok(())
+                let trips = u128::try_from(i128::from(hi_v) - i128::from(lo_v)).unwrap_or(0);
+                let outer = env.outer_iterations;
+                env.outer_iterations = self.enter_loop(trips, env, span)?;
+                let r = self.sum_loop(lo_v, hi_v, body, env, out);
+                env.outer_iterations = outer;
+                r
             }
             Kind::MaxRed { lo, hi, body } => {
                 // Scalar bodies only (E0416): `out` is one element.
                 let lo_v = self.index(lo, env, span)?;
                 let hi_v = self.index(hi, env, span)?;
-                let mut acc = crate::functions::MAX_EMPTY;
-                let mut t = [0.0];
-                for v in lo_v..hi_v {
-                    env.idx.push(v);
-                    self.eval(body, env, &mut t)?;
-                    env.idx.pop();
-                    acc = crate::functions::max_step(acc, t[0]);
-                }
-                out.fill(acc);
+                let trips = u128::try_from(i128::from(hi_v) - i128::from(lo_v)).unwrap_or(0);
+                let outer = env.outer_iterations;
+                env.outer_iterations = self.enter_loop(trips, env, span)?;
+                let r = self.max_loop(lo_v, hi_v, body, env);
+                env.outer_iterations = outer;
+                out.fill(r?);
                 Ok(())
             }
             Kind::Guard { pred, body } => {
@@ -1591,9 +1632,15 @@ impl Ctx<'_> {
                         // The value is a whole tensor: evaluate it without the pending
                         // indices.
                         let saved = std::mem::take(&mut env.pending);
+                        // A cached value is computed once, whatever loops it is in.
+                        let outer = env.outer_iterations;
+                        if cache.is_some() {
+                            env.outer_iterations = 1;
+                        }
                         let mut buf = vec![0.0; value.numel()];
                         let r = self.eval(value, env, &mut buf);
                         env.pending = saved;
+                        env.outer_iterations = outer;
                         r?;
                         let buf = Arc::new(buf);
                         if let Some(cache) = cache {
@@ -1771,6 +1818,56 @@ impl Ctx<'_> {
     }
 
     /// Evaluates every iteration of a `gen` into consecutive chunks of `out`.
+    /// The terms of a `sum` over `lo..hi`, added into `out` (zeroed by the caller).
+    fn sum_loop(
+        &self,
+        lo_v: i64,
+        hi_v: i64,
+        body: &Node,
+        env: &mut Env,
+        out: &mut [f64],
+    ) -> Result<(), Diagnostic> {
+        if let [acc] = out {
+            let mut t = [0.0];
+            for v in lo_v..hi_v {
+                env.idx.push(v);
+                self.eval(body, env, &mut t)?;
+                env.idx.pop();
+                *acc += t[0];
+            }
+        } else {
+            let mut t = vec![0.0; out.len()];
+            for v in lo_v..hi_v {
+                env.idx.push(v);
+                self.eval(body, env, &mut t)?;
+                env.idx.pop();
+                for (o, x) in out.iter_mut().zip(&t) {
+                    *o += x;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest of the (scalar) terms over `lo..hi`; `-inf` when there are none.
+    fn max_loop(
+        &self,
+        lo_v: i64,
+        hi_v: i64,
+        body: &Node,
+        env: &mut Env,
+    ) -> Result<f64, Diagnostic> {
+        let mut acc = crate::functions::MAX_EMPTY;
+        let mut t = [0.0];
+        for v in lo_v..hi_v {
+            env.idx.push(v);
+            self.eval(body, env, &mut t)?;
+            env.idx.pop();
+            acc = crate::functions::max_step(acc, t[0]);
+        }
+        Ok(acc)
+    }
+
     fn gen_loop(
         &self,
         lo_v: i64,
@@ -2964,6 +3061,7 @@ mod tests {
         let small = EvalOptions {
             max_elements: 10,
             parallel: true,
+            ..EvalOptions::default()
         };
         let e = gen_("i", c(4), gen_("j", c(3), Expr::lit(1.0)));
         let err = eval_expr(&program(), &e, &sizes(5, 3), &inputs(), &small).unwrap_err();
@@ -2981,6 +3079,51 @@ mod tests {
         let e = gen_("i", v("n"), gen_("j", v("n"), Expr::lit(1.0)));
         let shape = concrete_shape(&program(), &e, &sizes(1_000_000_000, 3)).unwrap();
         assert_eq!(shape, vec![1_000_000_000, 1_000_000_000]);
+    }
+
+    #[test]
+    fn runaway_loops_are_refused_before_they_start() {
+        // gen i < 8: sum j < 2^40: 1 (a split by 2^40 makes such sums): 2^43 iterations
+        // counted with the gen around the sum, refused at once, also in parallel.
+        let huge = gen_("i", c(8), sum_("j", c(1 << 40), Expr::lit(1.0)));
+        for parallel in [false, true] {
+            let options = EvalOptions {
+                parallel,
+                ..EvalOptions::default()
+            };
+            let err = eval_expr(&program(), &huge, &sizes(5, 3), &inputs(), &options).unwrap_err();
+            assert_eq!(err.code, "E0509");
+            assert!(
+                err.message.contains("8796093022208 iterations"),
+                "{}",
+                err.message
+            );
+        }
+        // The count is the product of the trip counts: 8 * 5 = 40 runs at a limit of
+        // 40 and is refused at 39; a max-reduction counts the same way.
+        let limit = |max_iterations| EvalOptions {
+            max_iterations,
+            parallel: false,
+            ..EvalOptions::default()
+        };
+        let sum = gen_("i", c(8), sum_("j", c(5), Expr::lit(1.0)));
+        let max = gen_("i", c(8), Expr::max_red("j", c(0), c(5), Expr::lit(1.0)));
+        for e in [&sum, &max] {
+            let ok = eval_expr(&program(), e, &sizes(5, 3), &inputs(), &limit(40)).unwrap();
+            assert_eq!(ok.data.len(), 8);
+            let err = eval_expr(&program(), e, &sizes(5, 3), &inputs(), &limit(39)).unwrap_err();
+            assert_eq!(err.code, "E0509");
+        }
+        // A loop-invariant `let` value is computed once: its 5 * 5 iterations are not
+        // multiplied by the 8 of the gen it sits in (8 + 25 + 8 * 1 reads).
+        let value = gen_("k", c(5), sum_("l", c(5), Expr::lit(1.0)));
+        let e = gen_("i", c(8), Expr::let_("x", value, get(Expr::var("x"), c(0))));
+        let r = eval_expr(&program(), &e, &sizes(5, 3), &inputs(), &limit(25)).unwrap();
+        assert_eq!(r.data, vec![5.0; 8]);
+        // An empty or negative range costs nothing.
+        let e = gen_("i", c(8), sum_("j", I::sub(c(0), c(5)), Expr::lit(1.0)));
+        let r = eval_expr(&program(), &e, &sizes(5, 3), &inputs(), &limit(8)).unwrap();
+        assert_eq!(r.data, vec![0.0; 8]);
     }
 
     #[test]

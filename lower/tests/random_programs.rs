@@ -38,6 +38,7 @@ fn random_programs_lower_correctly() {
             let options = EvalOptions {
                 parallel: false,
                 max_elements: 1 << 16,
+                ..EvalOptions::default()
             };
             let Ok(shapes) = atl_lang::interp::input_shapes(&checked.program, &sizes, &options)
             else {
