@@ -374,7 +374,11 @@ fn compile_c(kernel: &Kernel, dir: &Path, c_file: &Path, symbol: &str) -> Result
         None
     };
     let mut build = quiet_build(kernel, dir);
-    build.file(c_file).flag_if_supported("-std=c99");
+    // `-std=c99` alone turns GCC's fused multiply-adds off (see atl-emit-c's compile).
+    build
+        .file(c_file)
+        .flag_if_supported("-std=c99")
+        .flag_if_supported("-ffp-contract=fast");
     if runtime.is_some() {
         build.flag("-fopenmp");
     }

@@ -182,7 +182,7 @@ def _atl_compile():
     tmp = _ATL_LIBRARY + ".%d.tmp" % _atl_os.getpid()
     errors = []
     for openmp in (["-fopenmp"], []):
-        cmd = [cc] + cflags + ["-std=c99", "-fPIC", "-shared"] + openmp + [_ATL_SOURCE, "-o", tmp, "-lm"]
+        cmd = [cc] + cflags + ["-std=c99", "-ffp-contract=fast", "-fPIC", "-shared"] + openmp + [_ATL_SOURCE, "-o", tmp, "-lm"]
         r = _atl_subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode == 0:
             _atl_os.replace(tmp, _ATL_LIBRARY)
