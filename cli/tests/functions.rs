@@ -1,0 +1,163 @@
+//! The scalar-function examples (`examples/functions/functions.atl`, issue 20) against
+//! an independent expectation: ReLU, the leaky ReLU, the layer norm, the L1 and L2
+//! norms and the clamped logarithm written as plain Rust loops. The specifications and
+//! the scheduled `layer_norm_fast` are evaluated by the interpreter (`atl eval
+//! --json`); `layer_norm_fast`'s C kernel is validated, compiled and compared with the
+//! interpreter (`atl run`).
+
+use std::path::{Path, PathBuf};
+
+use atl_cli::{EXIT_OK, run};
+
+fn example() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/functions/functions.atl")
+        .display()
+        .to_string()
+}
+
+/// Runs `atl ARGS…`; returns (status, stdout, stderr).
+fn atl(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut all = vec!["atl"];
+    all.extend_from_slice(args);
+    let code = run(all, &mut out, &mut err, false);
+    (
+        code,
+        String::from_utf8(out).expect("stdout is UTF-8"),
+        String::from_utf8(err).expect("stderr is UTF-8"),
+    )
+}
+
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("atl-functions-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// `data` as a float64 C-order `.npy` file (format 1.0, written here so that the test
+/// does not rely on the CLI's own reader being right).
+fn write_npy(name: &str, shape: &[usize], data: &[f64]) -> String {
+    assert_eq!(data.len(), shape.iter().product::<usize>());
+    let dims: Vec<String> = shape.iter().map(|d| format!("{d}, ")).collect();
+    let mut header = format!(
+        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}), }}",
+        dims.concat().trim_end()
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for v in data {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    let file = temp_dir().join(name);
+    std::fs::write(&file, bytes).expect("write");
+    file.display().to_string()
+}
+
+/// `atl eval` of `def` at `n x m` with the inputs `x` and `w`: the flat data.
+fn eval(def: &str, n: usize, m: usize, x: &str, w: &str) -> Vec<f64> {
+    let (code, out, err) = atl(&[
+        "eval",
+        &example(),
+        "--def",
+        def,
+        "--sizes",
+        &format!("n={n},m={m}"),
+        "--input",
+        &format!("x={x}"),
+        "--input",
+        &format!("w={w}"),
+        "--json",
+    ]);
+    assert_eq!(code, EXIT_OK, "eval {def}: {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    v["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|d| d.as_f64().expect("finite values"))
+        .collect()
+}
+
+/// Rows with positive, negative and zero values, and values both sides of the clamps.
+fn input(n: usize, m: usize) -> Vec<f64> {
+    (0..n * m)
+        .map(|k| ((k as f64) * 0.9).sin() * 4.0 * (1.0 + (k % 5) as f64))
+        .map(|v| if v.abs() < 0.5 { 0.0 } else { v })
+        .collect()
+}
+
+fn assert_close(def: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{def}");
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+            "{def}[{k}]: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn the_scalar_function_examples_agree_with_plain_loops() {
+    let (n, m) = (5, 7);
+    let x = input(n, m);
+    let w: Vec<f64> = (0..m).map(|j| 0.5 + j as f64 * 0.25).collect();
+    let x_file = write_npy("x.npy", &[n, m], &x);
+    let w_file = write_npy("w.npy", &[m], &w);
+    let elementwise = |f: &dyn Fn(f64) -> f64| x.iter().map(|&v| f(v)).collect::<Vec<_>>();
+    let relu = elementwise(&|v| if v > 0.0 { v } else { 0.0 });
+    let leaky = elementwise(&|v| if v > 0.0 { v } else { 0.01 * v });
+    let clamped_log = elementwise(&|v| v.abs().clamp(0.001, 10.0).ln());
+    let mut layer_norm = vec![0.0; n * m];
+    let mut l1 = vec![0.0; n];
+    let mut l2 = vec![0.0; n];
+    for i in 0..n {
+        let row = &x[i * m..(i + 1) * m];
+        let mean = row.iter().sum::<f64>() / m as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / m as f64;
+        for j in 0..m {
+            layer_norm[i * m + j] = w[j] * (row[j] - mean) / (var + 1e-5).sqrt();
+        }
+        l1[i] = row.iter().map(|v| v.abs()).sum();
+        l2[i] = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+    }
+    // The inputs reach both sides of every function's corner.
+    assert!(x.iter().any(|&v| v < 0.0) && x.iter().any(|&v| v == 0.0));
+    assert!(x.iter().any(|&v| v.abs() > 10.0));
+    for (def, want) in [
+        ("relu", &relu),
+        ("relu_tiled", &relu),
+        ("leaky", &leaky),
+        ("clamped_log", &clamped_log),
+        ("layer_norm", &layer_norm),
+        ("layer_norm_fast", &layer_norm),
+        ("l1", &l1),
+        ("l2", &l2),
+    ] {
+        assert_close(def, &eval(def, n, m, &x_file, &w_file), want);
+    }
+}
+
+#[test]
+fn layer_norm_fasts_kernel_is_validated_and_agrees_with_the_interpreter() {
+    for dtype in ["f64", "f32"] {
+        let (code, out, err) = atl(&[
+            "run",
+            &example(),
+            "--def",
+            "layer_norm_fast",
+            "--sizes",
+            "n=6,m=37",
+            "--dtype",
+            dtype,
+        ]);
+        assert_eq!(code, EXIT_OK, "run layer_norm_fast ({dtype}): {out}{err}");
+        assert!(out.contains("max error vs interpreter"), "{out}");
+    }
+}
