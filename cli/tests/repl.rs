@@ -448,3 +448,110 @@ fn applicable_lists_directives_that_apply_as_typed_and_completion_knows_the_loop
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A session on a file holding `source`, focused on its last definition.
+fn session_on(name: &str, source: &str) -> (Session, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("atl-repl-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("rows.atl");
+    std::fs::write(&file, source).expect("write the program");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(
+        session.load(&file, &mut out),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    (session, dir)
+}
+
+const ROWS: &str = "size n
+input g : [n, n]
+def rows = gen i < n: sum k < n: g[i, k]
+";
+
+/// What a file says of `split k by 4 into ko, ki` in a derivation declared
+/// `grade exact` (the expected message of the REPL's refusals).
+const SPLIT_REFUSED: &str = "[E0855] Error: `split k by 4 into ko, ki` would reassociate the additions of the reduction `k`, in a derivation declared `grade exact`";
+
+/// `grade exact` in the REPL is the file's: typed before a reassociating step, that
+/// step is refused (E0855, the program unchanged), through the whole expansion of a
+/// directive (`tail separate` ends with an exact step); typed after one, the
+/// declaration is refused; `:undo`, `:redo` and a new focus keep it consistent.
+#[test]
+fn grade_exact_refuses_reassociating_steps_as_a_file_does() {
+    let (mut session, dir) = session_on("grade_exact", ROWS);
+    // Without the declaration the split is accepted (graded `real`).
+    let text = session_output(&mut session, ":focus rows\nsplit k by 4 into ko, ki\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["split k by 4 into ko, ki"]);
+    let split = session.current_program().cloned().expect("a program");
+
+    // Declared first: the split is refused and the program is unchanged.
+    let text = session_output(
+        &mut session,
+        ":focus rows\ngrade exact\nsplit k by 4 into ko, ki\nsplit k by 4 into ko, ki tail separate\n",
+    );
+    assert_eq!(text.matches("[E0855]").count(), 2, "{text}");
+    assert!(text.contains(SPLIT_REFUSED), "{text}");
+    assert!(
+        text.contains("[E0855] Error: `split k by 4 into ko, ki tail separate` would reassociate"),
+        "{text}"
+    );
+    assert_eq!(session.step_texts(), ["grade exact"]);
+    let spec = session.current_program().cloned().expect("a program");
+    assert_ne!(spec, split);
+    // An exact step is still accepted after the declaration.
+    let text = session_output(&mut session, "parallel i\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["grade exact", "parallel i"]);
+
+    // Undoing the declaration lifts it; redoing it brings it back.
+    let text = session_output(
+        &mut session,
+        ":undo\n:undo\n:redo\nsplit k by 4 into ko, ki\n",
+    );
+    assert!(text.contains(SPLIT_REFUSED), "{text}");
+    assert_eq!(session.step_texts(), ["grade exact"]);
+    let text = session_output(&mut session, ":undo\nsplit k by 4 into ko, ki\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["split k by 4 into ko, ki"]);
+    assert_eq!(session.current_program(), Some(&split));
+
+    // Declared after the split: the declaration is refused, with the file's message
+    // (at the split, the declaration as "declared here").
+    let text = session_output(&mut session, "grade exact\n");
+    assert!(text.contains(SPLIT_REFUSED), "{text}");
+    assert!(text.contains("declared here"), "{text}");
+    assert_eq!(session.step_texts(), ["split k by 4 into ko, ki"]);
+    assert_eq!(session.current_program(), Some(&split));
+
+    // A new focus starts without the declaration and without the split.
+    let text = session_output(&mut session, ":focus rows\ngrade exact\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["grade exact"]);
+    assert_eq!(session.current_program(), Some(&spec));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The REPL's message is the one `atl derive` gives for the same steps in a file.
+#[test]
+fn grade_exact_refusal_is_worded_as_in_a_file() {
+    let source =
+        format!("{ROWS}derive late from rows {{\n  split k by 4 into ko, ki\n  grade exact\n}}\n");
+    let (_, dir) = session_on("grade_exact_file", ROWS);
+    let file = dir.join("late.atl");
+    std::fs::write(&file, &source).expect("write");
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let code = atl_cli::run(
+        ["atl", "derive", &file.display().to_string()],
+        &mut stdout,
+        &mut stderr,
+        false,
+    );
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains(SPLIT_REFUSED), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

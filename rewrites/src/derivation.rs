@@ -61,6 +61,32 @@ pub fn run_step_expanded(
     }
 }
 
+/// The `grade exact` rule over steps that have run, each with its expansion
+/// (`steps[k]` expanded into `expansions[k]`, the first starting from `initial`): when
+/// one of the steps declares `grade exact`, the first step whose expansion
+/// reassociates is refused with E0855, the diagnostic [`run_derivations`] gives for it
+/// (at that step, the declaration as a secondary label). For a driver that takes the
+/// steps one at a time (the REPL): a declaration typed after a reassociating step
+/// refuses that step, as a file with the declaration anywhere in its derivation does.
+pub fn check_exact_steps(
+    program: &Program,
+    initial: &Expr,
+    steps: &[ast::Step],
+    expansions: &[&[StepOutcome]],
+) -> Result<(), Diagnostic> {
+    let Some(declaration) = declared_exact(steps) else {
+        return Ok(());
+    };
+    let mut before = initial;
+    for (step, outcomes) in steps.iter().zip(expansions) {
+        check_declared_exact(program, before, step, outcomes, declaration)?;
+        if let Some(last) = outcomes.last() {
+            before = &last.expr;
+        }
+    }
+    Ok(())
+}
+
 /// The written definitions `e` uses, directly or through other definitions (each
 /// once).
 fn used_definitions<'p>(program: &'p Program, e: &Expr) -> Vec<&'p ir::Def> {
