@@ -182,8 +182,7 @@ impl Taken {
         &self.last().expr
     }
 
-    /// The record of its last primitive step (what `:history` shows, and what the
-    /// certificate of the session has for it).
+    /// The record of its last primitive step (what `:history` shows).
     fn record(&self) -> &StepRecord {
         &self.last().record
     }
@@ -1231,7 +1230,13 @@ impl Session {
                 from: focus.clone(),
                 initial: original.clone(),
                 result: current.clone(),
-                steps: self.steps.iter().map(|t| t.record().clone()).collect(),
+                // Every primitive step of each typed one: the checker replays them in
+                // order, each from the program the previous one left.
+                steps: self
+                    .steps
+                    .iter()
+                    .flat_map(|t| t.outcomes.iter().map(|o| o.record.clone()))
+                    .collect(),
             };
             let cert =
                 atl_rewrites::cert::Certificate::new(&derivation, &with_focus, &self.library);

@@ -555,3 +555,23 @@ fn grade_exact_refusal_is_worded_as_in_a_file() {
     assert!(stderr.contains(SPLIT_REFUSED), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A directive that expands into several rule steps (`tail separate`: `sum_tile`,
+/// `split_sum`, `simpl_guard`) is one step for undo, but the independent checker that
+/// `:c` runs first sees all of its rule steps (it refused the session with E0847 when
+/// it was given only the last one).
+#[test]
+fn c_after_a_directive_of_several_rule_steps_passes_the_checker() {
+    let (mut session, dir) = session_on("several_steps", ROWS);
+    let text = session_output(
+        &mut session,
+        ":focus rows\nsplit k by 4 into ko, ki tail separate\n:c\n",
+    );
+    assert!(!text.contains("E0847"), "{text}");
+    assert!(text.contains("void rows(int64_t n"), "{text}");
+    assert_eq!(
+        session.step_texts(),
+        ["split k by 4 into ko, ki tail separate"]
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
