@@ -20,9 +20,10 @@ use atl_lang::span::Span;
 use atl_lang::steps::{STEPS, StepClass};
 use atl_rewrites::cert::StepRecord;
 use atl_rewrites::context::StepOutcome;
-use atl_rewrites::derivation::check_exact_steps;
-use atl_rewrites::directives::check_hints;
+use atl_rewrites::derivation::{check_exact_steps, exact_from_real_base, real_base};
+use atl_rewrites::directives::{check_hints, declared_exact};
 use atl_rewrites::engine::{list_sites, run_step_expanded};
+use atl_rewrites::rule::Grade;
 use atl_rewrites::{Env, Library};
 use atl_solver::Solver;
 
@@ -215,6 +216,9 @@ pub struct Session {
     checked: Option<Checked>,
     /// Definitions and derivations of the file, as the starting points for `:focus`.
     derived: BTreeMap<String, Expr>,
+    /// For each derivation among them, the first one graded `real` on its chain of
+    /// bases (itself first): a focus on it cannot be declared `grade exact`.
+    real_bases: BTreeMap<String, String>,
     library: Library,
     solver: Solver,
     focus: Option<String>,
@@ -238,6 +242,7 @@ impl Session {
             source: String::new(),
             checked: None,
             derived: BTreeMap::new(),
+            real_bases: BTreeMap::new(),
             library,
             solver: Solver::new(),
             focus: None,
@@ -419,7 +424,21 @@ impl Session {
         let (steps, diags) = atl_lang::parser::parse_steps(&history);
         // Each text was parsed as one step when it was typed.
         debug_assert!(diags.is_empty() && steps.len() == texts.len(), "{history}");
-        check_exact_steps(&checked.program, original, &steps, &expansions).map_err(|d| Refusal {
+        // As in a file, the starting point must be exact too.
+        let refused_base = declared_exact(&steps).and_then(|declaration| {
+            let focus = self.focus.as_ref()?;
+            let base = self.real_bases.get(focus)?;
+            Some(exact_from_real_base(
+                &format!("the derivation from `{focus}`"),
+                base,
+                declaration,
+            ))
+        });
+        let result = match refused_base {
+            Some(d) => Err(d),
+            None => check_exact_steps(&checked.program, original, &steps, &expansions),
+        };
+        result.map_err(|d| Refusal {
             diagnostic: d,
             name: "<steps>",
             source: history,
@@ -545,6 +564,10 @@ impl Session {
         if !diags.is_empty() {
             self.render(&diags, &name, &source, out);
         }
+        let real_bases = derivations
+            .iter()
+            .filter_map(|d| Some((d.name.clone(), real_base(&derivations, &d.name)?)))
+            .collect();
         let mut derived = BTreeMap::new();
         for d in &checked.program.defs {
             derived.insert(d.name.clone(), d.body.clone());
@@ -558,6 +581,7 @@ impl Session {
         self.source = source;
         self.checked = Some(checked);
         self.derived = derived;
+        self.real_bases = real_bases;
         let _ = writeln!(out, "loaded {name}: {count} definition(s)");
         if let Some(last) = last {
             self.set_focus(&last, out);
@@ -1118,6 +1142,20 @@ impl Session {
         self.source = new_source;
         if let Some(e) = current {
             self.derived.insert(name.to_string(), e);
+        }
+        // The saved derivation is graded `real` if a step of it is, or its base is.
+        let reassociates = self
+            .steps
+            .iter()
+            .flat_map(|t| &t.outcomes)
+            .any(|o| o.record.grade == Grade::Real);
+        let base = if reassociates {
+            Some(name.to_string())
+        } else {
+            self.real_bases.get(focus).cloned()
+        };
+        if let Some(base) = base {
+            self.real_bases.insert(name.to_string(), base);
         }
         Control::Continue
     }

@@ -575,3 +575,39 @@ fn c_after_a_directive_of_several_rule_steps_passes_the_checker() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// As in a file, a focus that starts from a derivation graded `real` (itself, or a base
+/// of it) cannot be declared `grade exact`; one that starts from the specification or
+/// an exact derivation can. A derivation saved from the session counts too.
+#[test]
+fn grade_exact_refuses_a_focus_whose_base_is_real() {
+    let source = format!(
+        "{ROWS}derive tiled from rows {{\n  split k by 4 into ko, ki\n}}\nderive annotated from tiled {{\n  parallel i\n}}\nderive exact_rows from rows {{\n  parallel i\n}}\n"
+    );
+    let (mut session, dir) = session_on("grade_exact_base", &source);
+    for (focus, base) in [("tiled", "tiled"), ("annotated", "tiled")] {
+        let text = session_output(&mut session, &format!(":focus {focus}\ngrade exact\n"));
+        assert!(
+            text.contains(&format!("[E0855] Error: the derivation from `{focus}` is declared `grade exact`, but it starts from `{base}`, which is graded `real`")),
+            "{text}"
+        );
+        assert!(session.step_texts().is_empty(), "{text}");
+    }
+    for focus in ["rows", "exact_rows"] {
+        let text = session_output(&mut session, &format!(":focus {focus}\ngrade exact\n"));
+        assert!(!text.contains("Error"), "{text}");
+        assert_eq!(session.step_texts(), ["grade exact"]);
+    }
+    // Saved from the session: a split makes `mine` real.
+    let text = session_output(
+        &mut session,
+        ":focus rows\nsplit k by 4 into ko, ki\n:save mine\n:focus mine\ngrade exact\n",
+    );
+    assert!(text.contains("saved `derive mine from rows`"), "{text}");
+    assert!(
+        text.contains("but it starts from `mine`, which is graded `real`"),
+        "{text}"
+    );
+    assert!(session.step_texts().is_empty(), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
