@@ -611,3 +611,31 @@ fn grade_exact_refuses_a_focus_whose_base_is_real() {
     assert!(session.step_texts().is_empty(), "{text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// After `grade exact`, `:applicable` no longer lists a directive that would be refused
+/// (exchanging two sums, graded `real`); `grade` is offered by completion.
+#[test]
+fn applicable_leaves_out_what_grade_exact_refuses() {
+    let (mut session, dir) = session_on(
+        "grade_exact_applicable",
+        "size n\ninput g : [n, n, n]\ndef two = gen i < n: sum j < n: sum k < n: g[i, j, k]\n",
+    );
+    assert_eq!(session.completions("gra"), ["grade"]);
+    let listed = |text: &str| -> Vec<String> {
+        text.split("directives that apply (each tried on a copy):\n")
+            .nth(1)
+            .unwrap_or("")
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.split("  (").next().unwrap_or(l).trim().to_string())
+            .collect()
+    };
+    let text = session_output(&mut session, ":focus two\n:applicable\n");
+    assert!(listed(&text).iter().any(|l| l == "reorder k, j"), "{text}");
+    let text = session_output(&mut session, "grade exact\n:applicable\n");
+    assert!(!listed(&text).is_empty(), "{text}");
+    assert!(!listed(&text).iter().any(|l| l == "reorder k, j"), "{text}");
+    let text = session_output(&mut session, "reorder k, j\n");
+    assert!(text.contains("[E0855]"), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
