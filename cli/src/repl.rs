@@ -19,8 +19,11 @@ use atl_lang::shapes::show_shape;
 use atl_lang::span::Span;
 use atl_lang::steps::{STEPS, StepClass};
 use atl_rewrites::cert::StepRecord;
-use atl_rewrites::directives::check_hints;
+use atl_rewrites::context::StepOutcome;
+use atl_rewrites::derivation::{check_exact_steps, exact_from_real_base, real_base};
+use atl_rewrites::directives::{check_hints, declared_exact};
 use atl_rewrites::engine::{list_sites, run_step_expanded};
+use atl_rewrites::rule::Grade;
 use atl_rewrites::{Env, Library};
 use atl_solver::Solver;
 
@@ -163,6 +166,48 @@ const COMMANDS: &[Command] = &[
     },
 ];
 
+/// One step as typed in the focus (a directive is one step for undo and `:save`): its
+/// text and the primitive steps it expanded into, each with the program after it. The
+/// whole expansion is kept because the rules of a derivation (`grade exact`, the loop
+/// hints) are about every primitive step, not only the last.
+#[derive(Debug)]
+struct Taken {
+    text: String,
+    /// Never empty (a step that expands into nothing is not recorded).
+    outcomes: Vec<StepOutcome>,
+}
+
+impl Taken {
+    /// The program after the step.
+    fn result(&self) -> &Expr {
+        &self.last().expr
+    }
+
+    /// The record of its last primitive step (what `:history` shows).
+    fn record(&self) -> &StepRecord {
+        &self.last().record
+    }
+
+    fn last(&self) -> &StepOutcome {
+        self.outcomes
+            .last()
+            .expect("a taken step has at least one primitive step")
+    }
+
+    /// The loop hints of its primitive steps.
+    fn hints(&self) -> impl Iterator<Item = LoopHint> + '_ {
+        self.outcomes.iter().filter_map(|o| o.record.hint.clone())
+    }
+}
+
+/// A refused step: its diagnostic, and the text the diagnostic points into with the
+/// name to show for it (the input line, or the focus's steps for `grade exact`).
+struct Refusal {
+    diagnostic: Diagnostic,
+    name: &'static str,
+    source: String,
+}
+
 /// An interactive session.
 #[derive(Debug)]
 pub struct Session {
@@ -171,14 +216,16 @@ pub struct Session {
     checked: Option<Checked>,
     /// Definitions and derivations of the file, as the starting points for `:focus`.
     derived: BTreeMap<String, Expr>,
+    /// For each derivation among them, the first one graded `real` on its chain of
+    /// bases (itself first): a focus on it cannot be declared `grade exact`.
+    real_bases: BTreeMap<String, String>,
     library: Library,
     solver: Solver,
     focus: Option<String>,
-    /// The program the focus started from, and the steps taken (input text, result,
-    /// record).
+    /// The program the focus started from, and the steps taken in the focus.
     original: Option<Expr>,
-    steps: Vec<(String, Expr, StepRecord)>,
-    undone: Vec<(String, Expr, StepRecord)>,
+    steps: Vec<Taken>,
+    undone: Vec<Taken>,
     style: Style,
     color: bool,
 }
@@ -195,6 +242,7 @@ impl Session {
             source: String::new(),
             checked: None,
             derived: BTreeMap::new(),
+            real_bases: BTreeMap::new(),
             library,
             solver: Solver::new(),
             focus: None,
@@ -304,7 +352,7 @@ impl Session {
     fn current(&self) -> Option<&Expr> {
         self.steps
             .last()
-            .map(|(_, e, _)| e)
+            .map(Taken::result)
             .or(self.original.as_ref())
     }
 
@@ -319,8 +367,86 @@ impl Session {
         }
     }
 
+    /// The rewrite environment of the loaded program: the program, its shapes, the
+    /// session's library (with the file's user rules) and solver; `None` before a load.
+    fn env(&self) -> Option<Env<'_>> {
+        self.checked.as_ref().map(|checked| self.env_for(checked))
+    }
+
+    /// The rewrite environment of `checked` (the loaded program, or a candidate such as
+    /// the file with a saved block) with the session's library and solver.
+    fn env_for<'a>(&'a self, checked: &'a Checked) -> Env<'a> {
+        Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &self.library,
+            solver: &self.solver,
+        }
+    }
+
+    /// The shape of the focus's starting point (what every step must keep).
+    fn original_shape(&self) -> Option<atl_lang::shapes::Shape> {
+        let checked = self.checked.as_ref()?;
+        let start = self.original.as_ref().or(self.current())?;
+        atl_lang::shapes::infer(&checked.shapes, start).ok()
+    }
+
+    /// `grade exact` as in a file: over every step of the focus (those taken, then
+    /// `applied` earlier on this input line, then `text` with its expansion
+    /// `outcomes`), a declaration anywhere refuses the first step that reassociates,
+    /// with the diagnostic a file gives ([`check_exact_steps`]). A declaration typed
+    /// after such a step is thus refused too. On a refusal, the diagnostic and the text
+    /// it points into: the steps one per line, numbered as `:history` numbers them.
+    fn check_exact(
+        &self,
+        applied: &[Taken],
+        text: &str,
+        outcomes: &[StepOutcome],
+    ) -> Result<(), Refusal> {
+        let (Some(checked), Some(original)) = (&self.checked, &self.original) else {
+            return Ok(());
+        };
+        let mut texts: Vec<&str> = self
+            .steps
+            .iter()
+            .chain(applied)
+            .map(|t| t.text.as_str())
+            .collect();
+        texts.push(text);
+        let mut expansions: Vec<&[StepOutcome]> = self
+            .steps
+            .iter()
+            .chain(applied)
+            .map(|t| t.outcomes.as_slice())
+            .collect();
+        expansions.push(outcomes);
+        let history = texts.join("\n");
+        let (steps, diags) = atl_lang::parser::parse_steps(&history);
+        // Each text was parsed as one step when it was typed.
+        debug_assert!(diags.is_empty() && steps.len() == texts.len(), "{history}");
+        // As in a file, the starting point must be exact too.
+        let refused_base = declared_exact(&steps).and_then(|declaration| {
+            let focus = self.focus.as_ref()?;
+            let base = self.real_bases.get(focus)?;
+            Some(exact_from_real_base(
+                &format!("the derivation from `{focus}`"),
+                base,
+                declaration,
+            ))
+        });
+        let result = match refused_base {
+            Some(d) => Err(d),
+            None => check_exact_steps(&checked.program, original, &steps, &expansions),
+        };
+        result.map_err(|d| Refusal {
+            diagnostic: d,
+            name: "<steps>",
+            source: history,
+        })
+    }
+
     fn apply_steps(&mut self, text: &str, out: &mut dyn Write) {
-        let Some(checked) = &self.checked else {
+        let Some(env) = self.env() else {
             let _ = writeln!(out, "no program loaded: `:load FILE`");
             return;
         };
@@ -333,20 +459,12 @@ impl Session {
             self.render(&diags, "<input>", text, out);
             return;
         }
-        let env = Env {
-            program: &checked.program,
-            shapes: &checked.shapes,
-            library: &self.library,
-            solver: &self.solver,
-        };
-        let Ok(shape) =
-            atl_lang::shapes::infer(&checked.shapes, self.original.as_ref().unwrap_or(&current))
-        else {
+        let Some(shape) = self.original_shape() else {
             let _ = writeln!(out, "the program in focus has no shape");
             return;
         };
         let mut expr = current;
-        let mut applied: Vec<(String, Expr, StepRecord)> = Vec::new();
+        let mut applied: Vec<Taken> = Vec::new();
         for step in &steps {
             let step_text = text
                 .get(step.span.range())
@@ -357,16 +475,23 @@ impl Session {
                 .steps
                 .iter()
                 .chain(&applied)
-                .filter_map(|(_, _, r)| r.hint.clone())
+                .flat_map(Taken::hints)
                 .collect();
-            let result =
-                run_step_expanded(&env, &expr, step, &shape, &self.derived).and_then(|outcomes| {
+            let in_input = |d: Diagnostic| Refusal {
+                diagnostic: d,
+                name: "<input>",
+                source: text.to_string(),
+            };
+            let result = run_step_expanded(&env, &expr, step, &shape, &self.derived)
+                .map_err(in_input)
+                .and_then(|outcomes| {
+                    self.check_exact(&applied, &step_text, &outcomes)?;
                     // An annotation must agree with the ones before it (as in a file).
                     let mut hints = hints_before;
                     for o in &outcomes {
                         if let Some(h) = &o.record.hint {
                             hints.push(h.clone());
-                            check_hints(&checked.shapes, &o.expr, &hints)?;
+                            check_hints(env.shapes, &o.expr, &hints).map_err(in_input)?;
                         }
                     }
                     Ok(outcomes)
@@ -380,15 +505,18 @@ impl Session {
                             let _ = writeln!(out, "  {}: {} -- {}", c.name, c.goal, c.verdict);
                         }
                     }
-                    if let Some(o) = outcomes.into_iter().last() {
-                        expr = o.expr.clone();
-                        applied.push((step_text, o.expr, o.record));
+                    if let Some(last) = outcomes.last() {
+                        expr = last.expr.clone();
+                        applied.push(Taken {
+                            text: step_text,
+                            outcomes,
+                        });
                     }
                 }
-                Err(d) => {
+                Err(refusal) => {
                     // A failed step leaves the program unchanged (steps before it on the
                     // same line are kept).
-                    self.render(&[d], "<input>", text, out);
+                    self.render(&[refusal.diagnostic], refusal.name, &refusal.source, out);
                     break;
                 }
             }
@@ -396,8 +524,8 @@ impl Session {
         if applied.is_empty() {
             return;
         }
-        for (_, _, record) in &applied {
-            for c in &record.conditions {
+        for taken in &applied {
+            for c in &taken.record().conditions {
                 let _ = writeln!(out, "  {}: {} -- {}", c.name, c.goal, c.verdict);
             }
         }
@@ -432,16 +560,14 @@ impl Session {
         }
         self.library = library;
         // Replay the file's derivations so they can be focused and unfolded.
-        let env = Env {
-            program: &checked.program,
-            shapes: &checked.shapes,
-            library: &self.library,
-            solver: &self.solver,
-        };
-        let (derivations, diags) = atl_rewrites::run_derivations(&env);
+        let (derivations, diags) = atl_rewrites::run_derivations(&self.env_for(&checked));
         if !diags.is_empty() {
             self.render(&diags, &name, &source, out);
         }
+        let real_bases = derivations
+            .iter()
+            .filter_map(|d| Some((d.name.clone(), real_base(&derivations, &d.name)?)))
+            .collect();
         let mut derived = BTreeMap::new();
         for d in &checked.program.defs {
             derived.insert(d.name.clone(), d.body.clone());
@@ -455,6 +581,7 @@ impl Session {
         self.source = source;
         self.checked = Some(checked);
         self.derived = derived;
+        self.real_bases = real_bases;
         let _ = writeln!(out, "loaded {name}: {count} definition(s)");
         if let Some(last) = last {
             self.set_focus(&last, out);
@@ -537,14 +664,8 @@ impl Session {
     /// The rules whose step succeeds somewhere in the current program (with their
     /// sites), then those that match but need a `with`; `None` without a program.
     fn applicable_rules(&self) -> Option<(Vec<String>, Vec<String>)> {
-        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
+        let (Some(env), Some(current)) = (self.env(), self.current()) else {
             return None;
-        };
-        let env = Env {
-            program: &checked.program,
-            shapes: &checked.shapes,
-            library: &self.library,
-            solver: &self.solver,
         };
         let mut applies = Vec::new();
         let mut needs_with = Vec::new();
@@ -612,7 +733,7 @@ impl Session {
     /// Whether `text` (one step or directive) succeeds on the current program, and
     /// into how many primitive steps it expands; the session is not changed.
     fn try_step(&self, text: &str) -> Option<usize> {
-        let checked = self.checked.as_ref()?;
+        let env = self.env()?;
         let current = self.current()?;
         let (steps, diags) = atl_lang::parser::parse_steps(text);
         let [step] = steps.as_slice() else {
@@ -621,25 +742,16 @@ impl Session {
         if !diags.is_empty() {
             return None;
         }
-        let env = Env {
-            program: &checked.program,
-            shapes: &checked.shapes,
-            library: &self.library,
-            solver: &self.solver,
-        };
-        let shape =
-            atl_lang::shapes::infer(&checked.shapes, self.original.as_ref().unwrap_or(current))
-                .ok()?;
+        let shape = self.original_shape()?;
         let outcomes = run_step_expanded(&env, current, step, &shape, &self.derived).ok()?;
-        let mut hints: Vec<LoopHint> = self
-            .steps
-            .iter()
-            .filter_map(|(_, _, r)| r.hint.clone())
-            .collect();
+        // Refused as typed too: a reassociation after `grade exact`, a conflicting hint.
+        let step_text = text.get(step.span.range()).unwrap_or(text).trim();
+        self.check_exact(&[], step_text, &outcomes).ok()?;
+        let mut hints: Vec<LoopHint> = self.steps.iter().flat_map(Taken::hints).collect();
         for o in &outcomes {
             if let Some(h) = &o.record.hint {
                 hints.push(h.clone());
-                check_hints(&checked.shapes, &o.expr, &hints).ok()?;
+                check_hints(env.shapes, &o.expr, &hints).ok()?;
             }
         }
         Some(outcomes.len())
@@ -768,7 +880,7 @@ impl Session {
     fn cmd_undo(&mut self, _: &str, out: &mut dyn Write) -> Control {
         match self.steps.pop() {
             Some(s) => {
-                let _ = writeln!(out, "undid `{}`", s.0);
+                let _ = writeln!(out, "undid `{}`", s.text);
                 self.undone.push(s);
                 self.print_program(out);
             }
@@ -782,7 +894,7 @@ impl Session {
     fn cmd_redo(&mut self, _: &str, out: &mut dyn Write) -> Control {
         match self.undone.pop() {
             Some(s) => {
-                let _ = writeln!(out, "redid `{}`", s.0);
+                let _ = writeln!(out, "redid `{}`", s.text);
                 self.steps.push(s);
                 self.print_program(out);
             }
@@ -797,9 +909,15 @@ impl Session {
         if self.steps.is_empty() {
             let _ = writeln!(out, "no steps yet");
         }
-        for (k, (text, _, record)) in self.steps.iter().enumerate() {
-            let path: Vec<String> = record.path.iter().map(usize::to_string).collect();
-            let _ = writeln!(out, "{:>3}. {text}  (at [{}])", k + 1, path.join(", "));
+        for (k, taken) in self.steps.iter().enumerate() {
+            let path: Vec<String> = taken.record().path.iter().map(usize::to_string).collect();
+            let _ = writeln!(
+                out,
+                "{:>3}. {}  (at [{}])",
+                k + 1,
+                taken.text,
+                path.join(", ")
+            );
         }
         Control::Continue
     }
@@ -856,15 +974,9 @@ impl Session {
             );
             return Control::Continue;
         }
-        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
+        let (Some(env), Some(current)) = (self.env(), self.current()) else {
             let _ = writeln!(out, "no program in focus");
             return Control::Continue;
-        };
-        let env = Env {
-            program: &checked.program,
-            shapes: &checked.shapes,
-            library: &self.library,
-            solver: &self.solver,
         };
         match list_sites(&env, current, name, backward) {
             Ok(sites) if sites.is_empty() => {
@@ -993,8 +1105,8 @@ impl Session {
             block.push('\n');
         }
         block.push_str(&format!("derive {name} from {focus} {{\n"));
-        for (text, _, _) in &self.steps {
-            block.push_str(&format!("  {text}\n"));
+        for taken in &self.steps {
+            block.push_str(&format!("  {}\n", taken.text));
         }
         block.push_str("}\n");
         let mut new_source = self.source.clone();
@@ -1005,13 +1117,9 @@ impl Session {
         // Check that the file with the block replays before writing it.
         let (checked, diags) = atl_lang::check_source(&new_source);
         let replays = checked.is_some_and(|c| {
-            let env = Env {
-                program: &c.program,
-                shapes: &c.shapes,
-                library: &self.library,
-                solver: &self.solver,
-            };
-            atl_rewrites::run_derivations(&env).1.is_empty()
+            atl_rewrites::run_derivations(&self.env_for(&c))
+                .1
+                .is_empty()
         });
         if !replays || !diags.is_empty() {
             let _ = writeln!(
@@ -1034,6 +1142,20 @@ impl Session {
         self.source = new_source;
         if let Some(e) = current {
             self.derived.insert(name.to_string(), e);
+        }
+        // The saved derivation is graded `real` if a step of it is, or its base is.
+        let reassociates = self
+            .steps
+            .iter()
+            .flat_map(|t| &t.outcomes)
+            .any(|o| o.record.grade == Grade::Real);
+        let base = if reassociates {
+            Some(name.to_string())
+        } else {
+            self.real_bases.get(focus).cloned()
+        };
+        if let Some(base) = base {
+            self.real_bases.insert(name.to_string(), base);
         }
         Control::Continue
     }
@@ -1112,11 +1234,7 @@ impl Session {
             span: Span::DUMMY,
             // The annotations taken so far (`parallel y`, …) apply to `:ir` and `:c`;
             // lowering checks them against the kernel.
-            hints: self
-                .steps
-                .iter()
-                .filter_map(|(_, _, r)| r.hint.clone())
-                .collect(),
+            hints: self.steps.iter().flat_map(Taken::hints).collect(),
         });
         match atl_lang::shapes::infer(&shapes, current) {
             Ok(s) => {
@@ -1150,7 +1268,13 @@ impl Session {
                 from: focus.clone(),
                 initial: original.clone(),
                 result: current.clone(),
-                steps: self.steps.iter().map(|(_, _, r)| r.clone()).collect(),
+                // Every primitive step of each typed one: the checker replays them in
+                // order, each from the program the previous one left.
+                steps: self
+                    .steps
+                    .iter()
+                    .flat_map(|t| t.outcomes.iter().map(|o| o.record.clone()))
+                    .collect(),
             };
             let cert =
                 atl_rewrites::cert::Certificate::new(&derivation, &with_focus, &self.library);
@@ -1253,7 +1377,7 @@ impl Session {
 
     /// The steps taken, as text (for tests and `:save`).
     pub fn step_texts(&self) -> Vec<String> {
-        self.steps.iter().map(|(t, _, _)| t.clone()).collect()
+        self.steps.iter().map(|t| t.text.clone()).collect()
     }
 
     /// The current program, if any.

@@ -448,3 +448,194 @@ fn applicable_lists_directives_that_apply_as_typed_and_completion_knows_the_loop
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A session on a file holding `source`, focused on its last definition.
+fn session_on(name: &str, source: &str) -> (Session, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("atl-repl-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("rows.atl");
+    std::fs::write(&file, source).expect("write the program");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(
+        session.load(&file, &mut out),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    (session, dir)
+}
+
+const ROWS: &str = "size n
+input g : [n, n]
+def rows = gen i < n: sum k < n: g[i, k]
+";
+
+/// What a file says of `split k by 4 into ko, ki` in a derivation declared
+/// `grade exact` (the expected message of the REPL's refusals).
+const SPLIT_REFUSED: &str = "[E0855] Error: `split k by 4 into ko, ki` would reassociate the additions of the reduction `k`, in a derivation declared `grade exact`";
+
+/// `grade exact` in the REPL is the file's: typed before a reassociating step, that
+/// step is refused (E0855, the program unchanged), through the whole expansion of a
+/// directive (`tail separate` ends with an exact step); typed after one, the
+/// declaration is refused; `:undo`, `:redo` and a new focus keep it consistent.
+#[test]
+fn grade_exact_refuses_reassociating_steps_as_a_file_does() {
+    let (mut session, dir) = session_on("grade_exact", ROWS);
+    // Without the declaration the split is accepted (graded `real`).
+    let text = session_output(&mut session, ":focus rows\nsplit k by 4 into ko, ki\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["split k by 4 into ko, ki"]);
+    let split = session.current_program().cloned().expect("a program");
+
+    // Declared first: the split is refused and the program is unchanged.
+    let text = session_output(
+        &mut session,
+        ":focus rows\ngrade exact\nsplit k by 4 into ko, ki\nsplit k by 4 into ko, ki tail separate\n",
+    );
+    assert_eq!(text.matches("[E0855]").count(), 2, "{text}");
+    assert!(text.contains(SPLIT_REFUSED), "{text}");
+    assert!(
+        text.contains("[E0855] Error: `split k by 4 into ko, ki tail separate` would reassociate"),
+        "{text}"
+    );
+    assert_eq!(session.step_texts(), ["grade exact"]);
+    let spec = session.current_program().cloned().expect("a program");
+    assert_ne!(spec, split);
+    // An exact step is still accepted after the declaration.
+    let text = session_output(&mut session, "parallel i\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["grade exact", "parallel i"]);
+
+    // Undoing the declaration lifts it; redoing it brings it back.
+    let text = session_output(
+        &mut session,
+        ":undo\n:undo\n:redo\nsplit k by 4 into ko, ki\n",
+    );
+    assert!(text.contains(SPLIT_REFUSED), "{text}");
+    assert_eq!(session.step_texts(), ["grade exact"]);
+    let text = session_output(&mut session, ":undo\nsplit k by 4 into ko, ki\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["split k by 4 into ko, ki"]);
+    assert_eq!(session.current_program(), Some(&split));
+
+    // Declared after the split: the declaration is refused, with the file's message
+    // (at the split, the declaration as "declared here").
+    let text = session_output(&mut session, "grade exact\n");
+    assert!(text.contains(SPLIT_REFUSED), "{text}");
+    assert!(text.contains("declared here"), "{text}");
+    assert_eq!(session.step_texts(), ["split k by 4 into ko, ki"]);
+    assert_eq!(session.current_program(), Some(&split));
+
+    // A new focus starts without the declaration and without the split.
+    let text = session_output(&mut session, ":focus rows\ngrade exact\n");
+    assert!(!text.contains("Error"), "{text}");
+    assert_eq!(session.step_texts(), ["grade exact"]);
+    assert_eq!(session.current_program(), Some(&spec));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The REPL's message is the one `atl derive` gives for the same steps in a file.
+#[test]
+fn grade_exact_refusal_is_worded_as_in_a_file() {
+    let source =
+        format!("{ROWS}derive late from rows {{\n  split k by 4 into ko, ki\n  grade exact\n}}\n");
+    let (_, dir) = session_on("grade_exact_file", ROWS);
+    let file = dir.join("late.atl");
+    std::fs::write(&file, &source).expect("write");
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let code = atl_cli::run(
+        ["atl", "derive", &file.display().to_string()],
+        &mut stdout,
+        &mut stderr,
+        false,
+    );
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains(SPLIT_REFUSED), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A directive that expands into several rule steps (`tail separate`: `sum_tile`,
+/// `split_sum`, `simpl_guard`) is one step for undo, but the independent checker that
+/// `:c` runs first sees all of its rule steps (it refused the session with E0847 when
+/// it was given only the last one).
+#[test]
+fn c_after_a_directive_of_several_rule_steps_passes_the_checker() {
+    let (mut session, dir) = session_on("several_steps", ROWS);
+    let text = session_output(
+        &mut session,
+        ":focus rows\nsplit k by 4 into ko, ki tail separate\n:c\n",
+    );
+    assert!(!text.contains("E0847"), "{text}");
+    assert!(text.contains("void rows(int64_t n"), "{text}");
+    assert_eq!(
+        session.step_texts(),
+        ["split k by 4 into ko, ki tail separate"]
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// As in a file, a focus that starts from a derivation graded `real` (itself, or a base
+/// of it) cannot be declared `grade exact`; one that starts from the specification or
+/// an exact derivation can. A derivation saved from the session counts too.
+#[test]
+fn grade_exact_refuses_a_focus_whose_base_is_real() {
+    let source = format!(
+        "{ROWS}derive tiled from rows {{\n  split k by 4 into ko, ki\n}}\nderive annotated from tiled {{\n  parallel i\n}}\nderive exact_rows from rows {{\n  parallel i\n}}\n"
+    );
+    let (mut session, dir) = session_on("grade_exact_base", &source);
+    for (focus, base) in [("tiled", "tiled"), ("annotated", "tiled")] {
+        let text = session_output(&mut session, &format!(":focus {focus}\ngrade exact\n"));
+        assert!(
+            text.contains(&format!("[E0855] Error: the derivation from `{focus}` is declared `grade exact`, but it starts from `{base}`, which is graded `real`")),
+            "{text}"
+        );
+        assert!(session.step_texts().is_empty(), "{text}");
+    }
+    for focus in ["rows", "exact_rows"] {
+        let text = session_output(&mut session, &format!(":focus {focus}\ngrade exact\n"));
+        assert!(!text.contains("Error"), "{text}");
+        assert_eq!(session.step_texts(), ["grade exact"]);
+    }
+    // Saved from the session: a split makes `mine` real.
+    let text = session_output(
+        &mut session,
+        ":focus rows\nsplit k by 4 into ko, ki\n:save mine\n:focus mine\ngrade exact\n",
+    );
+    assert!(text.contains("saved `derive mine from rows`"), "{text}");
+    assert!(
+        text.contains("but it starts from `mine`, which is graded `real`"),
+        "{text}"
+    );
+    assert!(session.step_texts().is_empty(), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// After `grade exact`, `:applicable` no longer lists a directive that would be refused
+/// (exchanging two sums, graded `real`); `grade` is offered by completion.
+#[test]
+fn applicable_leaves_out_what_grade_exact_refuses() {
+    let (mut session, dir) = session_on(
+        "grade_exact_applicable",
+        "size n\ninput g : [n, n, n]\ndef two = gen i < n: sum j < n: sum k < n: g[i, j, k]\n",
+    );
+    assert_eq!(session.completions("gra"), ["grade"]);
+    let listed = |text: &str| -> Vec<String> {
+        text.split("directives that apply (each tried on a copy):\n")
+            .nth(1)
+            .unwrap_or("")
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.split("  (").next().unwrap_or(l).trim().to_string())
+            .collect()
+    };
+    let text = session_output(&mut session, ":focus two\n:applicable\n");
+    assert!(listed(&text).iter().any(|l| l == "reorder k, j"), "{text}");
+    let text = session_output(&mut session, "grade exact\n:applicable\n");
+    assert!(!listed(&text).is_empty(), "{text}");
+    assert!(!listed(&text).iter().any(|l| l == "reorder k, j"), "{text}");
+    let text = session_output(&mut session, "reorder k, j\n");
+    assert!(text.contains("[E0855]"), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -9,6 +9,7 @@ use atl_lang::ast::{self, StepKind};
 use atl_lang::diag::Diagnostic;
 use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program};
 use atl_lang::shapes::{self, Shape, ShapeEnv};
+use atl_lang::span::Span;
 
 use crate::context::{Env, StepOutcome};
 use crate::directives::{apply_directive, check_declared_exact, check_hints, declared_exact};
@@ -59,6 +60,32 @@ pub fn run_step_expanded(
         }
         _ => run_step(env, expr, step, original_shape, derived).map(|o| vec![o]),
     }
+}
+
+/// The `grade exact` rule over steps that have run, each with its expansion
+/// (`steps[k]` expanded into `expansions[k]`, the first starting from `initial`): when
+/// one of the steps declares `grade exact`, the first step whose expansion
+/// reassociates is refused with E0855, the diagnostic [`run_derivations`] gives for it
+/// (at that step, the declaration as a secondary label). For a driver that takes the
+/// steps one at a time (the REPL): a declaration typed after a reassociating step
+/// refuses that step, as a file with the declaration anywhere in its derivation does.
+pub fn check_exact_steps(
+    program: &Program,
+    initial: &Expr,
+    steps: &[ast::Step],
+    expansions: &[&[StepOutcome]],
+) -> Result<(), Diagnostic> {
+    let Some(declaration) = declared_exact(steps) else {
+        return Ok(());
+    };
+    let mut before = initial;
+    for (step, outcomes) in steps.iter().zip(expansions) {
+        check_declared_exact(program, before, step, outcomes, declaration)?;
+        if let Some(last) = outcomes.last() {
+            before = &last.expr;
+        }
+    }
+    Ok(())
 }
 
 /// The written definitions `e` uses, directly or through other definitions (each
@@ -132,18 +159,8 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
             && let Some(base) = real_base(&done, &d.from)
         {
             diags.push(
-                Diagnostic::error(
-                    "E0855",
-                    format!(
-                        "derivation `{}` is declared `grade exact`, but it starts from `{}`, which is graded `real`",
-                        d.name, base
-                    ),
-                )
-                .at(declaration, "declared here")
-                .with_secondary(d.name_span, format!("in derivation `{}`", d.name))
-                .with_help(format!(
-                    "start from an exact derivation or the specification, or declare `grade exact` in `{base}` too to find its reassociating step"
-                )),
+                exact_from_real_base(&format!("derivation `{}`", d.name), &base, declaration)
+                    .with_secondary(d.name_span, format!("in derivation `{}`", d.name)),
             );
             continue;
         }
@@ -204,9 +221,25 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
     (done, diags)
 }
 
+/// E0855 for a derivation declared `grade exact` (at `declaration`) that starts from
+/// `base`, a derivation graded `real`: its result could not be bit-identical to the
+/// specification. `derivation` names it for the user (`derivation `d``).
+pub fn exact_from_real_base(derivation: &str, base: &str, declaration: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0855",
+        format!(
+            "{derivation} is declared `grade exact`, but it starts from `{base}`, which is graded `real`"
+        ),
+    )
+    .at(declaration, "declared here")
+    .with_help(format!(
+        "start from an exact derivation or the specification, or declare `grade exact` in `{base}` too to find its reassociating step"
+    ))
+}
+
 /// The first derivation graded `real` on the chain of bases from `from` (a derivation
-/// `from` another starts from that one's result).
-fn real_base(done: &[Derivation], from: &str) -> Option<String> {
+/// `from` another starts from that one's result; `from` itself first).
+pub fn real_base(done: &[Derivation], from: &str) -> Option<String> {
     let mut cur = from;
     // Each base was derived before the derivation that uses it: the chain is finite.
     for _ in 0..=done.len() {
