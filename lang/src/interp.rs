@@ -282,7 +282,7 @@ fn too_long(span: Span, total: u128, limit: u64) -> Diagnostic {
         "too many iterations",
     )
     .with_help(
-        "evaluate at smaller sizes, or raise the interpreter's iteration limit (`max_iterations`)",
+        "evaluate at smaller sizes: the limit stops evaluations that would run for hours (a program using the library sets it with `EvalOptions::max_iterations`)",
     )
 }
 
