@@ -276,7 +276,9 @@ impl Session {
             match first {
                 "rw" | "rw<-" | ":rule" | ":sites" => {
                     candidates.extend(self.library.rules().iter().map(|r| r.name.clone()));
-                    candidates.extend(["at", "around", "with", "in"].map(String::from));
+                    if let Some(step) = atl_lang::steps::lookup(first) {
+                        candidates.extend(step.keywords.iter().map(|k| k.to_string()));
+                    }
                 }
                 ":focus" | "unfold" => {
                     if let Some(c) = &self.checked {
@@ -287,13 +289,20 @@ impl Session {
                 ":unicode" => candidates.extend(["on", "off"].map(String::from)),
                 // A directive or a loop annotation (or `window`): the loops and stages of
                 // the current program, by the names directives accept, and the words.
-                word if STEPS.iter().any(|s| {
+                word if let Some(step) = STEPS.iter().find(|s| {
                     s.name == word
                         && (matches!(s.class, StepClass::Directive | StepClass::LoopHint)
                             || s.name == "window")
                 }) =>
                 {
-                    if let Some(current) = self.current() {
+                    // A step whose synopsis is its name and keywords (`grade exact`)
+                    // names no loop.
+                    let names_loops = step
+                        .synopsis
+                        .split([' ', ','])
+                        .skip(1)
+                        .any(|w| !w.is_empty() && !step.keywords.contains(&w));
+                    if names_loops && let Some(current) = self.current() {
                         let program = self.checked.as_ref().map(|c| &c.program);
                         let all = atl_rewrites::loops::loops(current);
                         candidates.extend(
@@ -302,12 +311,7 @@ impl Session {
                         );
                         candidates.extend(atl_rewrites::loops::stages(current));
                     }
-                    candidates.extend(
-                        [
-                            "by", "into", "at", "in", "tail", "separate", "guard", "round", "shift",
-                        ]
-                        .map(String::from),
-                    );
+                    candidates.extend(step.keywords.iter().map(|k| k.to_string()));
                 }
                 _ => {}
             }

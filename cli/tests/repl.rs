@@ -442,9 +442,10 @@ fn applicable_lists_directives_that_apply_as_typed_and_completion_knows_the_loop
             "{wanted} not in {words:?}"
         );
     }
+    // (Not `by`: `compute_at` has no such word; only `at`.)
     assert_eq!(
         session.completions("compute_at b"),
-        vec!["bx", "bx.x", "bx.y", "by"]
+        vec!["bx", "bx.x", "bx.y"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -621,6 +622,28 @@ fn applicable_leaves_out_what_grade_exact_refuses() {
         "size n\ninput g : [n, n, n]\ndef two = gen i < n: sum j < n: sum k < n: g[i, j, k]\n",
     );
     assert_eq!(session.completions("gra"), ["grade"]);
+    // After a directive's name: its own keywords (from the step table), and loops only
+    // where it names some.
+    assert_eq!(session.completions("grade "), ["exact"]);
+    assert_eq!(session.completions("grade e"), ["exact"]);
+    let words = session.completions("split ");
+    for wanted in ["by", "into", "tail", "separate", "i", "j", "k"] {
+        assert!(
+            words.iter().any(|w| w == wanted),
+            "{wanted} not in {words:?}"
+        );
+    }
+    for unwanted in ["exact", "pad", "as"] {
+        assert!(
+            !words.iter().any(|w| w == unwanted),
+            "{unwanted} in {words:?}"
+        );
+    }
+    assert!(
+        session
+            .completions("boundary g ")
+            .contains(&"pad".to_string())
+    );
     let listed = |text: &str| -> Vec<String> {
         text.split("directives that apply (each tried on a copy):\n")
             .nth(1)

@@ -35,6 +35,9 @@ pub struct StepInfo {
     pub synopsis: &'static str,
     /// The help of a malformed use (E0820 for a directive), verbatim.
     pub usage: &'static str,
+    /// The fixed words of its arguments (`by`, `into`, `tail`, …), in the synopsis's
+    /// order: the REPL completes them after the step's name.
+    pub keywords: &'static [&'static str],
     /// One line saying what the step does.
     pub help: &'static str,
 }
@@ -51,6 +54,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Rewrite,
         synopsis: "rw RULE",
         usage: "`rw RULE [at N] [in [PATH]] [around (PATTERN)] [with k := v, …]`",
+        keywords: &["at", "in", "around", "with"],
         help: "rewrite with a rule, left to right",
     },
     StepInfo {
@@ -58,6 +62,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Rewrite,
         synopsis: "rw<- RULE",
         usage: "`rw<- RULE [at N] [in [PATH]] [around (PATTERN)] [with k := v, …]`",
+        keywords: &["at", "in", "around", "with"],
         help: "rewrite with a rule, right to left",
     },
     StepInfo {
@@ -65,6 +70,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Tactic,
         synopsis: "unfold NAME",
         usage: "`unfold NAME` for a definition NAME",
+        keywords: &[],
         help: "replace every reference to a definition by its body",
     },
     StepInfo {
@@ -72,6 +78,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Tactic,
         synopsis: "inline NAME",
         usage: "`inline x` for a stage `let x = …`",
+        keywords: &[],
         help: "substitute a `let` away",
     },
     StepInfo {
@@ -79,6 +86,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Tactic,
         synopsis: "simpl",
         usage: "`simpl` (no arguments)",
+        keywords: &[],
         help: "simplify every index expression under its context",
     },
     StepInfo {
@@ -86,6 +94,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Tactic,
         synopsis: "simpl_guard",
         usage: "`simpl_guard` (no arguments)",
+        keywords: &[],
         help: "remove the guards their context decides",
     },
     StepInfo {
@@ -93,6 +102,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Tactic,
         synopsis: "window x in LO..HI",
         usage: "`window x in LO..HI[, LO2..HI2, …]` for a stage `let x = …`",
+        keywords: &["in"],
         help: "store a stage only on the window its reads use",
     },
     StepInfo {
@@ -100,6 +110,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Tactic,
         synopsis: "check",
         usage: "`check` (no arguments)",
+        keywords: &[],
         help: "change nothing; check the program (shape discipline)",
     },
     StepInfo {
@@ -107,6 +118,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "split i by K into io, ii [tail guard|round|shift|separate]",
         usage: "`split i by 8 into io, ii [tail guard|round|shift|separate]`",
+        keywords: &["by", "into", "tail", "guard", "round", "shift", "separate"],
         help: "split a loop into an outer and an inner loop",
     },
     StepInfo {
@@ -114,6 +126,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "tile i, j by A, B [into io, jo, ii, ji]",
         usage: "`tile i, j by 64, 64` (loops `io, ii, jo, ji`), or `tile i, j by 64, 64 into io, jo, ii, ji` (Halide's order: the tile loops outside)",
+        keywords: &["by", "into"],
         help: "split two loops; with `into`, the tile loops outside the loops within a tile",
     },
     StepInfo {
@@ -121,6 +134,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "reorder a, b, …",
         usage: "`reorder a, b, …` puts loops nested one in the other in the order given, outermost first (`reorder io, jo, ii, ji`)",
+        keywords: &[],
         help: "put nested loops in the order given, outermost first",
     },
     StepInfo {
@@ -128,6 +142,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "fuse i, j into t",
         usage: "`fuse i, j into t` makes one loop `t` of two directly nested loops",
+        keywords: &["into"],
         help: "make one loop of two directly nested loops",
     },
     StepInfo {
@@ -135,6 +150,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "pack X by Q into XP",
         usage: "`pack B by 16 into Bp` copies the columns of the matrix `B` into zero-padded panels of 16, once",
+        keywords: &["by", "into"],
         help: "copy a matrix's columns into contiguous zero-padded panels, computed once",
     },
     StepInfo {
@@ -142,6 +158,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "boundary X into XP [pad N]",
         usage: "`boundary inp into inp_b` stages a copy of `inp` with zeros around it, once, for its guarded read; `pad 16` adds 16 more zeros at the end of each row",
+        keywords: &["into", "pad"],
         help: "read a zero-bordered copy of a tensor, computed once, instead of guarding the read",
     },
     StepInfo {
@@ -149,6 +166,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "partition x",
         usage: "`partition x` for a loop `x` with boundary guards (`[0 <= x - 1]`, `[x + 1 < W]`), or the tile loop `io` of an earlier `split i by K into io, ii`",
+        keywords: &[],
         help: "split off a loop's boundary iterations so that its steady state has no guard on it (a tile loop: its full tiles from the last one)",
     },
     StepInfo {
@@ -156,6 +174,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "compute_root x",
         usage: "`compute_root x` for a stage `let x = …`",
+        keywords: &[],
         help: "lift a stage out of every enclosing loop",
     },
     StepInfo {
@@ -163,6 +182,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "compute_inline x",
         usage: "`compute_inline x` for a stage `let x = …`",
+        keywords: &[],
         help: "inline a stage into its reads",
     },
     StepInfo {
@@ -170,6 +190,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "compute_at x at l",
         usage: "`compute_at x at io` computes the stage `let x` inside loop `io`",
+        keywords: &["at"],
         help: "compute a stage inside a loop, on the window the loop reads",
     },
     StepInfo {
@@ -177,6 +198,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "bound v to N",
         usage: "`bound i to 2000`: loop `i` (or a size) is 2000, as `assume`s imply",
+        keywords: &["to"],
         help: "check that a loop (or a size) has a given extent",
     },
     StepInfo {
@@ -184,6 +206,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "rfactor ki into l [as part]",
         usage: "`rfactor ki into l [as part]` for the inner loop `ki` of two nested sums (`split k by 8 into ko, ki` first): the partial sums `let part = gen l < 8: sum ko: …`, added afterwards",
+        keywords: &["into", "as"],
         help: "turn a reduction into partial sums over a new pure loop (Halide's rfactor)",
     },
     StepInfo {
@@ -191,6 +214,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::Directive,
         synopsis: "grade exact",
         usage: "`grade exact`: every step of the derivation must keep the floating-point result bit for bit",
+        keywords: &["exact"],
         help: "declare the derivation exact: steps that reassociate sums are refused",
     },
     StepInfo {
@@ -198,6 +222,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::LoopHint,
         synopsis: "parallel x",
         usage: LOOP_HINT_USAGE,
+        keywords: &[],
         help: "run the iterations of a `gen` loop on several threads",
     },
     StepInfo {
@@ -205,6 +230,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::LoopHint,
         synopsis: "vectorize x",
         usage: LOOP_HINT_USAGE,
+        keywords: &[],
         help: "run an innermost `gen` loop in SIMD lanes",
     },
     StepInfo {
@@ -212,6 +238,7 @@ pub const STEPS: &[StepInfo] = &[
         class: StepClass::LoopHint,
         synopsis: "unroll x",
         usage: LOOP_HINT_USAGE,
+        keywords: &[],
         help: "unroll a loop with a constant trip count",
     },
 ];
@@ -298,6 +325,41 @@ mod tests {
             unknown_step_help(),
             "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `parallel`, `vectorize`, `unroll`"
         );
+    }
+
+    /// Every keyword is a word of the step's synopsis or usage, and every word of a
+    /// directive's synopsis that is not a placeholder is one of its keywords (so that
+    /// completion offers what the synopsis shows).
+    #[test]
+    fn keywords_are_the_fixed_words_of_the_synopsis() {
+        let words = |text: &str| -> Vec<String> {
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        for s in STEPS {
+            let known: Vec<String> = words(s.synopsis)
+                .into_iter()
+                .chain(words(s.usage))
+                .collect();
+            for k in s.keywords {
+                assert!(known.iter().any(|w| w == k), "`{}`: `{k}`", s.name);
+            }
+        }
+        // The fixed words of the directives' synopses, by hand.
+        let fixed = [
+            "by", "into", "tail", "guard", "round", "shift", "separate", "pad", "at", "to", "as",
+            "exact",
+        ];
+        for s in STEPS.iter().filter(|s| is_directive_class(s.class)) {
+            for w in words(s.synopsis).iter().skip(1) {
+                if fixed.contains(&w.as_str()) {
+                    assert!(s.keywords.contains(&w.as_str()), "`{}`: `{w}`", s.name);
+                }
+            }
+        }
+        assert_eq!(lookup("grade").map(|s| s.keywords), Some(&["exact"][..]));
     }
 
     /// The parser reads every rewrite and tactic with its own syntax, and every other
