@@ -3,7 +3,7 @@
 //! norms and the clamped logarithm written as plain Rust loops. The specifications and
 //! the scheduled `layer_norm_fast` are evaluated by the interpreter (`atl eval
 //! --json`); `layer_norm_fast`'s C kernel is validated, compiled and compared with the
-//! interpreter (`atl run`).
+//! interpreter (`atl run`); so is the clamped blur of docs/scheduling.md.
 
 use std::path::{Path, PathBuf};
 
@@ -160,4 +160,57 @@ fn layer_norm_fasts_kernel_is_validated_and_agrees_with_the_interpreter() {
         assert_eq!(code, EXIT_OK, "run layer_norm_fast ({dtype}): {out}{err}");
         assert!(out.contains("max error vs interpreter"), "{out}");
     }
+}
+
+/// docs/scheduling.md's `repeat_edge` block (clamped indices): the specification and
+/// its schedule against the clamped blur of plain loops, and the kernel run.
+#[test]
+fn the_guides_clamped_blur_agrees_with_plain_loops() {
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scheduling.md"),
+    )
+    .expect("docs/scheduling.md");
+    let block = guide
+        .split("```atl\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("def blur_edge"))
+        .expect("the guide's blur_edge block");
+    let file = temp_dir().join("blur_edge.atl");
+    std::fs::write(&file, block).expect("write");
+    let file = file.display().to_string();
+    let (h, w) = (3usize, 21usize);
+    let img: Vec<f64> = (0..h * w).map(|k| ((k * 7) % 11) as f64 - 3.0).collect();
+    let img_file = write_npy("img.npy", &[h, w], &img);
+    let mut want = vec![0.0; h * w];
+    for y in 0..h {
+        for x in 0..w {
+            let at = |xx: usize| img[y * w + xx];
+            want[y * w + x] = (at(x.saturating_sub(1)) + at(x) + at((x + 1).min(w - 1))) / 3.0;
+        }
+    }
+    for def in ["blur_edge", "fast"] {
+        let (code, out, err) = atl(&[
+            "eval",
+            &file,
+            "--def",
+            def,
+            "--sizes",
+            &format!("H={h},W={w}"),
+            "--input",
+            &format!("img={img_file}"),
+            "--json",
+        ]);
+        assert_eq!(code, EXIT_OK, "eval {def}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+        let got: Vec<f64> = v["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .map(|d| d.as_f64().expect("finite"))
+            .collect();
+        assert_close(def, &got, &want);
+    }
+    let (code, out, err) = atl(&["run", &file, "--def", "fast", "--sizes", "H=5,W=37"]);
+    assert_eq!(code, EXIT_OK, "run fast: {out}{err}");
 }
