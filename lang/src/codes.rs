@@ -565,7 +565,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0827",
-        "a stage cannot be moved across a construct that no let-lifting rule handles (`-`, `/`, negation, `++`, `pad`, `trunc_l`)",
+        "a stage cannot be moved across a construct that no let-lifting rule handles (`++`, `pad`, `trunc_l`, a max-reduction's body)",
         "rewrite the program around the stage",
     ),
     active(

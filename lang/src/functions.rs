@@ -114,6 +114,19 @@ impl ScalarFn {
         TABLE.iter().map(|e| e.func)
     }
 
+    /// Every function: the named ones, then `select` with each comparison.
+    pub fn all() -> impl Iterator<Item = ScalarFn> {
+        const COMPARISONS: [CmpOp; 6] = [
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+            CmpOp::Eq,
+            CmpOp::Ne,
+        ];
+        Self::named().chain(COMPARISONS.into_iter().map(ScalarFn::Select))
+    }
+
     /// The function called `name` (`select` is not one: it takes a comparison).
     pub fn from_name(name: &str) -> Option<ScalarFn> {
         TABLE.iter().find(|e| e.name == name).map(|e| e.func)
@@ -128,6 +141,16 @@ impl ScalarFn {
         match self {
             ScalarFn::Select(_) => "select",
             f => f.entry().map_or("?", |e| e.name),
+        }
+    }
+
+    /// The name in identifiers (the let-lifting rules' names, the Rocq statements'
+    /// function names): the surface name, and for `select` the comparison too
+    /// (`select_gt`), since each comparison is a different function.
+    pub fn ident_name(self) -> String {
+        match self {
+            ScalarFn::Select(op) => format!("select_{}", comparison_ident(op)),
+            f => f.name().to_string(),
         }
     }
 
@@ -207,6 +230,18 @@ impl ScalarFn {
                 }
             }
         }
+    }
+}
+
+/// A comparison's name in identifiers: `lt`, `le`, `gt`, `ge`, `eq`, `ne`.
+pub fn comparison_ident(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "ne",
     }
 }
 

@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 113 rules. *)
+(* 145 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -21,6 +21,38 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.let_lift_div_l_stmt K) /\
   (@Rules_let.let_lift_div_r_stmt K) /\
   (@Rules_let.let_lift_neg_stmt K) /\
+  (@Rules_let.let_lift_sqrt_stmt K) /\
+  (@Rules_let.let_lift_exp_stmt K) /\
+  (@Rules_let.let_lift_log_stmt K) /\
+  (@Rules_let.let_lift_abs_stmt K) /\
+  (@Rules_let.let_lift_max_l_stmt K) /\
+  (@Rules_let.let_lift_max_r_stmt K) /\
+  (@Rules_let.let_lift_min_l_stmt K) /\
+  (@Rules_let.let_lift_min_r_stmt K) /\
+  (@Rules_let.let_lift_select_lt_a_stmt K) /\
+  (@Rules_let.let_lift_select_lt_b_stmt K) /\
+  (@Rules_let.let_lift_select_lt_then_stmt K) /\
+  (@Rules_let.let_lift_select_lt_else_stmt K) /\
+  (@Rules_let.let_lift_select_le_a_stmt K) /\
+  (@Rules_let.let_lift_select_le_b_stmt K) /\
+  (@Rules_let.let_lift_select_le_then_stmt K) /\
+  (@Rules_let.let_lift_select_le_else_stmt K) /\
+  (@Rules_let.let_lift_select_gt_a_stmt K) /\
+  (@Rules_let.let_lift_select_gt_b_stmt K) /\
+  (@Rules_let.let_lift_select_gt_then_stmt K) /\
+  (@Rules_let.let_lift_select_gt_else_stmt K) /\
+  (@Rules_let.let_lift_select_ge_a_stmt K) /\
+  (@Rules_let.let_lift_select_ge_b_stmt K) /\
+  (@Rules_let.let_lift_select_ge_then_stmt K) /\
+  (@Rules_let.let_lift_select_ge_else_stmt K) /\
+  (@Rules_let.let_lift_select_eq_a_stmt K) /\
+  (@Rules_let.let_lift_select_eq_b_stmt K) /\
+  (@Rules_let.let_lift_select_eq_then_stmt K) /\
+  (@Rules_let.let_lift_select_eq_else_stmt K) /\
+  (@Rules_let.let_lift_select_ne_a_stmt K) /\
+  (@Rules_let.let_lift_select_ne_b_stmt K) /\
+  (@Rules_let.let_lift_select_ne_then_stmt K) /\
+  (@Rules_let.let_lift_select_ne_else_stmt K) /\
   (@Rules_let.let_lift_access_stmt K) /\
   (@Rules_let.let_swap_stmt K) /\
   (@Rules_let.let_lift_let_stmt K) /\
@@ -138,6 +170,38 @@ Proof.
   split; [exact (@Proofs_let.let_lift_div_l K) |].
   split; [exact (@Proofs_let.let_lift_div_r K) |].
   split; [exact (@Proofs_let.let_lift_neg K) |].
+  split; [exact (@Proofs_let.let_lift_sqrt K) |].
+  split; [exact (@Proofs_let.let_lift_exp K) |].
+  split; [exact (@Proofs_let.let_lift_log K) |].
+  split; [exact (@Proofs_let.let_lift_abs K) |].
+  split; [exact (@Proofs_let.let_lift_max_l K) |].
+  split; [exact (@Proofs_let.let_lift_max_r K) |].
+  split; [exact (@Proofs_let.let_lift_min_l K) |].
+  split; [exact (@Proofs_let.let_lift_min_r K) |].
+  split; [exact (@Proofs_let.let_lift_select_lt_a K) |].
+  split; [exact (@Proofs_let.let_lift_select_lt_b K) |].
+  split; [exact (@Proofs_let.let_lift_select_lt_then K) |].
+  split; [exact (@Proofs_let.let_lift_select_lt_else K) |].
+  split; [exact (@Proofs_let.let_lift_select_le_a K) |].
+  split; [exact (@Proofs_let.let_lift_select_le_b K) |].
+  split; [exact (@Proofs_let.let_lift_select_le_then K) |].
+  split; [exact (@Proofs_let.let_lift_select_le_else K) |].
+  split; [exact (@Proofs_let.let_lift_select_gt_a K) |].
+  split; [exact (@Proofs_let.let_lift_select_gt_b K) |].
+  split; [exact (@Proofs_let.let_lift_select_gt_then K) |].
+  split; [exact (@Proofs_let.let_lift_select_gt_else K) |].
+  split; [exact (@Proofs_let.let_lift_select_ge_a K) |].
+  split; [exact (@Proofs_let.let_lift_select_ge_b K) |].
+  split; [exact (@Proofs_let.let_lift_select_ge_then K) |].
+  split; [exact (@Proofs_let.let_lift_select_ge_else K) |].
+  split; [exact (@Proofs_let.let_lift_select_eq_a K) |].
+  split; [exact (@Proofs_let.let_lift_select_eq_b K) |].
+  split; [exact (@Proofs_let.let_lift_select_eq_then K) |].
+  split; [exact (@Proofs_let.let_lift_select_eq_else K) |].
+  split; [exact (@Proofs_let.let_lift_select_ne_a K) |].
+  split; [exact (@Proofs_let.let_lift_select_ne_b K) |].
+  split; [exact (@Proofs_let.let_lift_select_ne_then K) |].
+  split; [exact (@Proofs_let.let_lift_select_ne_else K) |].
   split; [exact (@Proofs_let.let_lift_access K) |].
   split; [exact (@Proofs_let.let_swap K) |].
   split; [exact (@Proofs_let.let_lift_let K) |].

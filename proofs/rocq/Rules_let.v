@@ -169,6 +169,542 @@ Definition let_lift_neg_stmt : Prop :=
   (Neg (let x := v in (a x))) ==
   (let x := v in (Neg (a x))).
 
+(** let_lift_sqrt: a let in the argument of `sqrt` scopes over the call.
+    [let_lift_sqrt: sqrt(let ?x = ?v in ?a) => let ?x = ?v in sqrt(?a) grade: exact] *)
+Definition let_lift_sqrt_stmt : Prop :=
+  forall (a : T -> T) (v : T) (sh_a : list Z) (sh_v : list Z) (ssqrt : scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  (Fun1 ssqrt (let x := v in (a x))) ==
+  (let x := v in (Fun1 ssqrt (a x))).
+
+(** let_lift_exp: a let in the argument of `exp` scopes over the call.
+    [let_lift_exp: exp(let ?x = ?v in ?a) => let ?x = ?v in exp(?a) grade: exact] *)
+Definition let_lift_exp_stmt : Prop :=
+  forall (a : T -> T) (v : T) (sh_a : list Z) (sh_v : list Z) (sexp : scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  (Fun1 sexp (let x := v in (a x))) ==
+  (let x := v in (Fun1 sexp (a x))).
+
+(** let_lift_log: a let in the argument of `log` scopes over the call.
+    [let_lift_log: log(let ?x = ?v in ?a) => let ?x = ?v in log(?a) grade: exact] *)
+Definition let_lift_log_stmt : Prop :=
+  forall (a : T -> T) (v : T) (sh_a : list Z) (sh_v : list Z) (slog : scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  (Fun1 slog (let x := v in (a x))) ==
+  (let x := v in (Fun1 slog (a x))).
+
+(** let_lift_abs: a let in the argument of `abs` scopes over the call.
+    [let_lift_abs: abs(let ?x = ?v in ?a) => let ?x = ?v in abs(?a) grade: exact] *)
+Definition let_lift_abs_stmt : Prop :=
+  forall (a : T -> T) (v : T) (sh_a : list Z) (sh_v : list Z) (sabs : scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  (Fun1 sabs (let x := v in (a x))) ==
+  (let x := v in (Fun1 sabs (a x))).
+
+(** let_lift_max_l: a let in the left argument of the value `max` scopes over the call.
+    [let_lift_max_l: max(let ?x = ?v in ?a, ?b) => let ?x = ?v in max(?a, ?b) grade: exact] *)
+Definition let_lift_max_l_stmt : Prop :=
+  forall (a : T -> T) (b : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z) (smax : scalar -> scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  (Fun2 smax (let x := v in (a x)) b) ==
+  (let x := v in (Fun2 smax (a x) b)).
+
+(** let_lift_max_r: a let in the right argument of the value `max` scopes over the call.
+    [let_lift_max_r: max(?a, let ?x = ?v in ?b) => let ?x = ?v in max(?a, ?b) grade: exact] *)
+Definition let_lift_max_r_stmt : Prop :=
+  forall (a : T) (b : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z) (smax : scalar -> scalar -> scalar),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  (Fun2 smax a (let x := v in (b x))) ==
+  (let x := v in (Fun2 smax a (b x))).
+
+(** let_lift_min_l: a let in the left argument of the value `min` scopes over the call.
+    [let_lift_min_l: min(let ?x = ?v in ?a, ?b) => let ?x = ?v in min(?a, ?b) grade: exact] *)
+Definition let_lift_min_l_stmt : Prop :=
+  forall (a : T -> T) (b : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z) (smin : scalar -> scalar -> scalar),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  (Fun2 smin (let x := v in (a x)) b) ==
+  (let x := v in (Fun2 smin (a x) b)).
+
+(** let_lift_min_r: a let in the right argument of the value `min` scopes over the call.
+    [let_lift_min_r: min(?a, let ?x = ?v in ?b) => let ?x = ?v in min(?a, ?b) grade: exact] *)
+Definition let_lift_min_r_stmt : Prop :=
+  forall (a : T) (b : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_v : list Z) (smin : scalar -> scalar -> scalar),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  (Fun2 smin a (let x := v in (b x))) ==
+  (let x := v in (Fun2 smin a (b x))).
+
+(** let_lift_select_lt_a: a let in `a` of `select(a < b, x, y)` scopes over the call.
+    [let_lift_select_lt_a: select((let ?x = ?v in ?a) < ?b, ?c, ?d) => let ?x = ?v in select(?a < ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_lt_a_stmt : Prop :=
+  forall (a : T -> T) (b : T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_lt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_lt (let x := v in (a x)) b c d) ==
+  (let x := v in (Choose scmp_lt (a x) b c d)).
+
+(** let_lift_select_lt_b: a let in `b` of `select(a < b, x, y)` scopes over the call.
+    [let_lift_select_lt_b: select(?a < (let ?x = ?v in ?b), ?c, ?d) => let ?x = ?v in select(?a < ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_lt_b_stmt : Prop :=
+  forall (a : T) (b : T -> T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_lt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_lt a (let x := v in (b x)) c d) ==
+  (let x := v in (Choose scmp_lt a (b x) c d)).
+
+(** let_lift_select_lt_then: a let in `x` of `select(a < b, x, y)` scopes over the call.
+    [let_lift_select_lt_then: select(?a < ?b, (let ?x = ?v in ?c), ?d) => let ?x = ?v in select(?a < ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_lt_then_stmt : Prop :=
+  forall (a : T) (b : T) (c : T -> T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_lt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  (forall (x : T), WS sh_v x -> WS sh_c (c x)) ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_lt a b (let x := v in (c x)) d) ==
+  (let x := v in (Choose scmp_lt a b (c x) d)).
+
+(** let_lift_select_lt_else: a let in `y` of `select(a < b, x, y)` scopes over the call.
+    [let_lift_select_lt_else: select(?a < ?b, ?c, (let ?x = ?v in ?d)) => let ?x = ?v in select(?a < ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_lt_else_stmt : Prop :=
+  forall (a : T) (b : T) (c : T) (d : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_lt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  WS sh_c c ->
+  (forall (x : T), WS sh_v x -> WS sh_d (d x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_lt a b c (let x := v in (d x))) ==
+  (let x := v in (Choose scmp_lt a b c (d x))).
+
+(** let_lift_select_le_a: a let in `a` of `select(a <= b, x, y)` scopes over the call.
+    [let_lift_select_le_a: select((let ?x = ?v in ?a) <= ?b, ?c, ?d) => let ?x = ?v in select(?a <= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_le_a_stmt : Prop :=
+  forall (a : T -> T) (b : T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_le : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_le (let x := v in (a x)) b c d) ==
+  (let x := v in (Choose scmp_le (a x) b c d)).
+
+(** let_lift_select_le_b: a let in `b` of `select(a <= b, x, y)` scopes over the call.
+    [let_lift_select_le_b: select(?a <= (let ?x = ?v in ?b), ?c, ?d) => let ?x = ?v in select(?a <= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_le_b_stmt : Prop :=
+  forall (a : T) (b : T -> T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_le : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_le a (let x := v in (b x)) c d) ==
+  (let x := v in (Choose scmp_le a (b x) c d)).
+
+(** let_lift_select_le_then: a let in `x` of `select(a <= b, x, y)` scopes over the call.
+    [let_lift_select_le_then: select(?a <= ?b, (let ?x = ?v in ?c), ?d) => let ?x = ?v in select(?a <= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_le_then_stmt : Prop :=
+  forall (a : T) (b : T) (c : T -> T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_le : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  (forall (x : T), WS sh_v x -> WS sh_c (c x)) ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_le a b (let x := v in (c x)) d) ==
+  (let x := v in (Choose scmp_le a b (c x) d)).
+
+(** let_lift_select_le_else: a let in `y` of `select(a <= b, x, y)` scopes over the call.
+    [let_lift_select_le_else: select(?a <= ?b, ?c, (let ?x = ?v in ?d)) => let ?x = ?v in select(?a <= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_le_else_stmt : Prop :=
+  forall (a : T) (b : T) (c : T) (d : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_le : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  WS sh_c c ->
+  (forall (x : T), WS sh_v x -> WS sh_d (d x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_le a b c (let x := v in (d x))) ==
+  (let x := v in (Choose scmp_le a b c (d x))).
+
+(** let_lift_select_gt_a: a let in `a` of `select(a > b, x, y)` scopes over the call.
+    [let_lift_select_gt_a: select((let ?x = ?v in ?a) > ?b, ?c, ?d) => let ?x = ?v in select(?a > ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_gt_a_stmt : Prop :=
+  forall (a : T -> T) (b : T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_gt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_gt (let x := v in (a x)) b c d) ==
+  (let x := v in (Choose scmp_gt (a x) b c d)).
+
+(** let_lift_select_gt_b: a let in `b` of `select(a > b, x, y)` scopes over the call.
+    [let_lift_select_gt_b: select(?a > (let ?x = ?v in ?b), ?c, ?d) => let ?x = ?v in select(?a > ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_gt_b_stmt : Prop :=
+  forall (a : T) (b : T -> T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_gt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_gt a (let x := v in (b x)) c d) ==
+  (let x := v in (Choose scmp_gt a (b x) c d)).
+
+(** let_lift_select_gt_then: a let in `x` of `select(a > b, x, y)` scopes over the call.
+    [let_lift_select_gt_then: select(?a > ?b, (let ?x = ?v in ?c), ?d) => let ?x = ?v in select(?a > ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_gt_then_stmt : Prop :=
+  forall (a : T) (b : T) (c : T -> T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_gt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  (forall (x : T), WS sh_v x -> WS sh_c (c x)) ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_gt a b (let x := v in (c x)) d) ==
+  (let x := v in (Choose scmp_gt a b (c x) d)).
+
+(** let_lift_select_gt_else: a let in `y` of `select(a > b, x, y)` scopes over the call.
+    [let_lift_select_gt_else: select(?a > ?b, ?c, (let ?x = ?v in ?d)) => let ?x = ?v in select(?a > ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_gt_else_stmt : Prop :=
+  forall (a : T) (b : T) (c : T) (d : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_gt : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  WS sh_c c ->
+  (forall (x : T), WS sh_v x -> WS sh_d (d x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_gt a b c (let x := v in (d x))) ==
+  (let x := v in (Choose scmp_gt a b c (d x))).
+
+(** let_lift_select_ge_a: a let in `a` of `select(a >= b, x, y)` scopes over the call.
+    [let_lift_select_ge_a: select((let ?x = ?v in ?a) >= ?b, ?c, ?d) => let ?x = ?v in select(?a >= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ge_a_stmt : Prop :=
+  forall (a : T -> T) (b : T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ge : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ge (let x := v in (a x)) b c d) ==
+  (let x := v in (Choose scmp_ge (a x) b c d)).
+
+(** let_lift_select_ge_b: a let in `b` of `select(a >= b, x, y)` scopes over the call.
+    [let_lift_select_ge_b: select(?a >= (let ?x = ?v in ?b), ?c, ?d) => let ?x = ?v in select(?a >= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ge_b_stmt : Prop :=
+  forall (a : T) (b : T -> T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ge : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ge a (let x := v in (b x)) c d) ==
+  (let x := v in (Choose scmp_ge a (b x) c d)).
+
+(** let_lift_select_ge_then: a let in `x` of `select(a >= b, x, y)` scopes over the call.
+    [let_lift_select_ge_then: select(?a >= ?b, (let ?x = ?v in ?c), ?d) => let ?x = ?v in select(?a >= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ge_then_stmt : Prop :=
+  forall (a : T) (b : T) (c : T -> T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ge : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  (forall (x : T), WS sh_v x -> WS sh_c (c x)) ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ge a b (let x := v in (c x)) d) ==
+  (let x := v in (Choose scmp_ge a b (c x) d)).
+
+(** let_lift_select_ge_else: a let in `y` of `select(a >= b, x, y)` scopes over the call.
+    [let_lift_select_ge_else: select(?a >= ?b, ?c, (let ?x = ?v in ?d)) => let ?x = ?v in select(?a >= ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ge_else_stmt : Prop :=
+  forall (a : T) (b : T) (c : T) (d : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ge : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  WS sh_c c ->
+  (forall (x : T), WS sh_v x -> WS sh_d (d x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ge a b c (let x := v in (d x))) ==
+  (let x := v in (Choose scmp_ge a b c (d x))).
+
+(** let_lift_select_eq_a: a let in `a` of `select(a == b, x, y)` scopes over the call.
+    [let_lift_select_eq_a: select((let ?x = ?v in ?a) == ?b, ?c, ?d) => let ?x = ?v in select(?a == ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_eq_a_stmt : Prop :=
+  forall (a : T -> T) (b : T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_eq : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_eq (let x := v in (a x)) b c d) ==
+  (let x := v in (Choose scmp_eq (a x) b c d)).
+
+(** let_lift_select_eq_b: a let in `b` of `select(a == b, x, y)` scopes over the call.
+    [let_lift_select_eq_b: select(?a == (let ?x = ?v in ?b), ?c, ?d) => let ?x = ?v in select(?a == ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_eq_b_stmt : Prop :=
+  forall (a : T) (b : T -> T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_eq : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_eq a (let x := v in (b x)) c d) ==
+  (let x := v in (Choose scmp_eq a (b x) c d)).
+
+(** let_lift_select_eq_then: a let in `x` of `select(a == b, x, y)` scopes over the call.
+    [let_lift_select_eq_then: select(?a == ?b, (let ?x = ?v in ?c), ?d) => let ?x = ?v in select(?a == ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_eq_then_stmt : Prop :=
+  forall (a : T) (b : T) (c : T -> T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_eq : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  (forall (x : T), WS sh_v x -> WS sh_c (c x)) ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_eq a b (let x := v in (c x)) d) ==
+  (let x := v in (Choose scmp_eq a b (c x) d)).
+
+(** let_lift_select_eq_else: a let in `y` of `select(a == b, x, y)` scopes over the call.
+    [let_lift_select_eq_else: select(?a == ?b, ?c, (let ?x = ?v in ?d)) => let ?x = ?v in select(?a == ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_eq_else_stmt : Prop :=
+  forall (a : T) (b : T) (c : T) (d : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_eq : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  WS sh_c c ->
+  (forall (x : T), WS sh_v x -> WS sh_d (d x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_eq a b c (let x := v in (d x))) ==
+  (let x := v in (Choose scmp_eq a b c (d x))).
+
+(** let_lift_select_ne_a: a let in `a` of `select(a != b, x, y)` scopes over the call.
+    [let_lift_select_ne_a: select((let ?x = ?v in ?a) != ?b, ?c, ?d) => let ?x = ?v in select(?a != ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ne_a_stmt : Prop :=
+  forall (a : T -> T) (b : T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ne : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  (forall (x : T), WS sh_v x -> WS sh_a (a x)) ->
+  WS sh_b b ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ne (let x := v in (a x)) b c d) ==
+  (let x := v in (Choose scmp_ne (a x) b c d)).
+
+(** let_lift_select_ne_b: a let in `b` of `select(a != b, x, y)` scopes over the call.
+    [let_lift_select_ne_b: select(?a != (let ?x = ?v in ?b), ?c, ?d) => let ?x = ?v in select(?a != ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ne_b_stmt : Prop :=
+  forall (a : T) (b : T -> T) (c : T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ne : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  (forall (x : T), WS sh_v x -> WS sh_b (b x)) ->
+  WS sh_c c ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ne a (let x := v in (b x)) c d) ==
+  (let x := v in (Choose scmp_ne a (b x) c d)).
+
+(** let_lift_select_ne_then: a let in `x` of `select(a != b, x, y)` scopes over the call.
+    [let_lift_select_ne_then: select(?a != ?b, (let ?x = ?v in ?c), ?d) => let ?x = ?v in select(?a != ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ne_then_stmt : Prop :=
+  forall (a : T) (b : T) (c : T -> T) (d : T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ne : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  (forall (x : T), WS sh_v x -> WS sh_c (c x)) ->
+  WS sh_d d ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ne a b (let x := v in (c x)) d) ==
+  (let x := v in (Choose scmp_ne a b (c x) d)).
+
+(** let_lift_select_ne_else: a let in `y` of `select(a != b, x, y)` scopes over the call.
+    [let_lift_select_ne_else: select(?a != ?b, ?c, (let ?x = ?v in ?d)) => let ?x = ?v in select(?a != ?b, ?c, ?d) grade: exact] *)
+Definition let_lift_select_ne_else_stmt : Prop :=
+  forall (a : T) (b : T) (c : T) (d : T -> T) (v : T) (sh_a : list Z) (sh_b : list Z) (sh_c : list Z) (sh_d : list Z) (sh_v : list Z) (scmp_ne : scalar -> scalar -> bool),
+  (* well-shaped metavariables *)
+  WS sh_a a ->
+  WS sh_b b ->
+  WS sh_c c ->
+  (forall (x : T), WS sh_v x -> WS sh_d (d x)) ->
+  WS sh_v v ->
+  (* the left side is well-formed *)
+  sh_a = [] ->
+  sh_b = [] ->
+  sh_c = [] ->
+  sh_d = [] ->
+  (Choose scmp_ne a b c (let x := v in (d x))) ==
+  (let x := v in (Choose scmp_ne a b c (d x))).
+
 (** let_lift_access: a let inside an accessed tensor scopes over the access.
     [let_lift_access: (let ?x = ?v in ?b)[?k] => let ?x = ?v in ?b[?k] grade: exact] *)
 Definition let_lift_access_stmt : Prop :=

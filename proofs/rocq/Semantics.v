@@ -99,8 +99,11 @@ Definition Neg (a : T) : T := fun s => sopp (a s).
 (** Scalar functions ([sqrt], [exp], [log], [abs], value [max]/[min], and
     [select(a OP b, x, y)], `lang/src/functions.rs`) are functions on the scalar type,
     applied pointwise; the comparison of [select] is a boolean function of two scalars.
-    No rule mentions them, and every rule's statement quantifies over all tensors, so
-    the rules hold whatever a metavariable stands for, calls included. *)
+    A rule that mentions one (the let-lifting rules of rules/library/let.rules) is
+    stated for an arbitrary function of its arity, quantified like division's [sdiv]
+    ([ssqrt], [smax], [scmp_gt] for [select(a > b, x, y)], ...; `rewrites/src/rocq.rs`),
+    so it holds whatever the function does; every rule's statement quantifies over all
+    tensors, so the others hold whatever a metavariable stands for, calls included. *)
 Definition Fun1 (f : scalar -> scalar) (a : T) : T := fun s => f (a s).
 Definition Fun2 (f : scalar -> scalar -> scalar) (a b : T) : T := fun s => f (a s) (b s).
 Definition Choose (c : scalar -> scalar -> bool) (a b x y : T) : T :=

@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
+use atl_lang::functions::{ScalarFn, comparison_ident};
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind};
 
@@ -180,10 +181,12 @@ struct Tr<'a> {
     wf: Vec<String>,
     collect_wf: bool,
     /// Rule statements only: scalar division is an arbitrary binary function `sdiv`,
-    /// quantified in the statement (a rule that holds for every function holds for
-    /// division, whatever it does at zero). `None` for concrete programs, which have
-    /// no ring semantics for it.
-    functions: Option<BTreeSet<&'static str>>,
+    /// and each scalar function an arbitrary function of its arity (see
+    /// [`scalar_function`]), quantified in the statement (a rule that holds for every
+    /// function holds for division, whatever it does at zero, and for `sqrt` whatever
+    /// it does below zero). `None` for concrete programs, which have no ring semantics
+    /// for them.
+    functions: Option<BTreeSet<String>>,
 }
 
 fn int(c: i64) -> String {
@@ -427,12 +430,26 @@ impl Tr<'_> {
                 format!("(Acc {} {})", self.expr(tensor)?, self.index(index)?)
             }
             ExprKind::Neg(a) => format!("(Neg {})", self.expr(a)?),
-            // Like division: no ring operation. Rules that do not mention scalar
-            // functions hold whatever a metavariable stands for, functions included.
-            ExprKind::Call { func, .. } => {
-                return fail(format!(
-                    "the scalar function `{func}` has no ring semantics"
-                ));
+            // Like division: no ring operation, so an arbitrary function of the
+            // function's arity, quantified in the statement. Rules that do not mention
+            // scalar functions hold whatever a metavariable stands for, calls included.
+            ExprKind::Call { func, args } => {
+                let Some(functions) = &mut self.functions else {
+                    return fail(format!(
+                        "the scalar function `{func}` has no ring semantics"
+                    ));
+                };
+                let (name, quantifier, head) = scalar_function(*func);
+                functions.insert(quantifier);
+                let mut terms = Vec::with_capacity(args.len());
+                for a in args {
+                    let sh = self.shape(a)?;
+                    if sh != "[]" {
+                        self.hyp(format!("{sh} = []"))?;
+                    }
+                    terms.push(self.expr(a)?);
+                }
+                format!("({head} {name} {})", terms.join(" "))
             }
             // `MaxRed` of Semantics.v takes the max function and the empty value as
             // arguments, which no generated statement quantifies over (yet).
@@ -462,7 +479,7 @@ impl Tr<'_> {
                         let Some(functions) = &mut self.functions else {
                             return fail("scalar division has no ring semantics");
                         };
-                        functions.insert("(sdiv : scalar -> scalar -> scalar)");
+                        functions.insert("(sdiv : scalar -> scalar -> scalar)".to_string());
                         for s in [&sa, &sb] {
                             if s != "[]" {
                                 self.hyp(format!("{s} = []"))?;
@@ -514,6 +531,28 @@ impl Tr<'_> {
                 format!("({head} {sa} {k} {})", self.expr(arg)?)
             }
         })
+    }
+}
+
+/// A scalar function in a rule statement: the name of the arbitrary function that
+/// stands for it, its quantifier, and the Semantics.v head that applies it pointwise
+/// (`Fun1`, `Fun2`, or `Choose` with a boolean function for `select`'s comparison).
+fn scalar_function(func: ScalarFn) -> (String, String, &'static str) {
+    match func {
+        ScalarFn::Select(op) => {
+            let name = format!("scmp_{}", comparison_ident(op));
+            let quantifier = format!("({name} : scalar -> scalar -> bool)");
+            (name, quantifier, "Choose")
+        }
+        f => {
+            let name = format!("s{}", f.name());
+            let (ty, head) = match f.arity() {
+                1 => ("scalar -> scalar", "Fun1"),
+                _ => ("scalar -> scalar -> scalar", "Fun2"),
+            };
+            let quantifier = format!("({name} : {ty})");
+            (name, quantifier, head)
+        }
     }
 }
 

@@ -422,15 +422,59 @@ fn status_lines_load_and_malformed_ones_are_reported() {
 
 #[test]
 fn export_explains_what_it_cannot_render() {
-    // A scalar function has no semantics in the development: refused, saying so.
-    let text = "# q: doc\nq: sqrt(?a) => sqrt(?a)\n  grade: exact\n  example: sqrt(s) => sqrt(s)\n";
+    // A max-reduction has no semantics in the generated statements: refused, saying so.
+    let text = "# q: doc\nq: max ?i < ?n: ?e => max ?i < ?n: ?e\n  if scalar: shape(?e) = []\n  grade: exact\n  example: max i < n: f[i] => max i < n: f[i]\n";
     let (rules, diags) = atl_rewrites::rule::load_rules(text, "t.rules");
     assert!(diags.is_empty(), "{diags:?}");
     let err = atl_rewrites::rocq::rule_statement(&rules[0]).err();
     assert!(
-        err.is_some_and(|e| e.0.contains("function")),
-        "a scalar function must be refused"
+        err.is_some_and(|e| e.0.contains("max-reduction")),
+        "a max-reduction must be refused"
     );
+}
+
+/// Like division, each scalar function is stated as an arbitrary function of its arity
+/// (`select` as a choice by an arbitrary comparison), quantified: a statement proved
+/// for it holds whatever the function does, and one that needs what the function is
+/// (`abs(abs(a)) = abs(a)`) cannot be proved.
+#[test]
+fn scalar_functions_are_stated_for_every_function() {
+    let cases = [
+        (
+            "abs(abs(?a)) => abs(?a)",
+            "abs(abs(s)) => abs(s)",
+            &["(sabs : scalar -> scalar)", "(Fun1 sabs (Fun1 sabs a)) =="][..],
+        ),
+        (
+            "max(?a, ?b) => min(?b, ?a)",
+            "max(s, s) => min(s, s)",
+            &[
+                "(smax : scalar -> scalar -> scalar)",
+                "(smin : scalar -> scalar -> scalar)",
+                "(Fun2 smax a b) ==",
+                "(Fun2 smin b a)",
+            ][..],
+        ),
+        (
+            "select(?a >= ?b, ?c, ?d) => select(?b <= ?a, ?c, ?d)",
+            "select(s >= s, s, s) => select(s <= s, s, s)",
+            &[
+                "(scmp_ge : scalar -> scalar -> bool)",
+                "(scmp_le : scalar -> scalar -> bool)",
+                "(Choose scmp_ge a b c d) ==",
+                "(Choose scmp_le b a c d)",
+            ][..],
+        ),
+    ];
+    for (rule, example, wanted) in cases {
+        let text = format!("# q: doc\nq: {rule}\n  grade: exact\n  example: {example}\n");
+        let (rules, diags) = atl_rewrites::rule::load_rules(&text, "t.rules");
+        assert!(diags.is_empty(), "{diags:?}");
+        let stmt = atl_rewrites::rocq::rule_statement(&rules[0]).expect("rendered");
+        for w in wanted {
+            assert!(stmt.contains(w), "{rule}: no {w} in\n{stmt}");
+        }
+    }
 }
 
 /// Scalar division is stated as an arbitrary binary function, quantified: a statement

@@ -56,6 +56,7 @@ use std::collections::BTreeMap;
 
 use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, StepKind};
 use atl_lang::diag::Diagnostic;
+use atl_lang::functions::ScalarFn;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, HintKind, LoopHint, Program};
 use atl_lang::poly::{self, Poly};
@@ -398,8 +399,33 @@ fn condition_failed(d: &Diagnostic) -> bool {
     d.code == "E0811" || d.code == "E0812"
 }
 
+/// The rule that lifts a `let` out of argument `k` of a call of `func`, forward:
+/// rules/library/let.rules has one per function and argument position, named from the
+/// function (`let_lift_sqrt`, `let_lift_max_l`/`_r`, and for `select(a OP b, x, y)`,
+/// one function per comparison, `let_lift_select_gt_a`/`_b`/`_then`/`_else`).
+pub fn call_lift_rule(func: ScalarFn, k: usize) -> String {
+    let name = func.ident_name();
+    match (func, func.arity()) {
+        (ScalarFn::Select(_), _) => {
+            let position = ["a", "b", "then", "else"][k];
+            format!("let_lift_{name}_{position}")
+        }
+        (_, 1) => format!("let_lift_{name}"),
+        _ => format!("let_lift_{name}_{}", if k == 0 { "l" } else { "r" }),
+    }
+}
+
 /// The rule that lifts a `let` out of the construct `parent` (its child `k`), forward.
-fn lift_rule(parent: &Expr, k: usize) -> Option<&'static str> {
+fn lift_rule(parent: &Expr, k: usize) -> Option<String> {
+    match &parent.kind {
+        ExprKind::Call { func, .. } => Some(call_lift_rule(*func, k)),
+        _ => construct_lift_rule(parent, k).map(str::to_string),
+    }
+}
+
+/// The rule that lifts a `let` out of the construct `parent` (its child `k`), forward,
+/// for the constructs other than calls.
+fn construct_lift_rule(parent: &Expr, k: usize) -> Option<&'static str> {
     Some(match (&parent.kind, k) {
         (ExprKind::Gen { .. }, _) => "let_lift_gen",
         (ExprKind::Sum { .. }, _) => "let_lift_sum",
@@ -465,7 +491,7 @@ fn no_lift_rule(x: &str, parent: &Expr, span: Span) -> Diagnostic {
         ),
     )
     .at(span, "cannot move the stage")
-    .with_help("rewrite the program so that only gens, sums, guards, accesses, `+`, `-`, `*`, `/`, negations, `transpose`, `flatten`, `split`, `trunc_r` and lets separate the stage from the loop (a scalar function's argument is not crossed: bind the stage outside the call)")
+    .with_help("rewrite the program so that only gens, sums, guards, accesses, `+`, `-`, `*`, `/`, negations, scalar functions' arguments, `transpose`, `flatten`, `split`, `trunc_r` and lets separate the stage from the loop (`++`, `pad`, `trunc_l` and max-reductions are not crossed: bind the stage outside them)")
 }
 
 /// A loop: its variable and range.
@@ -814,7 +840,7 @@ impl Applier<'_, '_> {
             )));
         }
         let rule = lift_rule(parent_node, *k).ok_or_else(|| no_lift_rule(x, parent_node, span))?;
-        self.apply(rw(rule, false, parent.to_vec(), vec![], span))?;
+        self.apply(rw(&rule, false, parent.to_vec(), vec![], span))?;
         Ok(parent.to_vec())
     }
 
@@ -831,7 +857,7 @@ impl Applier<'_, '_> {
         body.push(1);
         let body_node = self.node(&body).expect("the let has a body");
         let rule = lift_rule(body_node, k).ok_or_else(|| no_lift_rule(x, body_node, span))?;
-        self.apply(rw(rule, true, path.to_vec(), vec![], span))?;
+        self.apply(rw(&rule, true, path.to_vec(), vec![], span))?;
         let mut out = path.to_vec();
         out.push(k);
         Ok(out)
@@ -870,7 +896,7 @@ impl Applier<'_, '_> {
             let Some(rule) = self.node(parent).and_then(|p| lift_rule(p, *k)) else {
                 break;
             };
-            let Ok(o) = self.try_apply(&rw(rule, false, parent.to_vec(), vec![], span)) else {
+            let Ok(o) = self.try_apply(&rw(&rule, false, parent.to_vec(), vec![], span)) else {
                 break;
             };
             self.commit(o);
