@@ -1,25 +1,16 @@
 //! `atl bench`: a real (small) timing run that checks, times and compares two
 //! definitions, and its refusals.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER, bench_cmd, run};
+use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER, bench_cmd};
+use common::atl;
 
 fn path(rel: &str) -> String {
     let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     root.join(rel).display().to_string()
-}
-
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("UTF-8"),
-        String::from_utf8(err).expect("UTF-8"),
-    )
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! End-to-end tests of the `atl` command line through [`atl_cli::run`] (in-process,
 //! with captured output) and, for exit statuses, through the real binary.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER, run};
+use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER};
 use atl_lang::interp::Tensor;
+use common::atl;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -12,20 +15,6 @@ fn root() -> PathBuf {
 
 fn path(rel: &str) -> String {
     root().join(rel).display().to_string()
-}
-
-/// Runs `atl ARGS…`; returns (status, stdout, stderr).
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
 }
 
 fn parse_json(text: &str) -> (Vec<usize>, Vec<f64>) {

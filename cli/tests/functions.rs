@@ -5,9 +5,12 @@
 //! --json`); `layer_norm_fast`'s C kernel is validated, compiled and compared with the
 //! interpreter (`atl run`); so is the clamped blur of docs/scheduling.md.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use atl_cli::{EXIT_OK, run};
+use atl_cli::EXIT_OK;
+use common::atl;
 
 fn example() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -16,48 +19,10 @@ fn example() -> String {
         .to_string()
 }
 
-/// Runs `atl ARGS…`; returns (status, stdout, stderr).
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
-}
-
 fn temp_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("atl-functions-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-/// `data` as a float64 C-order `.npy` file (format 1.0, written here so that the test
-/// does not rely on the CLI's own reader being right).
-fn write_npy(name: &str, shape: &[usize], data: &[f64]) -> String {
-    assert_eq!(data.len(), shape.iter().product::<usize>());
-    let dims: Vec<String> = shape.iter().map(|d| format!("{d}, ")).collect();
-    let mut header = format!(
-        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}), }}",
-        dims.concat().trim_end()
-    );
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    for v in data {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    let file = temp_dir().join(name);
-    std::fs::write(&file, bytes).expect("write");
-    file.display().to_string()
 }
 
 /// `atl eval` of `def` at `n x m` with the inputs `x` and `w`: the flat data.
@@ -108,8 +73,8 @@ fn the_scalar_function_examples_agree_with_plain_loops() {
     let (n, m) = (5, 7);
     let x = input(n, m);
     let w: Vec<f64> = (0..m).map(|j| 0.5 + j as f64 * 0.25).collect();
-    let x_file = write_npy("x.npy", &[n, m], &x);
-    let w_file = write_npy("w.npy", &[m], &w);
+    let x_file = common::write_npy(&temp_dir(), "x.npy", &[n, m], &x);
+    let w_file = common::write_npy(&temp_dir(), "w.npy", &[m], &w);
     let elementwise = |f: &dyn Fn(f64) -> f64| x.iter().map(|&v| f(v)).collect::<Vec<_>>();
     let relu = elementwise(&|v| if v > 0.0 { v } else { 0.0 });
     let leaky = elementwise(&|v| if v > 0.0 { v } else { 0.01 * v });
@@ -181,7 +146,7 @@ fn the_guides_clamped_blur_agrees_with_plain_loops() {
     let file = file.display().to_string();
     let (h, w) = (3usize, 21usize);
     let img: Vec<f64> = (0..h * w).map(|k| ((k * 7) % 11) as f64 - 3.0).collect();
-    let img_file = write_npy("img.npy", &[h, w], &img);
+    let img_file = common::write_npy(&temp_dir(), "img.npy", &[h, w], &img);
     let mut want = vec![0.0; h * w];
     for y in 0..h {
         for x in 0..w {

@@ -1,22 +1,12 @@
 //! `atl rules` and the Rocq development: each rule's proof status is shown, and
 //! `--export-rocq` writes exactly the committed statements of `proofs/rocq`.
 
+mod common;
+
 use std::path::Path;
 
-use atl_cli::{EXIT_ARGS, EXIT_OK, run};
-
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
-}
+use atl_cli::{EXIT_ARGS, EXIT_OK};
+use common::atl;
 
 #[test]
 fn rules_show_their_proof_status() {

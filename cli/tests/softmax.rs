@@ -7,9 +7,12 @@
 //! scheduled `fast` are evaluated by the interpreter (`atl eval --json`), and `fast`'s
 //! C kernel is validated, compiled and compared with the interpreter (`atl run`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use atl_cli::{EXIT_OK, run};
+use atl_cli::EXIT_OK;
+use common::atl;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -22,41 +25,10 @@ fn example() -> String {
         .to_string()
 }
 
-/// Runs `atl ARGS…`; returns (status, stdout, stderr).
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
-}
-
-/// `data` as a float64 C-order `.npy` file of shape `[n, m]` (format 1.0, written
-/// here so that the test does not rely on the CLI's own reader being right).
+/// `data` as a float64 `.npy` file of shape `[n, m]` in this test's directory.
 fn write_npy(name: &str, n: usize, m: usize, data: &[f64]) -> String {
-    assert_eq!(data.len(), n * m);
     let dir = std::env::temp_dir().join(format!("atl-softmax-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({n}, {m}), }}");
-    // Magic (6) + version (2) + header length (2) + header, padded to 64 with a newline.
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    for v in data {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    let file = dir.join(name);
-    std::fs::write(&file, bytes).expect("write");
-    file.display().to_string()
+    common::write_npy(&dir, name, &[n, m], data)
 }
 
 /// The rows of the input: ordinary values, equal values, negative values, and values

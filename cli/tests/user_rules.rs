@@ -3,10 +3,13 @@
 //! wrong one stops `atl check`/`atl derive`/`:load` with its counterexample; `atl
 //! rules --file PROGRAM.atl` lists and checks them; `atl fmt` keeps them verbatim.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use atl_cli::repl::{Session, run_script};
-use atl_cli::{EXIT_OK, EXIT_USER, run};
+use atl_cli::{EXIT_OK, EXIT_USER};
+use common::atl;
 
 fn path(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -14,20 +17,6 @@ fn path(rel: &str) -> String {
         .join(rel)
         .display()
         .to_string()
-}
-
-/// Runs `atl ARGS…`; returns (status, stdout, stderr).
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
 }
 
 fn temp_dir(name: &str) -> PathBuf {

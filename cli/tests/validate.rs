@@ -4,9 +4,12 @@
 //! diagnostics (never a panic), a kernel of another definition refused, and a printed
 //! kernel run from its text agreeing with the interpreter.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use atl_cli::{EXIT_OK, EXIT_USER, run};
+use atl_cli::{EXIT_OK, EXIT_USER};
+use common::atl;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -14,20 +17,6 @@ fn root() -> PathBuf {
 
 fn path(rel: &str) -> String {
     root().join(rel).display().to_string()
-}
-
-/// Runs `atl ARGS…`; returns (status, stdout, stderr).
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
 }
 
 /// A scratch file holding `text`, in a directory of this test process.
