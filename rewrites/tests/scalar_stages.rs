@@ -54,11 +54,7 @@ derive staged from normalized {
         matches!(&body.kind, ExprKind::Let { var, .. } if var == "s"),
         "{body:?}"
     );
-    let rules: Vec<&str> = derivations[0]
-        .steps
-        .iter()
-        .filter_map(|s| s.rule.as_deref())
-        .collect();
+    let rules = common::rules_applied(&derivations[0]);
     for r in [
         "let_lift_neg",
         "let_lift_sub_r",
@@ -175,11 +171,7 @@ derive staged from spec {{
                 matches!(&body.kind, ExprKind::Let { var, .. } if var == "s"),
                 "{call}: {body:?}"
             );
-            let rules: Vec<&str> = derivations[0]
-                .steps
-                .iter()
-                .filter_map(|s| s.rule.as_deref())
-                .collect();
+            let rules = common::rules_applied(&derivations[0]);
             let lift = atl_rewrites::directives::call_lift_rule(func, position);
             assert!(
                 rules.contains(&lift.as_str()),
@@ -221,11 +213,7 @@ derive s from a {
         matches!(&body.kind, ExprKind::Let { var, .. } if var == "b"),
         "{body:?}"
     );
-    let rules: Vec<&str> = derivations[0]
-        .steps
-        .iter()
-        .filter_map(|s| s.rule.as_deref())
-        .collect();
+    let rules = common::rules_applied(&derivations[0]);
     assert!(rules.contains(&"let_lift_sqrt"), "{rules:?}");
     let (program, _) = atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
     assert_same_bits(&program, "a", "s", &[(1, 1), (2, 1), (7, 1)], "sqrt");
@@ -250,11 +238,7 @@ derive r from a {
         matches!(&result.kind, ExprKind::Let { var, .. } if var == "mx"),
         "{result:?}"
     );
-    let rules: Vec<&str> = derivations[0]
-        .steps
-        .iter()
-        .filter_map(|s| s.rule.as_deref())
-        .collect();
+    let rules = common::rules_applied(&derivations[0]);
     for r in [
         "let_lift_max_l",
         "let_lift_sub_r",

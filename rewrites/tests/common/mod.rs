@@ -111,3 +111,14 @@ pub fn assert_directive_only(what: &str, source: &str, names: &[&str]) {
         assert!(current != name, "{what}: no derivation named `{name}`");
     }
 }
+
+/// The names of the rules `derivation`'s steps applied, in order (directives' expansions
+/// included).
+#[allow(dead_code)]
+pub fn rules_applied(derivation: &Derivation) -> Vec<&str> {
+    derivation
+        .steps
+        .iter()
+        .filter_map(|s| s.rule.as_deref())
+        .collect()
+}
