@@ -394,6 +394,16 @@ impl Matcher<'_> {
                 self.expr(a1, a2)?;
                 return self.expr(b1, b2);
             }
+            // The same scalar function (a `select`'s comparison included), argument by
+            // argument.
+            (K::Call { func: f1, args: a1 }, K::Call { func: f2, args: a2 })
+                if f1 == f2 && a1.len() == a2.len() =>
+            {
+                for (pa, ta) in a1.iter().zip(a2) {
+                    self.expr(pa, ta)?;
+                }
+                return Ok(());
+            }
             (
                 K::Amount {
                     op: o1,

@@ -3,7 +3,8 @@
 //! shape-directed generator biased towards the constructs of issue 17's holes: guards
 //! on size facts, `min`/`max`/`cdiv` extents, `++` read at offsets given by extents,
 //! empty and possibly-negative ranges, nested sums and lets, reshape operators, and
-//! huge constants and products in facts.
+//! huge constants and products in facts; max-reductions and scalar functions (finite
+//! ones) in scalar positions.
 //!
 //! The generator aims at well-shaped programs but does not have to hit them: the front
 //! end decides, and a program it rejects is simply counted and skipped.
@@ -52,6 +53,9 @@ pub enum E {
     Amt(&'static str, Ix, Box<E>),
     Transpose(Box<E>),
     Flatten(Box<E>),
+    /// A scalar function: `abs`, `sqrt`, `max`, `min`, or `select` with the comparison
+    /// after the name (`select>=`), its arguments in order.
+    Call(&'static str, Vec<E>),
 }
 
 /// A whole program: declarations, definitions and one derivation of the last one.
@@ -127,6 +131,17 @@ impl std::fmt::Display for E {
             E::Amt(op, k, a) => write!(f, "{op}({k}, {a})"),
             E::Transpose(a) => write!(f, "transpose({a})"),
             E::Flatten(a) => write!(f, "flatten({a})"),
+            E::Call(name, args) => match name.strip_prefix("select") {
+                Some(op) if !op.is_empty() => write!(
+                    f,
+                    "select({} {op} {}, {}, {})",
+                    args[0], args[1], args[2], args[3]
+                ),
+                _ => {
+                    let args: Vec<String> = args.iter().map(E::to_string).collect();
+                    write!(f, "{name}({})", args.join(", "))
+                }
+            },
         }
     }
 }
@@ -387,6 +402,27 @@ impl Gen<'_> {
         self.read(&n, r)
     }
 
+    /// `let x = T in s`: a tensor stage read by a scalar.
+    fn scalar_let(&mut self, d: u32) -> E {
+        let x = self.fresh_let();
+        let shape = vec![self.extent()];
+        let val = self.tensor(&shape, d);
+        self.lets.push((x.clone(), shape));
+        let body = self.scalar(d);
+        self.lets.pop();
+        E::Let(x, b(val), b(body))
+    }
+
+    /// An argument of a scalar function: often a stage (`abs(let x = … in …)`), which
+    /// the let-lifting rules and `compute_at`/`compute_root` move across the call.
+    fn call_arg(&mut self, d: u32) -> E {
+        if self.rng.chance(30) {
+            self.scalar_let(d)
+        } else {
+            self.scalar(d)
+        }
+    }
+
     /// A scalar expression.
     fn scalar(&mut self, depth: u32) -> E {
         self.fuel -= 1;
@@ -394,7 +430,7 @@ impl Gen<'_> {
             return self.leaf_scalar();
         }
         let d = depth - 1;
-        match self.rng.below(22) {
+        match self.rng.below(24) {
             0..=4 => self.leaf_scalar(),
             5 => {
                 let op = *self.rng.pick(&["+", "-", "*"]);
@@ -422,15 +458,7 @@ impl Gen<'_> {
                 self.binders.pop();
                 E::Sum(v, lo, hi, b(body))
             }
-            11 => {
-                let x = self.fresh_let();
-                let shape = vec![self.extent()];
-                let val = self.tensor(&shape, d);
-                self.lets.push((x.clone(), shape));
-                let body = self.scalar(d);
-                self.lets.pop();
-                E::Let(x, b(val), b(body))
-            }
+            11 => self.scalar_let(d),
             12 | 13 => {
                 let shape = vec![self.extent()];
                 let t = self.tensor(&shape, d);
@@ -498,6 +526,28 @@ impl Gen<'_> {
                 let t = self.tensor(&[e1, e2], d);
                 let (i, j) = (self.index(), self.index());
                 E::Acc(b(E::Acc(b(E::Transpose(b(t))), i)), j)
+            }
+            22 | 23 => {
+                // A scalar function. Only functions that are finite for finite
+                // arguments (`sqrt` of an `abs`, no `exp` or `log`): a rule's grade
+                // holds where the values are finite (TRUSTED.md), and the oracle
+                // compares values.
+                match self.rng.below(5) {
+                    0 => E::Call("abs", vec![self.call_arg(d)]),
+                    1 => E::Call("sqrt", vec![E::Call("abs", vec![self.call_arg(d)])]),
+                    2 => {
+                        let f = *self.rng.pick(&["max", "min"]);
+                        E::Call(f, vec![self.call_arg(d), self.call_arg(d)])
+                    }
+                    _ => {
+                        let f = *self.rng.pick(&[
+                            "select<", "select<=", "select>", "select>=", "select==",
+                            "select!=",
+                        ]);
+                        let args = (0..4).map(|_| self.call_arg(d)).collect();
+                        E::Call(f, args)
+                    }
+                }
             }
             _ => {
                 let e = self.extent();
@@ -984,6 +1034,18 @@ pub fn shrinks(e: &E) -> Vec<E> {
                 _ => E::Flatten(b(x)),
             };
             out.extend(shrinks(a).into_iter().map(wrap));
+        }
+        E::Call(name, args) => {
+            // An argument alone (the scalar functions take and give scalars), or one
+            // argument simplified.
+            out.extend(args.iter().cloned());
+            for (k, a) in args.iter().enumerate() {
+                out.extend(shrinks(a).into_iter().map(|a2| {
+                    let mut args2 = args.clone();
+                    args2[k] = a2;
+                    E::Call(name, args2)
+                }));
+            }
         }
     }
     out

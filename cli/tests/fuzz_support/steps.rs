@@ -122,6 +122,12 @@ fn may_match(pattern: &Expr, e: &Expr, depth: u32) -> bool {
     {
         return false;
     }
+    if let (ExprKind::Call { func: a, .. }, ExprKind::Call { func: b, .. }) =
+        (&pattern.kind, &e.kind)
+        && a != b
+    {
+        return false;
+    }
     if depth == 0 {
         return true;
     }
