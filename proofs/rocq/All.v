@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 145 rules. *)
+(* 147 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -143,6 +143,8 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_reshape.gen_trunc_r_stmt K) /\
   (@Rules_reshape.gen_flatten_stmt K) /\
   (@Rules_reshape.guard_trunc_r_stmt K) /\
+  (@Rules_reshape.flatten_gen_out_stmt K) /\
+  (@Rules_reshape.trunc_r_transpose_gen_stmt K) /\
   (@Rules_layout.pack_cols_stmt K) /\
   (@Rules_layout.pad_rows_stmt K) /\
   (@Rules_layout.pad_read_stmt K) /\
@@ -292,6 +294,8 @@ Proof.
   split; [exact (@Proofs_reshape.gen_trunc_r K) |].
   split; [exact (@Proofs_reshape.gen_flatten K) |].
   split; [exact (@Proofs_reshape.guard_trunc_r K) |].
+  split; [exact (@Proofs_reshape.flatten_gen_out K) |].
+  split; [exact (@Proofs_reshape.trunc_r_transpose_gen K) |].
   split; [exact (@Proofs_layout.pack_cols K) |].
   split; [exact (@Proofs_layout.pad_rows K) |].
   split; [exact (@Proofs_layout.pad_read K) |].

@@ -81,4 +81,27 @@ Qed.
 Theorem guard_trunc_r : guard_trunc_r_stmt.
 Proof. unfold guard_trunc_r_stmt; intros; destruct p; rs. Qed.
 
+(** A well-shaped tensor reads zero outside its third extent. *)
+Lemma WS_out2 : forall d0 d1 d2 sh e s,
+  WS (d0 :: d1 :: d2 :: sh) e -> ~ (0 <= s 2%nat < d2) -> e s = szero.
+Proof. intros d0 d1 d2 sh e s [_ [Hz _]] H; apply Hz; simpl; unfold stl; tauto. Qed.
+
+Theorem flatten_gen_out : flatten_gen_out_stmt.
+Proof.
+  unfold flatten_gen_out_stmt; intros c n r v sh_v H _.
+  pose proof (WS_dim0 _ _ _ H). pose proof (WS_dim1 _ _ _ _ H).
+  assert (0 <= n) by (destruct H as [Hf _]; inversion Hf; subst;
+    match goal with Hc : Forall _ (c :: _) |- _ => inversion Hc end;
+    match goal with Hn : Forall _ (n :: _) |- _ => inversion Hn end; assumption).
+  tunfold; intro s; simpl.
+  replace (Z.max 0 (c - 0)) with c by lia. replace (Z.max 0 (r - 0)) with r by lia.
+  replace (Z.max 0 (n - 0)) with n by lia.
+  replace (c - 0) with c by lia. replace (r - 0) with r by lia. replace (n - 0) with n by lia.
+  bcases; finish_dm;
+    try (apply (WS_out2 _ _ _ _ _ _ H); simpl; lia).
+Qed.
+
+Theorem trunc_r_transpose_gen : trunc_r_transpose_gen_stmt.
+Proof. unfold trunc_r_transpose_gen_stmt; intros; open_shape sh_e; rs. Qed.
+
 End Proofs.

@@ -378,4 +378,29 @@ Definition guard_trunc_r_stmt : Prop :=
   (Guard p (TruncR sh_e k e)) ==
   (TruncR sh_e k (Guard p e)).
 
+(** flatten_gen_out: flattening the first two dimensions of a tensor is the transposed generator, over its third dimension, of the flattened slices (a loop inside a split's two loops moves out of both: used by `reorder` out of a split's `flatten`).
+    [flatten_gen_out: flatten(?v) => transpose(gen ?i < ?n: flatten(gen ?a < ?r: gen ?b < ?c: ?v[?a][?b][?i])) if dims: shape(?v) = [?r, ?c, ?n, ..] grade: exact] *)
+Definition flatten_gen_out_stmt : Prop :=
+  forall (c : Z) (n : Z) (r : Z) (v : T) (sh_v : list Z),
+  (* well-shaped metavariables *)
+  WS (r :: c :: n :: sh_v) v ->
+  (* the left side is well-formed *)
+  (2 <= length (r :: c :: n :: sh_v))%nat ->
+  (Flatten (r :: c :: n :: sh_v) v) ==
+  (Transpose (ext 0 n :: (sh_flat (ext 0 r :: (ext 0 c :: (tl (tl (tl (r :: c :: n :: sh_v)))))))) (Gen 0 n (fun i : Z => (Flatten (ext 0 r :: (ext 0 c :: (tl (tl (tl (r :: c :: n :: sh_v)))))) (Gen 0 r (fun a : Z => (Gen 0 c (fun b : Z => (Acc (Acc (Acc v a) b) i))))))))).
+
+(** trunc_r_transpose_gen: truncating the transposed generator is the transposed generator of the truncations (used by `reorder` out of a split's `trunc_r`).
+    [trunc_r_transpose_gen: trunc_r(?k, transpose(gen ?i in ?lo..?hi: ?e)) => transpose(gen ?i in ?lo..?hi: trunc_r(?k, ?e)) grade: exact] *)
+Definition trunc_r_transpose_gen_stmt : Prop :=
+  forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
+  (1 <= length (sh_swap (ext lo hi :: sh_e)))%nat ->
+  0 <= k ->
+  k <= dim0 (sh_swap (ext lo hi :: sh_e)) ->
+  (2 <= length (ext lo hi :: sh_e))%nat ->
+  (TruncR (sh_swap (ext lo hi :: sh_e)) k (Transpose (ext lo hi :: sh_e) (Gen lo hi (fun i : Z => (e i))))) ==
+  (Transpose (ext lo hi :: (sh_trunc k sh_e)) (Gen lo hi (fun i : Z => (TruncR sh_e k (e i))))).
+
 End Statements.

@@ -178,3 +178,217 @@ derive three from matmul {
         common::assert_matmul_values(&checked, "matmul", by_name[name], &cases);
     }
 }
+
+/// A rows-by-columns definition split on its rows, and the reorders that move the
+/// column loop out of the split (`x, yo, yi`, and `x, yo` where `yi` follows), or
+/// between the split's loops (`yo, x, yi`).
+const ROWS: &str = "size n, m
+input A : [n, m]
+def s = gen y < n, x < m: A[y, x] * 2
+derive outside from s {
+  split y by 8 into yo, yi
+  reorder x, yo, yi
+}
+derive outside_of_first from s {
+  split y by 8 into yo, yi
+  reorder x, yo
+}
+derive between from s {
+  split y by 8 into yo, yi
+  reorder yo, x, yi
+}
+";
+
+/// Evaluates `result` and definition `spec` of `checked` with the sizes and random
+/// inputs of the given shapes; panics unless they are equal bit for bit.
+fn assert_same_values(
+    checked: &atl_lang::Checked,
+    spec: &str,
+    result: &Expr,
+    sizes: &[(&str, i64)],
+    inputs: &[(&str, Vec<usize>)],
+) {
+    let sizes: BTreeMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let inputs: BTreeMap<String, Tensor> = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, (name, shape))| {
+            (
+                name.to_string(),
+                Tensor::random(shape.clone(), k as u64 + 5),
+            )
+        })
+        .collect();
+    let options = EvalOptions::default();
+    let spec = &checked.program.def(spec).unwrap().body;
+    let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
+    let got = eval_expr(&checked.program, result, &sizes, &inputs, &options).unwrap();
+    assert_eq!(got.shape, want.shape, "{sizes:?}");
+    let bits = |t: &Tensor| t.data.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want), "{sizes:?}");
+}
+
+/// The inverse of `split_split_reorder_goes_across_the_splits`: a loop inside a split's
+/// two loops moves out of both (`flatten_gen_out`, `trunc_r_transpose_gen`), keeps its
+/// name, and the values are the specification's bit for bit whether or not `n` is a
+/// multiple of the factor.
+#[test]
+fn a_loop_inside_a_split_moves_out_of_it() {
+    let (checked, derivations, diags) = common::derive(ROWS);
+    assert!(diags.is_empty(), "{diags:?}");
+    let by_name: BTreeMap<&str, &Expr> = derivations
+        .iter()
+        .map(|d| (d.name.as_str(), &d.result))
+        .collect();
+    assert_eq!(loop_order(by_name["outside"]), ["x", "yo", "yi"]);
+    assert_eq!(loop_order(by_name["outside_of_first"]), ["x", "yo", "yi"]);
+    assert_eq!(loop_order(by_name["between"]), ["yo", "x", "yi"]);
+    // The loop left the split: its body is the `trunc_r(flatten(…))`.
+    let ExprKind::Transpose(moved) = &by_name["outside"].kind else {
+        panic!("{:?}", by_name["outside"].kind)
+    };
+    let ExprKind::Gen { var, body, .. } = &moved.kind else {
+        panic!("{:?}", moved.kind)
+    };
+    assert_eq!(var, "x");
+    assert!(
+        matches!(body.kind, ExprKind::Amount { .. }),
+        "{:?}",
+        body.kind
+    );
+    let rules: Vec<&str> = derivations[0]
+        .steps
+        .iter()
+        .filter_map(|s| s.rule.as_deref())
+        .collect();
+    for r in ["flatten_gen_out", "trunc_r_transpose_gen", "gen_rename"] {
+        assert!(rules.contains(&r), "{r} not in {rules:?}");
+    }
+    for name in ["outside", "outside_of_first", "between"] {
+        for n in [1, 8, 13] {
+            for m in [1, 5] {
+                assert_same_values(
+                    &checked,
+                    "s",
+                    by_name[name],
+                    &[("n", n), ("m", m)],
+                    &[("A", vec![n as usize, m as usize])],
+                );
+            }
+        }
+    }
+}
+
+/// Three loops: the innermost leaves the split of the middle one (and stays inside the
+/// outer loop), or the outer one goes into it (the other direction).
+#[test]
+fn three_loops_a_split_in_the_middle() {
+    let source = "size p, n, m
+input A : [p, n, m]
+def s = gen z < p, y < n, x < m: A[z, y, x] + A[z, y, x] * 3
+derive out from s {
+  split y by 8 into yo, yi
+  reorder x, yo, yi
+}
+derive all from s {
+  split y by 8 into yo, yi
+  reorder z, x, yo, yi
+}
+derive into from s {
+  split y by 8 into yo, yi
+  reorder yo, z, yi
+}
+";
+    let (checked, derivations, diags) = common::derive(source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let by_name: BTreeMap<&str, &Expr> = derivations
+        .iter()
+        .map(|d| (d.name.as_str(), &d.result))
+        .collect();
+    assert_eq!(loop_order(by_name["out"]), ["z", "x", "yo", "yi"]);
+    assert_eq!(loop_order(by_name["all"]), ["z", "x", "yo", "yi"]);
+    assert_eq!(loop_order(by_name["into"]), ["yo", "z", "yi", "x"]);
+    for name in ["out", "all", "into"] {
+        for (p, n, m) in [(1, 1, 1), (3, 8, 5), (2, 13, 1), (2, 13, 5)] {
+            assert_same_values(
+                &checked,
+                "s",
+                by_name[name],
+                &[("p", p), ("n", n), ("m", m)],
+                &[("A", vec![p as usize, n as usize, m as usize])],
+            );
+        }
+    }
+}
+
+/// Orders this version cannot reach across a split are refused in the user's names
+/// (the loop that left the split sits under a `transpose`, which no exchange crosses).
+#[test]
+fn a_reorder_out_of_a_split_that_has_no_exchange_is_refused_in_the_users_names() {
+    for (def, steps, names) in [
+        (
+            "gen z < p, y < n, x < m: A[z, y, x]",
+            "reorder x, z, yo, yi",
+            ["`z`", "`x`"],
+        ),
+        (
+            "gen z < p, y < n, x < m: A[z, y, x]",
+            "reorder x, yo, z, yi",
+            ["`z`", "`x`"],
+        ),
+    ] {
+        let source = format!(
+            "size p, n, m\ninput A : [p, n, m]\ndef s = {def}\nderive bad from s {{\n  split y by 8 into yo, yi\n  {steps}\n}}\n"
+        );
+        let (_, _, diags) = common::derive(&source);
+        let d = diags
+            .iter()
+            .find(|d| d.code == "E0824")
+            .unwrap_or_else(|| panic!("{steps}: no E0824 in {diags:?}"));
+        for name in names {
+            assert!(d.message.contains(name), "{steps}: {}", d.message);
+        }
+        let text = format!("{} {:?} {:?}", d.message, d.help, d.notes);
+        assert!(!text.contains('?'), "{steps}: a metavariable in {text}");
+    }
+}
+
+/// Every order of a split row loop's two loops and the column loop is reachable, each
+/// with the values of the specification.
+#[test]
+fn every_order_of_a_split_and_the_loop_inside_it() {
+    let orders = [
+        ["x", "yo", "yi"],
+        ["x", "yi", "yo"],
+        ["yo", "x", "yi"],
+        ["yo", "yi", "x"],
+        ["yi", "x", "yo"],
+        ["yi", "yo", "x"],
+    ];
+    let mut source =
+        "size n, m\ninput A : [n, m]\ndef s = gen y < n, x < m: A[y, x] * 2\n".to_string();
+    for (k, order) in orders.iter().enumerate() {
+        source.push_str(&format!(
+            "derive d{k} from s {{\n  split y by 8 into yo, yi\n  reorder {}\n}}\n",
+            order.join(", ")
+        ));
+    }
+    let (checked, derivations, diags) = common::derive(&source);
+    assert!(diags.is_empty(), "{diags:?}");
+    for (k, order) in orders.iter().enumerate() {
+        let d = derivations
+            .iter()
+            .find(|d| d.name == format!("d{k}"))
+            .unwrap();
+        assert_eq!(loop_order(&d.result), order, "reorder {order:?}");
+        for (n, m) in [(1, 1), (8, 5), (13, 5), (13, 1)] {
+            assert_same_values(
+                &checked,
+                "s",
+                &d.result,
+                &[("n", n), ("m", m)],
+                &[("A", vec![n as usize, m as usize])],
+            );
+        }
+    }
+}

@@ -1532,6 +1532,37 @@ fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(
         }
         current.sort();
         let wanted = |name: &str| names.iter().position(|n| *n == name);
+        // A loop directly inside a split's two loops that must end outside both of
+        // them moves out of both at once: exchanged with the second first, it would
+        // sit between them, where the two no longer form the split's flatten. (One
+        // that ends between them, or after the second once they are exchanged, is
+        // left to the exchanges of neighbours.)
+        let path_of = |name: &str| find_loop(Some(applier.env.program), &expr, name, call.span);
+        let mut out_of_split = None;
+        for &(_, first) in &current {
+            for &(_, inner) in &current {
+                if wanted(inner) > wanted(first) {
+                    continue;
+                }
+                let (first_path, inner_path) = (path_of(first)?.0, path_of(inner)?.0);
+                if !across_split::is_out_of_split(&expr, &first_path, &inner_path) {
+                    continue;
+                }
+                let second_named_before = current.iter().any(|&(_, second)| {
+                    wanted(second) < wanted(inner)
+                        && path_of(second).is_ok_and(|(p, _)| {
+                            p.starts_with(&first_path) && inner_path.starts_with(&p)
+                        })
+                });
+                if !second_named_before {
+                    out_of_split = Some((first, inner));
+                }
+            }
+        }
+        if let Some((first, inner)) = out_of_split {
+            exchange_loops(applier, first, inner, call.span)?;
+            continue;
+        }
         let Some(k) =
             (0..current.len() - 1).find(|&k| wanted(current[k].1) > wanted(current[k + 1].1))
         else {
@@ -1632,6 +1663,14 @@ fn exchange_loops(
         // A split's `trunc_r(flatten(…))` between them (Halide's split, split,
         // reorder).
         return across_split::exchange_across_split(applier, &outer, span);
+    } else if let Some(first) = [(&pa, &pb), (&pb, &pa)]
+        .into_iter()
+        .find(|(o, i)| across_split::is_out_of_split(expr, o, i))
+        .map(|(o, _)| o.clone())
+    {
+        // The loop inside a split's two loops moves out of both (and of the
+        // `trunc_r(flatten(…))`).
+        return across_split::exchange_out_of_split(applier, &first, span);
     } else {
         return Err(Diagnostic::error(
             "E0824",
