@@ -56,3 +56,34 @@ fn export_rocq_exports_the_whole_library_only() {
     let (code, _, err) = atl(&["rules", "get", "--export-rocq", "/tmp/unused"]);
     assert_eq!(code, EXIT_ARGS, "{err}");
 }
+
+/// The documents that state how many rules the library has and that all are proved
+/// say the number `atl rules` lists (they said 100 and 126 when there were 145).
+#[test]
+fn the_documents_count_the_rules_of_the_library() {
+    let (code, out, _) = atl(&["rules"]);
+    assert_eq!(code, EXIT_OK);
+    // One header line per rule: `name  [grade, status]  equation`.
+    let listed = out
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains("  [") && l.contains(", proved]"))
+        .count();
+    let all = out
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains("  ["))
+        .count();
+    assert_eq!(listed, all, "every library rule is proved");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (file, phrase) in [
+        ("README.md", format!("{all} rules in `rules/library/`")),
+        ("docs/rules.md", format!("all {all} are proved")),
+        (
+            "proofs/rocq/README.md",
+            format!("All {all} rules are `status: proved`"),
+        ),
+        ("TRUSTED.md", format!("all {all} `status: proved`")),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).expect(file);
+        assert!(text.contains(&phrase), "{file} should say `{phrase}`");
+    }
+}

@@ -541,8 +541,7 @@ impl Gen<'_> {
                     }
                     _ => {
                         let f = *self.rng.pick(&[
-                            "select<", "select<=", "select>", "select>=", "select==",
-                            "select!=",
+                            "select<", "select<=", "select>", "select>=", "select==", "select!=",
                         ]);
                         let args = (0..4).map(|_| self.call_arg(d)).collect();
                         E::Call(f, args)
