@@ -179,3 +179,51 @@ fn the_guides_clamped_blur_agrees_with_plain_loops() {
     let (code, out, err) = atl(&["run", &file, "--def", "fast", "--sizes", "H=5,W=37"]);
     assert_eq!(code, EXIT_OK, "run fast: {out}{err}");
 }
+
+/// `compute_at` of a stage in any argument of any scalar function derives through
+/// `atl derive`, whose independent checker verifies each step (its matcher had no case
+/// for calls: every such derivation was refused, E0847, while the engine's own tests
+/// passed).
+#[test]
+fn stages_move_across_every_scalar_function_and_the_checker_agrees() {
+    use atl_lang::functions::ScalarFn;
+    let stage = "(let s = sum k < m: a[i, k] * a[i, k] in s)";
+    let dir = temp_dir();
+    let mut tried = 0;
+    for func in ScalarFn::all() {
+        for position in 0..func.arity() {
+            let args: Vec<String> = (0..func.arity())
+                .map(|p| {
+                    if p == position {
+                        stage.to_string()
+                    } else {
+                        format!("(a[i, j] + {p})")
+                    }
+                })
+                .collect();
+            let call = match func {
+                ScalarFn::Select(op) => format!(
+                    "select({} {} {}, {}, {})",
+                    args[0],
+                    op.symbol(),
+                    args[1],
+                    args[2],
+                    args[3]
+                ),
+                f => format!("{}({})", f.name(), args.join(", ")),
+            };
+            let source = format!(
+                "size n, m\ninput a : [n, m]\ndef spec = gen i < n, j < m: {call}\n\
+                 derive staged from spec {{\n  compute_at s at i\n}}\n"
+            );
+            let file = dir.join(format!("stage_{tried}.atl"));
+            std::fs::write(&file, &source).expect("write");
+            let (code, out, err) = atl(&["derive", &file.display().to_string()]);
+            assert_eq!(code, EXIT_OK, "{call}:\n{out}{err}");
+            tried += 1;
+        }
+    }
+    // abs, sqrt, exp, log (1 each), max, min (2 each), select with six comparisons (4
+    // each).
+    assert_eq!(tried, 4 + 4 + 24);
+}
