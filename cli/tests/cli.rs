@@ -306,6 +306,27 @@ fn examples_are_formatted_and_check() {
     assert!(count >= 8, "only {count} examples");
 }
 
+/// docs/scheduling.md's programs pass `atl check`: their derivations are replayed by
+/// the engine and re-checked by the independent checker (the engine-only test of the
+/// guide, in atl-rewrites, cannot run the checker).
+#[test]
+fn the_scheduling_guides_programs_pass_the_checker() {
+    let guide = std::fs::read_to_string(root().join("docs/scheduling.md")).expect("guide");
+    let dir = std::env::temp_dir().join(format!("atl-guide-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut count = 0;
+    for block in guide.split("```atl\n").skip(1) {
+        let program = block.split("```").next().unwrap_or("");
+        let file = dir.join(format!("block_{count}.atl"));
+        std::fs::write(&file, program).expect("write");
+        let (code, _, err) = atl(&["check", &file.display().to_string()]);
+        assert_eq!(code, EXIT_OK, "block {}:\n{program}\n{err}", count + 1);
+        count += 1;
+    }
+    assert!(count >= 5, "only {count} blocks");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn fmt_check_reports_unformatted_files() {
     let dir = std::env::temp_dir().join(format!("atl-fmt-test-{}", std::process::id()));
