@@ -540,13 +540,13 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0822",
-        "`split` of a reduction (`sum`) loop that does not start at 0",
+        "`split` of a reduction (`sum` or `max`) loop that does not start at 0",
         "shift the sum to start at 0 (`rw shift_sum`)",
     ),
     active(
         "E0823",
-        "a tail strategy `round` (RoundUp) or `shift` (ShiftInwards) on a loop whose extent is not provably a multiple of the factor (with the counterexample and the reason: writes past the end, values past a stage's end, reads out of bounds, or overlapping recomputation)",
-        "use `tail guard`, or a factor that divides the extent",
+        "a tail strategy `round` (RoundUp) or `shift` (ShiftInwards) on a loop whose extent is not provably a multiple of the factor (with the counterexample and the reason: writes past the end, values past a stage's end, reads out of bounds, or overlapping recomputation), or any `split` of a max-reduction whose extent is not provably a multiple of the factor (a partial tile cannot be padded: 0 is not the identity of `max`)",
+        "use `tail guard`, or a factor that divides the extent (an `assume` can state that it does)",
     ),
     active(
         "E0824",

@@ -140,4 +140,111 @@ Proof.
   - destruct (a <=? i) eqn:?; b2p; try reflexivity; lia.
 Qed.
 
+(** Max-reductions. [maxn f n lo acc g] folds [g lo, ..., g (lo + n - 1)] into [acc]
+    with [f]; the rules assume [f] associative and commutative with identity [bot]
+    (the generated hypotheses), so a fold is [f acc] of the fold from [bot], and the
+    folds split, shift, nest and commute like sums. *)
+Section MaxFold.
+Variable f : scalar -> scalar -> scalar.
+Variable bot : scalar.
+Hypothesis f_assoc : forall a b c, f a (f b c) = f (f a b) c.
+Hypothesis f_comm : forall a b, f a b = f b a.
+Hypothesis f_id : forall a, f bot a = a.
+
+Lemma f_id_r : forall a, f a bot = a.
+Proof. intros a; rewrite f_comm; apply f_id. Qed.
+
+Lemma maxn_ext : forall n lo acc g h,
+  (forall i, lo <= i < lo + Z.of_nat n -> g i = h i) ->
+  maxn f n lo acc g = maxn f n lo acc h.
+Proof.
+  induction n; intros lo acc g h H; simpl; [reflexivity |].
+  rewrite (H lo) by lia. apply IHn; intros i Hi; apply H; lia.
+Qed.
+
+Lemma maxn_acc : forall n lo acc g, maxn f n lo acc g = f acc (maxn f n lo bot g).
+Proof.
+  induction n; intros lo acc g; simpl; [symmetry; apply f_id_r |].
+  rewrite (IHn _ (f acc (g lo))), (IHn _ (f bot (g lo))), f_id, f_assoc. reflexivity.
+Qed.
+
+Lemma maxn_app : forall n m lo acc g,
+  maxn f (n + m) lo acc g = maxn f m (lo + Z.of_nat n) (maxn f n lo acc g) g.
+Proof.
+  induction n; intros m lo acc g; simpl.
+  - replace (lo + 0) with lo by lia. reflexivity.
+  - rewrite IHn. f_equal. lia.
+Qed.
+
+Lemma maxn_shift : forall n lo d acc g,
+  maxn f n (lo + d) acc g = maxn f n lo acc (fun i => g (i + d)).
+Proof.
+  induction n; intros lo d acc g; simpl; [reflexivity |].
+  replace (lo + d + 1) with (lo + 1 + d) by lia. rewrite IHn. reflexivity.
+Qed.
+
+Lemma maxn_fuse : forall n lo q acc g, 0 <= q ->
+  maxn f n lo acc (fun i => maxn f (Z.to_nat q) 0 bot (fun j => g (i * q + j)))
+  = maxn f (n * Z.to_nat q) (lo * q) acc g.
+Proof.
+  induction n; intros lo q acc g Hq; simpl; [reflexivity |].
+  rewrite IHn by lia. rewrite maxn_app.
+  replace (lo * q + Z.of_nat (Z.to_nat q)) with ((lo + 1) * q) by lia.
+  f_equal.
+  rewrite (maxn_acc _ (lo * q)). f_equal.
+  replace (lo * q) with (0 + lo * q) by lia. rewrite maxn_shift.
+  apply maxn_ext; intros j _. f_equal. lia.
+Qed.
+
+Lemma maxn_f : forall n lo a b,
+  maxn f n lo bot (fun i => f (a i) (b i)) = f (maxn f n lo bot a) (maxn f n lo bot b).
+Proof.
+  induction n; intros lo a b; simpl; [symmetry; apply f_id |].
+  rewrite !(maxn_acc _ _ (f bot _)), !f_id, IHn.
+  rewrite <- !f_assoc. f_equal.
+  rewrite !f_assoc. f_equal. apply f_comm.
+Qed.
+
+Lemma maxn_swap : forall n m lo lo' g,
+  maxn f n lo bot (fun i => maxn f m lo' bot (fun j => g i j))
+  = maxn f m lo' bot (fun j => maxn f n lo bot (fun i => g i j)).
+Proof.
+  induction n; intros m lo lo' g; simpl.
+  - revert lo'. induction m; intros lo'; simpl; [reflexivity |].
+    rewrite f_id. apply IHm.
+  - rewrite maxn_acc, f_id, IHn.
+    rewrite <- maxn_f. apply maxn_ext; intros j _.
+    rewrite (maxn_acc _ _ (f bot _)), f_id. reflexivity.
+Qed.
+End MaxFold.
+
+Theorem max_tile : max_tile_stmt.
+Proof.
+  unfold max_tile_stmt; intros; unfold teq, MaxRed; intros s; cbv beta.
+  replace (n - 0) with n by lia. replace (n / q - 0) with (n / q) by lia.
+  replace (q - 0) with q by lia.
+  assert (Hn : n = n / q * q) by (pose proof (Z.div_mod n q ltac:(lia)); lia).
+  destruct (Z_le_gt_dec (n / q) 0) as [Hc | Hc].
+  - replace (Z.to_nat (n / q)) with O by lia. replace (Z.to_nat n) with O by nia.
+    reflexivity.
+  - rewrite (maxn_fuse smax sbot H H0 H1 _ 0 q sbot (fun k => e k s)) by lia.
+    replace (Z.to_nat (n / q) * Z.to_nat q)%nat with (Z.to_nat n) by nia.
+    reflexivity.
+Qed.
+
+Theorem max_swap : max_swap_stmt.
+Proof.
+  unfold max_swap_stmt; intros; unfold teq, MaxRed; intros s.
+  apply (maxn_swap smax sbot H H0 H1).
+Qed.
+
+Theorem max_stage : max_stage_stmt.
+Proof.
+  unfold max_stage_stmt; intros; unfold teq, MaxRed, Gen, Acc, scons, stl; intro s.
+  cbv beta iota zeta.
+  apply (maxn_ext smax); intros i Hi.
+  rewrite (in_range_of i (n - 0)) by lia.
+  reflexivity.
+Qed.
+
 End Proofs.

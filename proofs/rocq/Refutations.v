@@ -90,3 +90,12 @@ Theorem tile_id_wrong_tail_false : ~ tile_id_wrong_tail_stmt.
 Proof.
   intro H; specialize (H 1 1 (Gen 0 1 (fun _ => Lit 1)) []); refute H (stream_of [0]).
 Qed.
+
+(** The max-reduction's hypotheses are satisfiable: at [Z], addition is associative and
+    commutative with identity [0], and with it the tiling of a max-reduction that drops
+    a partial tile ([max_tile] without its multiple condition) is refuted. *)
+Theorem max_tile_partial_false : ~ max_tile_partial_stmt.
+Proof.
+  intro H; specialize (H (fun _ => Lit 1) 1 2 [] 0 Z.add Z.add_assoc Z.add_comm Z.add_0_l);
+    refute H (stream_of []).
+Qed.

@@ -167,4 +167,52 @@ Definition sum_guard_lo_stmt : Prop :=
   (Sum lo hi (fun i : Z => (Guard (a <=? i) (e i)))) ==
   (Sum (Z.max lo a) hi (fun i : Z => (e i))).
 
+(** values; the same values in the same order, so the same one is kept (bit for bit).
+    [max_tile(?q): max ?k < ?n: ?e => max ?ko < ?n / ?q: max ?ki < ?q: ?e[?k := ?ko * ?q + ?ki] if positive: 1 <= ?q if multiple: ?n % ?q == 0 grade: exact] *)
+Definition max_tile_stmt : Prop :=
+  forall (e : Z -> T) (n : Z) (q : Z) (sh_e : list Z) (sbot : scalar) (smax : scalar -> scalar -> scalar),
+  (* the max-reduction's function: associative, commutative, sbot its identity *)
+  (forall x y z : scalar, smax x (smax y z) = smax (smax x y) z) ->
+  (forall x y : scalar, smax x y = smax y x) ->
+  (forall x : scalar, smax sbot x = x) ->
+  (* well-shaped metavariables *)
+  (forall (k : Z), WS sh_e (e k)) ->
+  (* the left side is well-formed *)
+  sh_e = [] ->
+  (* side conditions *)
+  1 <= q ->
+  (n mod q) = 0 ->
+  (MaxRed smax sbot 0 n (fun k : Z => (e k))) ==
+  (MaxRed smax sbot 0 (n / q) (fun ko : Z => (MaxRed smax sbot 0 q (fun ki : Z => (e ((ko * q) + ki)))))).
+
+(** two equal values, +0 or -0, is kept depends on the order, so not bit for bit).
+    [max_swap: max ?i in ?a..?b: max ?j in ?c..?d: ?e => max ?j in ?c..?d: max ?i in ?a..?b: ?e grade: real] *)
+Definition max_swap_stmt : Prop :=
+  forall (a : Z) (b : Z) (c : Z) (d : Z) (e : Z -> Z -> T) (sh_e : list Z) (sbot : scalar) (smax : scalar -> scalar -> scalar),
+  (* the max-reduction's function: associative, commutative, sbot its identity *)
+  (forall x y z : scalar, smax x (smax y z) = smax (smax x y) z) ->
+  (forall x y : scalar, smax x y = smax y x) ->
+  (forall x : scalar, smax sbot x = x) ->
+  (* well-shaped metavariables *)
+  (forall (i : Z) (j : Z), WS sh_e (e i j)) ->
+  (* the left side is well-formed *)
+  sh_e = [] ->
+  (MaxRed smax sbot a b (fun i : Z => (MaxRed smax sbot c d (fun j : Z => (e i j))))) ==
+  (MaxRed smax sbot c d (fun j : Z => (MaxRed smax sbot a b (fun i : Z => (e i j))))).
+
+(** as a stage (Halide's rfactor binds the partial maxima so); the same values in the same order.
+    [max_stage: max ?i < ?n: ?e => let ?y = gen ?l < ?n: ?e[?i := ?l] in max ?i < ?n: ?y[?i] grade: exact] *)
+Definition max_stage_stmt : Prop :=
+  forall (e : Z -> T) (n : Z) (sh_e : list Z) (sbot : scalar) (smax : scalar -> scalar -> scalar),
+  (* the max-reduction's function: associative, commutative, sbot its identity *)
+  (forall x y z : scalar, smax x (smax y z) = smax (smax x y) z) ->
+  (forall x y : scalar, smax x y = smax y x) ->
+  (forall x : scalar, smax sbot x = x) ->
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
+  sh_e = [] ->
+  (MaxRed smax sbot 0 n (fun i : Z => (e i))) ==
+  (let y := (Gen 0 n (fun l : Z => (e l))) in (MaxRed smax sbot 0 n (fun i : Z => (Acc y i)))).
+
 End Statements.

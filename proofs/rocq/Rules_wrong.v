@@ -165,4 +165,21 @@ Definition tile_id_wrong_tail_stmt : Prop :=
   (TruncR (sh_flat (sh_split k (n :: sh_v))) ((((cdiv n k) * k) - n) + 1) (Flatten (sh_split k (n :: sh_v)) (Split (n :: sh_v) k v))) ==
   v.
 
+(** max_tile_partial(?q): max_tile without `?n % ?q == 0` (drops the partial last tile's values).
+    [max_tile_partial(?q): max ?k < ?n: ?e => max ?ko < ?n / ?q: max ?ki < ?q: ?e[?k := ?ko * ?q + ?ki] if positive: 1 <= ?q grade: exact] *)
+Definition max_tile_partial_stmt : Prop :=
+  forall (e : Z -> T) (n : Z) (q : Z) (sh_e : list Z) (sbot : scalar) (smax : scalar -> scalar -> scalar),
+  (* the max-reduction's function: associative, commutative, sbot its identity *)
+  (forall x y z : scalar, smax x (smax y z) = smax (smax x y) z) ->
+  (forall x y : scalar, smax x y = smax y x) ->
+  (forall x : scalar, smax sbot x = x) ->
+  (* well-shaped metavariables *)
+  (forall (k : Z), WS sh_e (e k)) ->
+  (* the left side is well-formed *)
+  sh_e = [] ->
+  (* side conditions *)
+  1 <= q ->
+  (MaxRed smax sbot 0 n (fun k : Z => (e k))) ==
+  (MaxRed smax sbot 0 (n / q) (fun ko : Z => (MaxRed smax sbot 0 q (fun ki : Z => (e ((ko * q) + ki)))))).
+
 End Statements.

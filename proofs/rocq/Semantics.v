@@ -126,8 +126,10 @@ Definition Sum (lo hi : Z) (e : Z -> T) : T :=
     folded left to right from [bot] with [f] — the interpreter's [-inf] and scalar
     [max], [a > b ? a : b] ([atl_lang::functions::max_step]). Like the scalar
     functions' [f] in [Fun2], both are arguments: the scalar type has neither an order
-    nor an infinity, and no rule mentions the construct (the generated statements
-    refuse it), so nothing is assumed about them. [bot] when the range is empty. *)
+    nor an infinity. A rule that mentions the construct (the max-reduction rules of
+    rules/library/loops.rules) is stated for every [f] associative and commutative
+    with identity [bot] (`rewrites/src/rocq.rs`), which the interpreter's [max] with
+    [-inf] is over the reals. [bot] when the range is empty. *)
 Fixpoint maxn (f : scalar -> scalar -> scalar) (n : nat) (lo : Z) (acc : scalar)
     (g : Z -> scalar) : scalar :=
   match n with

@@ -187,7 +187,24 @@ struct Tr<'a> {
     /// it does below zero). `None` for concrete programs, which have no ring semantics
     /// for them.
     functions: Option<BTreeSet<String>>,
+    /// Rule statements only: a max-reduction occurs, so the statement quantifies over
+    /// its function `smax` and start `sbot` and assumes what every max-reduction rule
+    /// relies on (see [`MAX_REDUCTION_HYPOTHESES`]).
+    max_reduction: bool,
 }
+
+/// What a rule statement with a max-reduction assumes of `MaxRed smax sbot` (Semantics.v):
+/// `smax` is associative and commutative with `sbot` its identity, as the interpreter's
+/// `max` (`a > b ? a : b`) is over the reals with `-inf` (bit for bit up to which of two
+/// equal values, `+0` or `-0`, is kept). `smax` is also the value function `max` of a
+/// rule that mentions both (the interpreter's max-reduction steps with it,
+/// `atl_lang::functions::max_step`). `Refutations.v` shows the hypotheses satisfiable
+/// (`sadd` and `szero` in any ring).
+const MAX_REDUCTION_HYPOTHESES: [&str; 3] = [
+    "(forall x y z : scalar, smax x (smax y z) = smax (smax x y) z)",
+    "(forall x y : scalar, smax x y = smax y x)",
+    "(forall x : scalar, smax sbot x = x)",
+];
 
 fn int(c: i64) -> String {
     if c < 0 {
@@ -452,11 +469,27 @@ impl Tr<'_> {
                 format!("({head} {name} {})", terms.join(" "))
             }
             // `MaxRed` of Semantics.v takes the max function and the empty value as
-            // arguments, which no generated statement quantifies over (yet).
-            ExprKind::MaxRed { var, .. } => {
-                return fail(format!(
-                    "the max-reduction `max {var}` has no ring semantics"
-                ));
+            // arguments: arbitrary ones, quantified in the statement with the
+            // hypotheses every max-reduction rule needs (MAX_REDUCTION_HYPOTHESES).
+            ExprKind::MaxRed { var, lo, hi, body } => {
+                let Some(functions) = &mut self.functions else {
+                    return fail(format!(
+                        "the max-reduction `max {var}` has no ring semantics"
+                    ));
+                };
+                functions.insert("(smax : scalar -> scalar -> scalar)".to_string());
+                functions.insert("(sbot : scalar)".to_string());
+                self.max_reduction = true;
+                let (lo, hi) = (self.index(lo)?, self.index(hi)?);
+                let sh = self.under(var, |t| t.shape(body))?;
+                if sh != "[]" {
+                    self.under(var, |t| t.hyp(format!("{sh} = []")))?;
+                }
+                let body = self.under(var, |t| t.expr(body))?;
+                format!(
+                    "(MaxRed smax sbot {lo} {hi} (fun {} : Z => {body}))",
+                    ident(var)
+                )
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let (sa, sb) = (self.shape(lhs)?, self.shape(rhs)?);
@@ -604,7 +637,9 @@ fn classify(rule: &Rule) -> (BTreeMap<String, BinderKind>, BTreeMap<String, Meta
             ExprKind::Meta(m) if !rule.substs.contains_key(m) => {
                 metas.insert(m.clone(), MetaKind::Expr);
             }
-            ExprKind::Gen { var, lo, hi, .. } | ExprKind::Sum { var, lo, hi, .. } => {
+            ExprKind::Gen { var, lo, hi, .. }
+            | ExprKind::Sum { var, lo, hi, .. }
+            | ExprKind::MaxRed { var, lo, hi, .. } => {
                 binders.insert(var.clone(), BinderKind::Index);
                 idx(lo, &mut metas);
                 idx(hi, &mut metas);
@@ -713,6 +748,7 @@ pub fn rule_statement(rule: &Rule) -> R<String> {
         wf: Vec::new(),
         collect_wf: false,
         functions: Some(BTreeSet::new()),
+        max_reduction: false,
     };
 
     // Shapes of expression metavariables: refined by the first shape condition on them.
@@ -858,7 +894,19 @@ pub fn rule_statement(rule: &Rule) -> R<String> {
         out.push_str(&format!("  forall {},\n", quants.join(" ")));
     }
     // Grouped and labelled, so that a reader sees where each hypothesis comes from.
-    let groups: [(&str, Vec<&String>); 3] = [
+    let max_hyps: Vec<String> = if tr.max_reduction {
+        MAX_REDUCTION_HYPOTHESES
+            .iter()
+            .map(|h| h.to_string())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let groups: [(&str, Vec<&String>); 4] = [
+        (
+            "the max-reduction's function: associative, commutative, sbot its identity",
+            max_hyps.iter().collect(),
+        ),
         (
             "well-shaped metavariables",
             ws.iter().chain(&shape_hyps).collect(),
@@ -1047,6 +1095,7 @@ pub fn program_term(
         wf: Vec::new(),
         collect_wf: false,
         functions: None,
+        max_reduction: false,
     };
     tr.expr(body)
 }

@@ -421,12 +421,39 @@ fn status_lines_load_and_malformed_ones_are_reported() {
 }
 
 #[test]
-fn export_explains_what_it_cannot_render() {
-    // A max-reduction has no semantics in the generated statements: refused, saying so.
+fn a_max_reduction_is_stated_for_an_associative_commutative_function_with_an_identity() {
+    // In a rule, `max` is `MaxRed smax sbot` for an arbitrary `smax` and `sbot`, with
+    // exactly the hypotheses the max-reduction rules need, and no others.
     let text = "# q: doc\nq: max ?i < ?n: ?e => max ?i < ?n: ?e\n  if scalar: shape(?e) = []\n  grade: exact\n  example: max i < n: f[i] => max i < n: f[i]\n";
     let (rules, diags) = atl_rewrites::rule::load_rules(text, "t.rules");
     assert!(diags.is_empty(), "{diags:?}");
-    let err = atl_rewrites::rocq::rule_statement(&rules[0]).err();
+    let stmt = atl_rewrites::rocq::rule_statement(&rules[0]).expect("renders");
+    for part in [
+        "(sbot : scalar) (smax : scalar -> scalar -> scalar)",
+        "(forall x y z : scalar, smax x (smax y z) = smax (smax x y) z) ->",
+        "(forall x y : scalar, smax x y = smax y x) ->",
+        "(forall x : scalar, smax sbot x = x) ->",
+        "(MaxRed smax sbot 0 n (fun i : Z => (e i))) ==",
+    ] {
+        assert!(stmt.contains(part), "missing `{part}` in\n{stmt}");
+    }
+    // A statement without a max-reduction assumes nothing about `smax`.
+    let text = "# q: doc\nq: sum ?i < ?n: ?e => sum ?i < ?n: ?e\n  grade: exact\n  example: sum i < n: f[i] => sum i < n: f[i]\n";
+    let (rules, _) = atl_rewrites::rule::load_rules(text, "t.rules");
+    let stmt = atl_rewrites::rocq::rule_statement(&rules[0]).expect("renders");
+    assert!(!stmt.contains("smax"), "{stmt}");
+}
+
+#[test]
+fn export_explains_what_it_cannot_render() {
+    // A concrete program has no function to give `max`: refused, saying so.
+    let (checked, diags) =
+        atl_lang::check_source("size n\ninput f : [n]\ndef d = max i < n: f[i]\n");
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let body = &checked.program.def("d").expect("d").body;
+    let sizes = [("n".to_string(), 3)].into_iter().collect();
+    let inputs = [("f".to_string(), vec![3])].into_iter().collect();
+    let err = atl_rewrites::rocq::program_term(body, &sizes, &inputs).err();
     assert!(
         err.is_some_and(|e| e.0.contains("max-reduction")),
         "a max-reduction must be refused"

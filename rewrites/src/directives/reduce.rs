@@ -15,6 +15,15 @@
 //!   sums are a stage over the pure loop `l`, which `reorder ko, l` (a `gen_sum`) turns
 //!   into a vector accumulator that `vectorize l` runs in SIMD lanes, or which
 //!   `parallel l` runs on threads.
+//! - `split k by Q into ko, ki` on a max-reduction `max k < n: e`: `rw max_tile with
+//!   q := Q` gives `max ko < n / Q: max ki < Q: e[k := ko * Q + ki]` (graded `exact`:
+//!   the same values in the same order), only when `n` is provably a multiple of `Q`
+//!   (whatever the tail strategy): a partial tile cannot be guarded as a sum's is, since
+//!   the guard's zeros would take part in the maximum (0 is not the identity of `max`).
+//! - `rfactor ki into l [as part]` on `max ko: max ki < Q: e`: `rw max_swap` (`real`:
+//!   the same maximum, but of two equal values, +0 and -0, another may be kept), then
+//!   `rw max_stage`: `let part = gen l < Q: max ko: e[ki := l] in max ki < Q: part[ki]`,
+//!   the partial maxima over the pure loop `l`.
 //! - `grade exact`: a declaration (recorded as a `check` step). The derivation driver
 //!   refuses any step of such a derivation whose rule is graded `real`
 //!   ([`check_declared_exact`]), naming the directive the user wrote and the reduction
@@ -97,6 +106,69 @@ impl Applier<'_, '_> {
         }
     }
 
+    /// `split var by k into outer, inner` on the max-reduction at `path` (see the module
+    /// documentation): refused unless its extent is provably a multiple of `k`.
+    pub(super) fn split_max(
+        &mut self,
+        path: Vec<usize>,
+        var: &str,
+        k: i64,
+        (outer, inner): (&str, &str),
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let Some(ExprKind::MaxRed { lo, hi, .. }) = self.node(&path).map(|n| n.kind.clone()) else {
+            unreachable!("split_max is called on a max-reduction")
+        };
+        if !poly::same(&lo, &IndexExpr::Const(0)) {
+            return Err(Diagnostic::error(
+                "E0822",
+                format!("the max-reduction `{var}` starts at {lo}, not 0"),
+            )
+            .at(span, "cannot split this max-reduction")
+            .with_help(format!(
+                "write it to start at 0: `max {var} < {}: …` with the body read at `{var} + {lo}`",
+                poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()))
+            )));
+        }
+        let extent = poly::normalize(&hi);
+        let multiple = Pred::cmp(
+            CmpOp::Eq,
+            IndexExpr::bin(IndexOp::Mod, extent.clone(), IndexExpr::Const(k)),
+            IndexExpr::Const(0),
+        );
+        let why = match self.prove_at(&path, &multiple) {
+            Verdict::Proved => None,
+            Verdict::Refuted(cex) => Some(format!("counterexample: {cex}")),
+            Verdict::Unknown(r) => Some(format!("the solver could not decide it ({r})")),
+        };
+        if let Some(why) = why {
+            return Err(Diagnostic::error(
+                "E0823",
+                format!(
+                    "`split {var} by {k}` is refused: the extent {extent} of the max-reduction `{var}` is not provably a multiple of {k}"
+                ),
+            )
+            .at(span, "would have a partial last tile")
+            .with_note(why)
+            .with_note(
+                "a sum's partial tile is guarded, its missing terms adding 0; the maximum of a partial tile cannot be padded so, since 0 is not the identity of `max` (it would be the maximum of a row of negative values)")
+            .with_help(format!(
+                "split by a factor that divides {extent}, or state that {k} does with an `assume` (`assume {extent} % {k} == 0`)"
+            )));
+        }
+        self.apply(rw(
+            "max_tile",
+            false,
+            path,
+            vec![
+                ("q", int(k, span)),
+                ("ko", name_index(outer, span)),
+                ("ki", name_index(inner, span)),
+            ],
+            span,
+        ))
+    }
+
     /// For `tail round`/`tail shift` of a reduction: its extent must be provably a
     /// multiple of `k`, or there is a partial last tile, which neither strategy can
     /// compute soundly.
@@ -161,7 +233,17 @@ pub(super) fn rfactor_directive(
     };
     let span = call.span;
     let program = applier.env.program;
-    let (path, is_gen) = find_loop(Some(program), &applier.expr, inner, span)?;
+    let (path, is_gen) = match find_loop(Some(program), &applier.expr, inner, span) {
+        Ok(found) => found,
+        Err(e) if e.code == "E0821" => {
+            let Some(path) = find_max_loop(Some(program), &applier.expr, inner) else {
+                return Err(e);
+            };
+            applier.check_fresh(&[l, stage], span)?;
+            return rfactor_max(applier, path, inner, (l, stage), span);
+        }
+        Err(e) => return Err(e),
+    };
     applier.check_fresh(&[l, stage], span)?;
     let refuse = |what: String, help: &str| {
         Diagnostic::error("E0856", what)
@@ -204,6 +286,92 @@ pub(super) fn rfactor_directive(
         vec![("l", name_index(l, span)), ("y", name_index(stage, span))],
         span,
     ))
+}
+
+/// `rfactor ki into l as stage` on the max-reduction `ki` at `path`, which must run
+/// from 0 directly inside another max-reduction: the partial maxima
+/// `let stage = gen l < Q: max ko: e[ki := l]`, combined by `max ki < Q: stage[ki]`.
+fn rfactor_max(
+    applier: &mut Applier<'_, '_>,
+    path: Vec<usize>,
+    inner: &str,
+    (l, stage): (&str, &str),
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let refuse = |what: String, help: &str| {
+        Diagnostic::error("E0856", what)
+            .at(span, "cannot rfactor")
+            .with_note("`rfactor ki into l` turns `max ko: max ki < Q: e` into the partial maxima `gen l < Q: max ko: e[ki := l]`, combined afterwards")
+            .with_help(help.to_string())
+    };
+    let outer_path = path.split_last().map(|(_, p)| p.to_vec());
+    let outer = outer_path
+        .as_ref()
+        .and_then(|p| applier.node(p))
+        .map(|n| n.kind.clone());
+    let (Some(outer_path), Some(ExprKind::MaxRed { .. })) = (outer_path, outer) else {
+        return Err(refuse(
+            format!("the max-reduction `{inner}` is not directly inside another max-reduction"),
+            "split the max-reduction first (`split k by 8 into ko, ki`) and rfactor its inner loop",
+        ));
+    };
+    let Some(ExprKind::MaxRed { lo, .. }) = applier.node(&path).map(|n| &n.kind) else {
+        unreachable!("find_max_loop found a max-reduction")
+    };
+    if !poly::same(lo, &IndexExpr::Const(0)) {
+        return Err(refuse(
+            format!("the max-reduction `{inner}` starts at {lo}, not 0"),
+            "rfactor the inner loop of a split, which runs from 0",
+        ));
+    }
+    // max ko: max ki: e  =>  max ki: max ko: e  (the same maximum: `real`)
+    applier.apply(rw("max_swap", false, outer_path.clone(), vec![], span))?;
+    // max ki < Q: E  =>  let part = gen l < Q: E[ki := l] in max ki < Q: part[ki]
+    applier.apply(rw(
+        "max_stage",
+        false,
+        outer_path,
+        vec![("l", name_index(l, span)), ("y", name_index(stage, span))],
+        span,
+    ))
+}
+
+/// The path of the one max-reduction bound to `var` (its variable, or the name the
+/// user wrote for it, with or without a `stage.` prefix); `None` if none or several.
+/// Max-reductions are not among the loops other directives name, so `split` and
+/// `rfactor` look for them here when no `gen` or `sum` has the name.
+pub(super) fn find_max_loop(
+    program: Option<&Program>,
+    expr: &Expr,
+    var: &str,
+) -> Option<Vec<usize>> {
+    fn go(e: &Expr, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, String)>) {
+        if let ExprKind::MaxRed { var, .. } = &e.kind {
+            out.push((path.clone(), var.clone()));
+        }
+        for (k, c) in e.children().into_iter().enumerate() {
+            path.push(k);
+            go(c, path, out);
+            path.pop();
+        }
+    }
+    let name = var.rsplit_once('.').map_or(var, |(_, n)| n);
+    let mut all = Vec::new();
+    go(expr, &mut Vec::new(), &mut all);
+    let exact: Vec<&Vec<usize>> = all
+        .iter()
+        .filter(|(_, v)| v == name)
+        .map(|(p, _)| p)
+        .collect();
+    let written: Vec<&Vec<usize>> = all
+        .iter()
+        .filter(|(_, v)| program.is_some_and(|p| p.written_name(v) == name))
+        .map(|(p, _)| p)
+        .collect();
+    match (exact.as_slice(), written.as_slice()) {
+        ([p], _) | ([], [p]) => Some((*p).clone()),
+        _ => None,
+    }
 }
 
 /// `grade exact`: declares that the derivation reassociates nothing (its result is
@@ -249,25 +417,37 @@ pub fn check_declared_exact(
     for o in outcomes {
         if o.record.grade == Grade::Real {
             let written = o.record.origin.clone().unwrap_or(o.record.command.clone());
-            let what = match node_at(expr, &o.record.path).map(|n| &n.kind) {
-                Some(ExprKind::Sum { var, .. }) => {
+            let (what, label, why) = match node_at(expr, &o.record.path).map(|n| &n.kind) {
+                Some(ExprKind::MaxRed { var, .. }) => (
                     format!(
-                        "the additions of the reduction `{}`",
+                        "reorder the values of the max-reduction `{}`",
                         program.written_name(var)
-                    )
-                }
-                _ => "additions or products".to_string(),
+                    ),
+                    "reorders",
+                    "takes the values in another order (the same maximum, but of two equal values, +0 and -0, another may be kept)",
+                ),
+                Some(ExprKind::Sum { var, .. }) => (
+                    format!(
+                        "reassociate the additions of the reduction `{}`",
+                        program.written_name(var)
+                    ),
+                    "reassociates",
+                    "regroups the terms (equal over the reals, but the floating-point rounding may differ)",
+                ),
+                _ => (
+                    "reassociate additions or products".to_string(),
+                    "reassociates",
+                    "regroups the terms (equal over the reals, but the floating-point rounding may differ)",
+                ),
             };
             return Err(Diagnostic::error(
                 "E0855",
-                format!(
-                    "`{written}` would reassociate {what}, in a derivation declared `grade exact`"
-                ),
+                format!("`{written}` would {what}, in a derivation declared `grade exact`"),
             )
-            .at(step.span, "reassociates")
+            .at(step.span, label)
             .with_secondary(declaration, "declared here")
             .with_note(format!(
-                "its step `{}` regroups the terms (equal over the reals, but the floating-point rounding may differ): an exact derivation gives results bit-identical to its specification",
+                "its step `{}` {why}: an exact derivation gives results bit-identical to its specification",
                 o.record.command
             ))
             .with_help("drop `grade exact` to accept a result equal over the reals (graded `real`), or schedule the reduction without splitting, exchanging or partially summing it"));
