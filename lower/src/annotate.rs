@@ -184,7 +184,9 @@ fn hint_loop(
         return Ok(inner_parallel);
     }
     if let Some(h) = hinted(HintKind::Vector)
-        && (l.origin != LoopOrigin::Gen || !innermost(&l.body) || !iteration_private(&l.body))
+        && (l.origin != LoopOrigin::Gen
+            || !innermost_but_max_folds(&l.body)
+            || !iteration_private(&l.body))
     {
         return Err(refused(
             h,
@@ -230,6 +232,22 @@ fn innermost(body: &[Stmt]) -> bool {
         });
     }
     !found
+}
+
+/// Whether the body is straight-line code but for max-reduction loops of straight-line
+/// code (the partial maxima of `rfactor`): a lane runs such a loop on its own
+/// accumulator, declared in the body, folding its values in their order, so SIMD
+/// changes neither the values nor their order (`omp simd` vectorizes the outer loop).
+fn innermost_but_max_folds(body: &[Stmt]) -> bool {
+    let mut ok = true;
+    for s in body {
+        s.walk(&mut |n| match n {
+            Stmt::For(inner) => ok &= inner.origin == LoopOrigin::Max && innermost(&inner.body),
+            Stmt::Alloc { .. } | Stmt::Fill { .. } => ok = false,
+            _ => {}
+        });
+    }
+    ok
 }
 
 /// Whether every scalar the body sets is declared in the body, and every buffer it

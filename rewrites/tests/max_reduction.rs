@@ -112,9 +112,19 @@ derive x from d {
 ",
         "E0823",
     );
-    // A gen whose body contains a max-reduction has a loop inside: not vectorized.
+    // A gen whose body contains a max-reduction inside other code, or one whose body
+    // has a loop, is not vectorized (a gen whose body is a max of straight-line code,
+    // the partial maxima of `rfactor`, is: tests/max_schedule.rs).
     assert_refused(
-        "def d = gen j < n: max i < n: g[j, i]
+        "def d = gen j < n: 1 + max i < n: g[j, i]
+derive x from d {
+  vectorize j
+}
+",
+        "E0841",
+    );
+    assert_refused(
+        "def d = gen j < n: max i < n: sum k < n: g[j, k] * g[k, i]
 derive x from d {
   vectorize j
 }

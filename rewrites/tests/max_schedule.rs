@@ -24,6 +24,10 @@ derive partial from rowmax {
   split k by 16 into ko, ki
   rfactor ki into l as part
 }
+derive vectorized from partial {
+  vectorize l
+  parallel i
+}
 ";
 
 fn eval(checked: &atl_lang::Checked, e: &Expr, x: &Tensor) -> Vec<f64> {
@@ -83,9 +87,12 @@ fn inputs(n: usize, m: usize) -> Vec<Tensor> {
 fn split_and_rfactor_of_a_row_max_keep_its_values() {
     let (checked, derivations, diags) = common::derive(SOURCE);
     assert!(diags.is_empty(), "{diags:?}");
-    let [tiled, partial] = derivations.as_slice() else {
-        panic!("two derivations expected, got {}", derivations.len())
+    let [tiled, partial, vectorized] = derivations.as_slice() else {
+        panic!("three derivations expected, got {}", derivations.len())
     };
+    // The lanes of `vectorize l` are the partial maxima, each folded in order.
+    assert_eq!(vectorized.result, partial.result);
+    assert_eq!(vectorized.hints().len(), 2);
     let rules = |d: &atl_rewrites::Derivation| -> Vec<String> {
         d.steps.iter().filter_map(|s| s.rule.clone()).collect()
     };

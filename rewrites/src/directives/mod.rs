@@ -1919,7 +1919,9 @@ fn annotation(
 /// - `vectorize`: a `gen` whose body is scalar and contains no loop and no `let`: SIMD
 ///   lanes run consecutive iterations at once, so each must be straight-line code on
 ///   its own element (a per-iteration buffer or a nested loop has no lane-wise form,
-///   and a `sum` vectorized would reassociate its additions).
+///   and a `sum` vectorized would reassociate its additions). One exception: a body
+///   that is itself a max-reduction of straight-line code (the partial maxima of
+///   `rfactor`), which each lane folds on its own, in order.
 /// - `unroll`: a `gen` or `sum` with constant bounds and a trip count in
 ///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count).
 fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Diagnostic> {
@@ -1979,6 +1981,11 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
                     ExprKind::Sum { var, .. } => format!(
                         "its body contains the reduction `sum {var}`, a loop of its own (it is not innermost)"
                     ),
+                    // The body itself a max-reduction: each lane folds its own values,
+                    // in the scalar order, into its own accumulator (the partial maxima
+                    // of `rfactor`); `omp simd` vectorizes the outer loop. Loops inside
+                    // the max's body are still refused below.
+                    ExprKind::MaxRed { .. } if s.path == body_path => continue,
                     ExprKind::MaxRed { var, .. } => format!(
                         "its body contains the reduction `max {var}`, a loop of its own (it is not innermost)"
                     ),
