@@ -47,8 +47,10 @@ fn assignments(names: &[String]) -> Vec<BTreeMap<String, i64>> {
     }
     // Several tiles of 8 or 64 with a partial last tile; only where evaluation stays
     // cheap (two-dimensional examples).
+    // Multiples of 16, where an `assume` that a size is one (a max-reduction split by
+    // 16) holds, in both positions.
     if names.len() <= 2 {
-        for mix in [[67, 131], [130, 65]] {
+        for mix in [[67, 131], [130, 65], [3, 48], [32, 16], [5, 64]] {
             out.push(
                 names
                     .iter()

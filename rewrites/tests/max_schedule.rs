@@ -169,3 +169,46 @@ derive tiled from rowmax {
     assert!(diags.is_empty(), "{diags:?}");
     assert_eq!(derivations.len(), 1);
 }
+
+#[test]
+fn a_name_shared_by_a_max_and_a_sum_is_ambiguous() {
+    // Softmax's row maximum `max k` and row sum `sum k`: `split k` could split either,
+    // so it is refused with both spellings; `mx.k` names the maximum.
+    let head = "size n, m
+assume m % 16 == 0
+input x : [n, m]
+def softmax =
+  gen i < n, j < m:
+    let mx = max k < m: x[i, k] in
+    let s = sum k < m: exp(x[i, k] - mx) in exp(x[i, j] - mx) / s
+";
+    let (_, derivations, diags) = common::derive(&format!(
+        "{head}derive d from softmax {{\n  split k by 16 into ko, ki\n}}\n"
+    ));
+    assert!(derivations.is_empty());
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0].code, "E0832");
+    let note = diags[0].notes.join("\n");
+    assert!(note.contains("`mx.k`") && note.contains("`s.k`"), "{note}");
+    let (checked, derivations, diags) = common::derive(&format!(
+        "{head}derive d from softmax {{\n  split mx.k by 16 into ko, ki\n  rfactor ki into l\n}}\n"
+    ));
+    assert!(diags.is_empty(), "{diags:?}");
+    let rules: Vec<String> = derivations[0]
+        .steps
+        .iter()
+        .filter_map(|s| s.rule.clone())
+        .collect();
+    assert_eq!(rules, ["max_tile", "max_swap", "max_stage"]);
+    let spec = &checked.program.def("softmax").expect("spec").body;
+    for x in inputs(3, 32) {
+        let (a, b) = (
+            eval(&checked, spec, &x),
+            eval(&checked, &derivations[0].result, &x),
+        );
+        assert!(
+            a.iter().zip(&b).all(|(p, q)| (p - q).abs() <= 1e-12),
+            "{a:?} {b:?}"
+        );
+    }
+}

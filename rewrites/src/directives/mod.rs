@@ -569,19 +569,15 @@ impl Applier<'_, '_> {
             )
             .at(span, "bad factor"));
         }
-        let (path, is_gen) = match find_loop(Some(self.env.program), &self.expr, var, span) {
-            Ok(found) => found,
-            // Not a gen or a sum: a max-reduction is split by its own rule.
-            Err(e) if e.code == "E0821" => {
-                let Some(path) = reduce::find_max_loop(Some(self.env.program), &self.expr, var)
-                else {
-                    return Err(e);
-                };
-                self.check_fresh(&[outer, inner], span)?;
-                return self.split_max(path, var, k, (outer, inner), span);
-            }
-            Err(e) => return Err(e),
-        };
+        let (path, is_gen) =
+            match reduce::find_loop_or_max(self.env.program, &self.expr, var, span)? {
+                reduce::Named::Loop(path, is_gen) => (path, is_gen),
+                // A max-reduction is split by its own rule.
+                reduce::Named::Max(path) => {
+                    self.check_fresh(&[outer, inner], span)?;
+                    return self.split_max(path, var, k, (outer, inner), span);
+                }
+            };
         self.check_fresh(&[outer, inner], span)?;
         if !is_gen {
             return self.split_reduction(path, var, k, (outer, inner), tail, span);
@@ -665,20 +661,16 @@ impl Applier<'_, '_> {
         inner: &str,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        let (path, is_gen) = match find_loop(Some(self.env.program), &self.expr, var, span) {
-            Ok(found) => found,
-            // A max-reduction has no partial tile to separate: it is split only when
-            // its extent is a multiple of the factor.
-            Err(e) if e.code == "E0821" => {
-                let Some(path) = reduce::find_max_loop(Some(self.env.program), &self.expr, var)
-                else {
-                    return Err(e);
-                };
-                self.check_fresh(&[outer, inner], span)?;
-                return self.split_max(path, var, k, (outer, inner), span);
-            }
-            Err(e) => return Err(e),
-        };
+        let (path, is_gen) =
+            match reduce::find_loop_or_max(self.env.program, &self.expr, var, span)? {
+                reduce::Named::Loop(path, is_gen) => (path, is_gen),
+                // A max-reduction has no partial tile to separate: it is split only
+                // when its extent is a multiple of the factor.
+                reduce::Named::Max(path) => {
+                    self.check_fresh(&[outer, inner], span)?;
+                    return self.split_max(path, var, k, (outer, inner), span);
+                }
+            };
         if !is_gen {
             self.check_fresh(&[outer, inner], span)?;
             return self.split_reduction(path, var, k, (outer, inner), "separate", span);

@@ -233,16 +233,12 @@ pub(super) fn rfactor_directive(
     };
     let span = call.span;
     let program = applier.env.program;
-    let (path, is_gen) = match find_loop(Some(program), &applier.expr, inner, span) {
-        Ok(found) => found,
-        Err(e) if e.code == "E0821" => {
-            let Some(path) = find_max_loop(Some(program), &applier.expr, inner) else {
-                return Err(e);
-            };
+    let (path, is_gen) = match find_loop_or_max(program, &applier.expr, inner, span)? {
+        Named::Loop(path, is_gen) => (path, is_gen),
+        Named::Max(path) => {
             applier.check_fresh(&[l, stage], span)?;
             return rfactor_max(applier, path, inner, (l, stage), span);
         }
-        Err(e) => return Err(e),
     };
     applier.check_fresh(&[l, stage], span)?;
     let refuse = |what: String, help: &str| {
@@ -336,42 +332,105 @@ fn rfactor_max(
     ))
 }
 
-/// The path of the one max-reduction bound to `var` (its variable, or the name the
-/// user wrote for it, with or without a `stage.` prefix); `None` if none or several.
-/// Max-reductions are not among the loops other directives name, so `split` and
-/// `rfactor` look for them here when no `gen` or `sum` has the name.
-pub(super) fn find_max_loop(
-    program: Option<&Program>,
+/// The loop a `split` or `rfactor` names: a `gen` or `sum` (its path, and whether it is
+/// a `gen`), or a max-reduction (its path).
+pub(super) enum Named {
+    Loop(Vec<usize>, bool),
+    Max(Vec<usize>),
+}
+
+/// The loop `var` names for `split` and `rfactor`, which also schedule max-reductions:
+/// the other directives' loops ([`find_loop`]) and the max-reductions, by their
+/// variable or the name the user wrote, as `stage.var` or plain `var`. A name that
+/// fits a max-reduction and another loop (softmax's `max k` and `sum k`) is ambiguous
+/// (E0832), so that neither is split silently in place of the other.
+pub(super) fn find_loop_or_max(
+    program: &Program,
     expr: &Expr,
     var: &str,
-) -> Option<Vec<usize>> {
-    fn go(e: &Expr, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, String)>) {
+    span: Span,
+) -> Result<Named, Diagnostic> {
+    let maxima = max_loops(program, expr, var);
+    let found = find_loop(Some(program), expr, var, span);
+    match (found, maxima.as_slice()) {
+        (Ok((path, is_gen)), []) => Ok(Named::Loop(path, is_gen)),
+        (Err(e), []) => Err(e),
+        (Err(e), [(path, _)]) if e.code == "E0821" => Ok(Named::Max(path.clone())),
+        (Err(e), _) if e.code != "E0821" => Err(e),
+        (found, several) => {
+            let mut spellings: Vec<String> = several
+                .iter()
+                .map(|(_, stage)| match stage {
+                    Some(stage) => {
+                        format!("`{stage}.{var}` (the max-reduction of stage `{stage}`)")
+                    }
+                    None => format!("the max-reduction `{var}` of the definition"),
+                })
+                .collect();
+            if found.is_ok() {
+                let other = crate::loops::loops(expr)
+                    .into_iter()
+                    .find(|l| l.var == var || program.written_name(&l.var) == var)
+                    .and_then(|l| l.stage);
+                spellings.push(match other {
+                    Some(stage) => format!("`{stage}.{var}` (the loop of stage `{stage}`)"),
+                    None => format!("the loop `{var}` of the definition"),
+                });
+            }
+            Err(
+                Diagnostic::error("E0832", format!("`{var}` names {} loops", spellings.len()))
+                    .at(span, "ambiguous loop")
+                    .with_note(format!("it may mean: {}", spellings.join(", ")))
+                    .with_help("name one loop as `stage.var`, with the `let` that computes it"),
+            )
+        }
+    }
+}
+
+/// The max-reductions `var` names (`stage.name` or `name`, the variable or the name the
+/// user wrote), with their paths and stages (the innermost `let` whose value contains
+/// them). The exact variable wins over a written name.
+fn max_loops(program: &Program, expr: &Expr, var: &str) -> Vec<(Vec<usize>, Option<String>)> {
+    fn go(
+        e: &Expr,
+        stage: Option<&str>,
+        path: &mut Vec<usize>,
+        out: &mut Vec<(Vec<usize>, String, Option<String>)>,
+    ) {
         if let ExprKind::MaxRed { var, .. } = &e.kind {
-            out.push((path.clone(), var.clone()));
+            out.push((path.clone(), var.clone(), stage.map(str::to_string)));
         }
         for (k, c) in e.children().into_iter().enumerate() {
+            let inner = match &e.kind {
+                ExprKind::Let { var, .. } if k == 0 => Some(var.as_str()),
+                _ => stage,
+            };
             path.push(k);
-            go(c, path, out);
+            go(c, inner, path, out);
             path.pop();
         }
     }
-    let name = var.rsplit_once('.').map_or(var, |(_, n)| n);
+    let (stage, name) = match var.split_once('.') {
+        Some((stage, name)) => (Some(stage), name),
+        None => (None, var),
+    };
     let mut all = Vec::new();
-    go(expr, &mut Vec::new(), &mut all);
-    let exact: Vec<&Vec<usize>> = all
-        .iter()
-        .filter(|(_, v)| v == name)
-        .map(|(p, _)| p)
-        .collect();
-    let written: Vec<&Vec<usize>> = all
-        .iter()
-        .filter(|(_, v)| program.is_some_and(|p| p.written_name(v) == name))
-        .map(|(p, _)| p)
-        .collect();
-    match (exact.as_slice(), written.as_slice()) {
-        ([p], _) | ([], [p]) => Some((*p).clone()),
-        _ => None,
-    }
+    go(expr, None, &mut Vec::new(), &mut all);
+    all.retain(|(_, _, s)| stage.is_none_or(|want| s.as_deref() == Some(want)));
+    let pick = |exact: bool| -> Vec<(Vec<usize>, Option<String>)> {
+        all.iter()
+            .filter(|(_, v, _)| {
+                if exact {
+                    v == name
+                } else {
+                    program.written_name(v) == name
+                }
+            })
+            .map(|(p, _, s)| (p.clone(), s.clone()))
+            .collect()
+    };
+    let exact = pick(true);
+    if exact.is_empty() { pick(false) } else { exact }
 }
 
 /// `grade exact`: declares that the derivation reassociates nothing (its result is
