@@ -388,3 +388,39 @@ fn a_scalar_let_is_a_per_lane_temporary() {
     let (program, _) = derived(src);
     runs_like_reference(&program, &k, "a_vec", &[("n", 6)]);
 }
+
+/// `vector` on a `gen` whose body is a max-reduction of straight-line code (the partial
+/// maxima of `rfactor`): each lane folds its own maximum, in order, so the hint is
+/// kept on the outer loop. A max whose body has a loop, or a sum, is still refused.
+#[test]
+fn a_gen_of_maxima_is_vectorized_around_its_fold() {
+    let hinted = |body: &str| {
+        let src = format!("size n\ninput g : [n, n]\ndef d = gen j < n: {body}\n");
+        let (checked, _) = atl_lang::check_source(&src);
+        let mut checked = checked.expect("checks");
+        checked.program.defs[0].hints.push(atl_lang::ir::LoopHint {
+            var: "j".to_string(),
+            kind: atl_lang::ir::HintKind::Vector,
+            span: atl_lang::span::Span::DUMMY,
+        });
+        lower_def(
+            &checked.program,
+            &checked.shapes,
+            "d",
+            &LowerOptions::default(),
+        )
+    };
+    let k = hinted("max i < n: 2 * g[j, i]").expect("a lane's own fold");
+    let ls = loops(&k);
+    let (j, i) = (find(&ls, "j"), find(&ls, "i"));
+    assert!(j.vector);
+    assert_eq!(i.origin, LoopOrigin::Max);
+    assert!(!i.vector);
+    for body in [
+        "max i < n: sum k < n: g[j, k] * g[k, i]",
+        "sum i < n: g[j, i]",
+    ] {
+        let err = hinted(body).expect_err(body);
+        assert_eq!(err.code, "E0913", "{body}");
+    }
+}
