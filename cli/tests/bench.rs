@@ -91,3 +91,47 @@ fn median_is_the_lower_middle() {
     );
     assert_eq!(bench_cmd::median(&ms(&[7])), Duration::from_millis(7));
 }
+
+/// Default check sizes that break an `assume` are replaced by the nearest ones that
+/// satisfy every `assume` (softmax_rows16: `m % 16 == 0`, so m = 16, and n stays 19).
+#[test]
+fn default_check_sizes_satisfy_the_assumes() {
+    let file = path("examples/softmax/softmax_rows16.atl");
+    let (code, out, err) = atl(&[
+        "bench",
+        &file,
+        "--def",
+        "fast_max",
+        "--sizes",
+        "n=40,m=64",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(code, EXIT_OK, "{out}\n{err}");
+    assert!(
+        out.contains("checked against the interpreter at m=16,n=19"),
+        "{out}"
+    );
+    // Sizes the `assume`s admit nowhere near: the clamps, refused with the help.
+    let dir = std::env::temp_dir().join(format!("atl-bench-assume-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let odd = dir.join("odd.atl");
+    std::fs::write(
+        &odd,
+        "size n\nassume n % 1000 == 999\ninput f : [n]\ndef d = gen i < n: f[i] * 2\n",
+    )
+    .expect("write");
+    let (code, _, err) = atl(&[
+        "bench",
+        &odd.display().to_string(),
+        "--def",
+        "d",
+        "--sizes",
+        "n=1999",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(err.contains("--check-sizes"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

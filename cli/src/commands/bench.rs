@@ -58,7 +58,8 @@ pub struct BenchArgs {
     /// Timed calls per kernel.
     #[arg(long = "runs", default_value_t = 11)]
     pub runs: usize,
-    /// Sizes of the check against the interpreter (default: each size, at most 19).
+    /// Sizes of the check against the interpreter (default: each size, at most 19; the
+    /// nearest sizes that satisfy the `assume`s when those do not).
     #[arg(long = "check-sizes", value_name = "NAME=VALUE,...")]
     pub check_sizes: Vec<String>,
     #[arg(long = "dtype", default_value = "f32")]
@@ -81,7 +82,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let loaded = &prepared.loaded;
     let program = &loaded.program;
     let check_sizes = if args.check_sizes.is_empty() {
-        default_check_sizes(&prepared.sizes)
+        default_check_sizes(program, &prepared.sizes)
     } else {
         parse_sizes(&args.check_sizes)
             .map_err(|m| Failure::usage(format!("`--check-sizes`: {m}")))?
@@ -198,12 +199,82 @@ pub fn median(times: &[Duration]) -> Duration {
 }
 
 /// The check sizes by default: every size clamped to at most 19 (odd, and not a
-/// multiple of the usual tile sizes, so tails are exercised).
-pub fn default_check_sizes(sizes: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
-    sizes
+/// multiple of the usual tile sizes, so tails are exercised). When those break an
+/// `assume` (`m % 16 == 0`), the nearest sizes that satisfy every `assume`: each size
+/// tries its clamp, then smaller values, then larger ones up to 64 (never above the
+/// timed size), the assignments closest to the clamps first. Without such sizes (or
+/// after [`MAX_CHECK_SIZE_TRIES`]), the clamps, which the caller reports.
+pub fn default_check_sizes(
+    program: &Program,
+    sizes: &BTreeMap<String, i64>,
+) -> BTreeMap<String, i64> {
+    let clamped: BTreeMap<String, i64> = sizes
         .iter()
         .map(|(k, v)| (k.clone(), (*v).min(19)))
-        .collect()
+        .collect();
+    if atl_lang::interp::check_sizes(program, &clamped).is_ok() {
+        return clamped;
+    }
+    let names: Vec<&String> = sizes.keys().collect();
+    let candidates: Vec<Vec<i64>> = sizes
+        .values()
+        .map(|&v| {
+            let c = v.min(19);
+            (1..=c).rev().chain(20..=v.min(64)).collect()
+        })
+        .collect();
+    // Assignments by the sum of their positions in the candidate lists.
+    let most = candidates.iter().map(|c| c.len() - 1).sum::<usize>();
+    let mut tries = 0;
+    for total in 0..=most {
+        let mut found = None;
+        enumerate_positions(&candidates, total, &mut Vec::new(), &mut |pos| {
+            tries += 1;
+            let assignment: BTreeMap<String, i64> = names
+                .iter()
+                .zip(pos)
+                .zip(&candidates)
+                .map(|((n, &p), c)| ((*n).clone(), c[p]))
+                .collect();
+            if atl_lang::interp::check_sizes(program, &assignment).is_ok() {
+                found = Some(assignment);
+            }
+            found.is_none() && tries < MAX_CHECK_SIZE_TRIES
+        });
+        if let Some(a) = found {
+            return a;
+        }
+        if tries >= MAX_CHECK_SIZE_TRIES {
+            break;
+        }
+    }
+    clamped
+}
+
+/// Assignments tried for the default check sizes before giving up.
+const MAX_CHECK_SIZE_TRIES: usize = 20_000;
+
+/// Calls `visit` with every choice of one position per list whose positions add up to
+/// `total` (in order), until it returns `false`; returns whether to go on.
+fn enumerate_positions(
+    lists: &[Vec<i64>],
+    total: usize,
+    prefix: &mut Vec<usize>,
+    visit: &mut dyn FnMut(&[usize]) -> bool,
+) -> bool {
+    let k = prefix.len();
+    if k == lists.len() {
+        return total != 0 || visit(prefix);
+    }
+    for p in 0..lists[k].len().min(total + 1) {
+        prefix.push(p);
+        let go_on = enumerate_positions(lists, total - p, prefix, visit);
+        prefix.pop();
+        if !go_on {
+            return false;
+        }
+    }
+    true
 }
 
 /// Random inputs of a program at `sizes` (seeds 1, 2, … in declaration order).
