@@ -4,7 +4,10 @@
 //! and its compiled C agrees with the interpreter where the row count is and is not a
 //! multiple of the split factor.
 
-use atl_cli::{EXIT_OK, run};
+mod common;
+
+use atl_cli::EXIT_OK;
+use common::atl;
 
 const SOURCE: &str = "size n, m
 input A : [n, m]
@@ -14,20 +17,6 @@ derive b from s {
   reorder x, yo, yi
 }
 ";
-
-/// Runs `atl ARGS…`; returns (status, stdout, stderr).
-fn atl(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut all = vec!["atl"];
-    all.extend_from_slice(args);
-    let code = run(all, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
-}
 
 /// A scratch file holding `text`, in a directory of this test process.
 fn scratch(name: &str, text: &str) -> String {

@@ -127,6 +127,10 @@ const PATTERNS: &[&[i64]] = &[
     &[9, 17, 4, 13, 2],
     &[8, 16, 3, 8, 5],
     &[67, 70, 2, 3, 2],
+    // A second size that is a multiple of 16 (`assume m % 16 == 0`), with others that
+    // are not.
+    &[3, 32, 5, 16, 2],
+    &[5, 48, 2, 16, 3],
 ];
 
 /// The size assignments a definition is tested at: those of [`PATTERNS`] that
