@@ -515,6 +515,13 @@ impl Session {
                             text: step_text,
                             outcomes,
                         });
+                    } else {
+                        // A directive with nothing to do (`reorder i, j` where `i` is
+                        // already outside `j`): no step, said so.
+                        let _ = writeln!(
+                            out,
+                            "`{step_text}` changes nothing: the program is already so"
+                        );
                     }
                 }
                 Err(refusal) => {

@@ -662,3 +662,19 @@ fn applicable_leaves_out_what_grade_exact_refuses() {
     assert!(text.contains("[E0855]"), "{text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A directive with nothing to do is said so and recorded as no step.
+#[test]
+fn a_reorder_already_in_order_changes_nothing() {
+    let (mut session, dir) = session_on(
+        "reorder_noop",
+        "size n, m\ninput A : [n, m]\ndef s = gen i < n, j < m: A[i, j]\n",
+    );
+    let text = session_output(&mut session, "reorder i, j\n");
+    assert!(text.contains("changes nothing"), "{text}");
+    assert!(session.step_texts().is_empty(), "{text}");
+    let text = session_output(&mut session, "reorder j, i\n");
+    assert!(text.contains("transpose"), "{text}");
+    assert_eq!(session.step_texts(), ["reorder j, i"]);
+    let _ = std::fs::remove_dir_all(dir);
+}

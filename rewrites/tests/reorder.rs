@@ -392,3 +392,31 @@ fn every_order_of_a_split_and_the_loop_inside_it() {
         }
     }
 }
+
+/// `reorder` puts the loops in the order given: two loops already in that order stay
+/// (it used to exchange any two loops named, so `reorder i, j` on `gen i: gen j` put
+/// `j` outside), and the same `reorder` twice is the same as once.
+#[test]
+fn two_loops_already_in_order_stay() {
+    let source = "size n, m
+input A : [n, m]
+def s = gen i < n, j < m: A[i, j]
+derive same from s {
+  reorder i, j
+}
+derive once from s {
+  reorder j, i
+}
+derive twice from s {
+  reorder j, i
+  reorder j, i
+}
+";
+    let (_, derivations, diags) = common::derive(source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let get = |n: &str| derivations.iter().find(|d| d.name == n).expect(n);
+    assert!(get("same").steps.is_empty(), "{:?}", get("same").steps);
+    assert_eq!(get("same").result, get("same").initial);
+    assert_eq!(loop_order(&get("once").result), ["j", "i"]);
+    assert_eq!(get("twice").result, get("once").result);
+}

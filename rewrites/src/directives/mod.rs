@@ -1536,9 +1536,8 @@ fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(
             .with_help(call.info.usage));
         }
     }
-    if let [a, b] = names {
-        return exchange_loops(applier, a, b, call.span);
-    }
+    // Two loops already in the order given stay as they are (as in Halide): the
+    // exchanges below only ever put a pair in the order asked for.
     // At most n(n-1)/2 exchanges of neighbours (bubble sort by the wanted position).
     for _ in 0..names.len() * names.len() {
         let expr = applier.expr.clone();
