@@ -106,17 +106,7 @@ pub(super) fn exchange_across_split(
     }
     // 2. Those between the `trunc_r` and the `flatten` go inside the flatten.
     let under_trunc = child(&guard_path);
-    loop {
-        let expr = applier.expr.clone();
-        if !is_guard(&expr, &under_trunc) {
-            break;
-        }
-        if is_guard(&expr, &child(&under_trunc)) {
-            applier.apply(rw("guard_and", false, under_trunc.clone(), vec![], span))?;
-        } else {
-            applier.apply(rw("flatten_guard", true, under_trunc.clone(), vec![], span))?;
-        }
-    }
+    guards_into_flatten(applier, &under_trunc, span)?;
     // 3. Those inside the flatten go inside both split loops (so that the reads
     //    `gen_flatten` leaves resolve with `get_gen`).
     let under_flatten = child(&under_trunc);
@@ -261,17 +251,7 @@ pub(super) fn exchange_out_of_split(
     let inner_name = names(&expr, &skip_guards(&expr, &child(&second_path)));
     // 1. The guards between the `trunc_r` and the `flatten` go inside the flatten.
     let under_trunc = child(&trunc);
-    loop {
-        let expr = applier.expr.clone();
-        if !is_guard(&expr, &under_trunc) {
-            break;
-        }
-        if is_guard(&expr, &child(&under_trunc)) {
-            applier.apply(rw("guard_and", false, under_trunc.clone(), vec![], span))?;
-        } else {
-            applier.apply(rw("flatten_guard", true, under_trunc.clone(), vec![], span))?;
-        }
-    }
+    guards_into_flatten(applier, &under_trunc, span)?;
     // 2. Every guard above one of the three loops goes inside it (made one with the
     //    guards already there first), so that the guards end in the moved loop's body.
     let flatten = under_trunc;
@@ -320,4 +300,25 @@ pub(super) fn exchange_out_of_split(
         ))?;
     }
     Ok(())
+}
+
+/// Moves the guards at `under_trunc` (between a split's `trunc_r` and its `flatten`)
+/// inside the flatten, one at a time (a conjunction is split first).
+fn guards_into_flatten(
+    applier: &mut Applier<'_, '_>,
+    under_trunc: &[usize],
+    span: Span,
+) -> Result<(), Diagnostic> {
+    loop {
+        let expr = applier.expr.clone();
+        if !is_guard(&expr, under_trunc) {
+            return Ok(());
+        }
+        let rule = if is_guard(&expr, &child(under_trunc)) {
+            ("guard_and", false)
+        } else {
+            ("flatten_guard", true)
+        };
+        applier.apply(rw(rule.0, rule.1, under_trunc.to_vec(), vec![], span))?;
+    }
 }
