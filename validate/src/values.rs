@@ -868,6 +868,30 @@ impl<'s> Comparison<'s> {
         }
     }
 
+    /// Two reductions' terms step by step when their ranges are shown equal (the
+    /// second's variable renamed to the first's, both bodies simplified knowing the
+    /// variable is in range); `None` when the ranges are not shown equal.
+    fn equal_steps(
+        &mut self,
+        (v1, lo1, hi1, b1): (&String, &IndexExpr, &IndexExpr, &Term),
+        (v2, lo2, hi2, b2): (&String, &IndexExpr, &IndexExpr, &Term),
+        facts: &[Pred],
+    ) -> Option<Outcome> {
+        let same_range = self.proves(facts, &eq(lo1.clone(), lo2.clone()))
+            && self.proves(facts, &eq(hi1.clone(), hi2.clone()));
+        if !same_range {
+            return None;
+        }
+        let b2 = b2.subst(v2, &IndexExpr::var(v1.clone()));
+        let v = IndexExpr::var(v1.clone());
+        let mut with = facts.to_vec();
+        with.push(le(lo1.clone(), v.clone()));
+        with.push(lt(v, hi1.clone()));
+        let x = self.simplify(b1, &with);
+        let y = self.simplify(&b2, &with);
+        Some(self.equal(&x, &y, &with))
+    }
+
     /// Compares `a` (the kernel's) and `b` (the source's), both simplified under
     /// `facts`.
     fn equal(&mut self, a: &Term, b: &Term, facts: &[Pred]) -> Outcome {
@@ -977,20 +1001,16 @@ impl<'s> Comparison<'s> {
                     body: b2,
                 },
             ) => {
-                let b2 = b2.subst(v2, &IndexExpr::var(v1.clone()));
-                let v = IndexExpr::var(v1.clone());
-                let same_range = self.proves(facts, &eq(lo1.clone(), lo2.clone()))
-                    && self.proves(facts, &eq(hi1.clone(), hi2.clone()));
-                let in1 = Pred::and(le(lo1.clone(), v.clone()), lt(v.clone(), hi1.clone()));
-                let mut with = facts.to_vec();
-                if same_range {
-                    with.push(le(lo1.clone(), v.clone()));
-                    with.push(lt(v, hi1.clone()));
-                    let x = self.simplify(b1, &with);
-                    let y = self.simplify(&b2, &with);
-                    return self.equal(&x, &y, &with);
+                if let Some(outcome) =
+                    self.equal_steps((v1, lo1, hi1, b1), (v2, lo2, hi2, b2), facts)
+                {
+                    return outcome;
                 }
                 // Different ranges: term by term over their union, zero outside each.
+                let b2 = b2.subst(v2, &IndexExpr::var(v1.clone()));
+                let v = IndexExpr::var(v1.clone());
+                let in1 = Pred::and(le(lo1.clone(), v.clone()), lt(v.clone(), hi1.clone()));
+                let mut with = facts.to_vec();
                 let in2 = Pred::and(le(lo2.clone(), v.clone()), lt(v, hi2.clone()));
                 with.push(Pred::or(in1.clone(), in2.clone()));
                 let x = self.simplify(&Term::guarded(in1, (**b1).clone()), &with);
@@ -1012,23 +1032,13 @@ impl<'s> Comparison<'s> {
                     hi: hi2,
                     body: b2,
                 },
-            ) => {
-                let b2 = b2.subst(v2, &IndexExpr::var(v1.clone()));
-                let v = IndexExpr::var(v1.clone());
-                let same_range = self.proves(facts, &eq(lo1.clone(), lo2.clone()))
-                    && self.proves(facts, &eq(hi1.clone(), hi2.clone()));
-                if !same_range {
-                    return Outcome::Differs(format!(
+            ) => self
+                .equal_steps((v1, lo1, hi1, b1), (v2, lo2, hi2, b2), facts)
+                .unwrap_or_else(|| {
+                    Outcome::Differs(format!(
                         "the kernel computes {a} where the source has {b} (ranges not shown equal)"
-                    ));
-                }
-                let mut with = facts.to_vec();
-                with.push(le(lo1.clone(), v.clone()));
-                with.push(lt(v, hi1.clone()));
-                let x = self.simplify(b1, &with);
-                let y = self.simplify(&b2, &with);
-                self.equal(&x, &y, &with)
-            }
+                    ))
+                }),
             (Term::Sum { var, lo, hi, body }, z) | (z, Term::Sum { var, lo, hi, body })
                 if z.is_zero() =>
             {
