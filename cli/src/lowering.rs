@@ -178,6 +178,9 @@ pub fn validate_kernel(
         def: name,
     };
     let report = atl_validate::validate(kernel, Some(&source), &atl_solver::Solver::new());
+    if let Some(d) = overflow_refusal(name, &report) {
+        return Err((Box::new(report), d));
+    }
     let diagnostic = match &report.verdict {
         atl_validate::KernelVerdict::Validated => return Ok(report),
         atl_validate::KernelVerdict::Rejected {
@@ -225,6 +228,60 @@ pub fn validate_kernel(
         }
     };
     Err((Box::new(report), diagnostic))
+}
+
+/// E0938 when the only thing wrong with a kernel is its 64-bit index arithmetic: every
+/// refuted obligation (or, when none is refuted, every undecided one) is a "fits in
+/// `int64_t`" obligation. Sizes too large for the arithmetic are a limit of the
+/// kernel, not a wrong kernel (E0951) — as when lowering refuses it for that reason.
+fn overflow_refusal(name: &str, report: &atl_validate::Report) -> Option<Diagnostic> {
+    use atl_solver::Verdict;
+    let is_overflow =
+        |o: &atl_validate::Obligation| matches!(o.kind, atl_validate::ObligationKind::Int64 { .. });
+    let failed: Vec<&atl_validate::CheckedObligation> = match &report.verdict {
+        atl_validate::KernelVerdict::Validated => return None,
+        atl_validate::KernelVerdict::Rejected {
+            disagreement: Some(_),
+            ..
+        } => return None,
+        atl_validate::KernelVerdict::Rejected { .. } => report
+            .obligations
+            .iter()
+            .filter(|c| c.verdict.is_refuted())
+            .collect(),
+        atl_validate::KernelVerdict::NotValidated { reasons } => {
+            let unknown: Vec<_> = report
+                .obligations
+                .iter()
+                .filter(|c| matches!(c.verdict, Verdict::Unknown(_)))
+                .collect();
+            // A reason that is no undecided obligation (no source given…) is not about
+            // the arithmetic.
+            if unknown.len() != reasons.len() {
+                return None;
+            }
+            unknown
+        }
+    };
+    if failed.is_empty() || !failed.iter().all(|c| is_overflow(&c.obligation)) {
+        return None;
+    }
+    let mut d = Diagnostic::error(
+        "E0938",
+        format!("the kernel lowered from `{name}` may overflow 64-bit index arithmetic"),
+    );
+    for c in failed.iter().take(3) {
+        let atl_validate::ObligationKind::Int64 { what, expr } = &c.obligation.kind else {
+            continue;
+        };
+        d = d.with_note(match &c.verdict {
+            Verdict::Refuted(cex) => {
+                format!("the {what}, `{expr}`, leaves int64_t at {cex}")
+            }
+            _ => format!("the {what}, `{expr}`, is not shown to stay within int64_t"),
+        });
+    }
+    Some(d.with_help(atl_loopir::int64::OVERFLOW_HELP))
 }
 
 /// `text` cut after `max` characters (on a character boundary), with `…`.

@@ -2,7 +2,8 @@
 //! overflow. Helpers used only by an entry check (`assume`) are emitted; sizes for
 //! which an index expression could overflow `int64_t` are refused on entry (E0937)
 //! — by the compiled C itself, which is called here directly, below the Rust-side
-//! check — and a kernel that overflows at every size is refused by lowering (E0938).
+//! check — and a kernel that would have to refuse ordinary sizes is refused by
+//! lowering (E0938, issue 28).
 //! Each compiled run is a harness under `-fsanitize=address,undefined` with
 //! `ATL_SANITIZE=1`.
 
@@ -126,39 +127,43 @@ fn run_c(kernel: &atl_lower::Kernel, n: i64, shown: usize) -> Vec<f64> {
 }
 
 #[test]
-fn a_huge_ceiling_division_factor_is_refused_on_entry() {
-    let kernel = lowered(&fixture("cdiv_huge_factor.atl"), "a").expect("lowers");
-    // cdiv(1, 2^63 - 1) = 1: out = [f[0]].
-    assert_eq!(run_c(&kernel, 1, 1), vec![1.0]);
-    // n = 3 would compute `3 + 9223372036854775806`: refused, out untouched.
-    assert_eq!(run_c(&kernel, 3, 1), vec![-7.0]);
-    let err = atl_lower::check_call(&kernel, &sizes(3), &input(vec![1.0, 2.0, 3.0]))
-        .expect_err("refused");
+fn a_size_beyond_the_entry_bound_is_refused_on_entry() {
+    let kernel = lowered(&fixture("entry_bound.atl"), "a").expect("lowers");
+    assert_eq!(run_c(&kernel, 3, 4), vec![1.0, 2.0, 3.0, 4.0]);
+    // n = 7e18 would compute `n + n / 2` beyond 2^63: refused, out untouched.
+    assert_eq!(run_c(&kernel, 7_000_000_000_000_000_000, 4), vec![-7.0; 4]);
+    let err = atl_lower::check_call(
+        &kernel,
+        &sizes(7_000_000_000_000_000_000),
+        &input(vec![1.0; 4]),
+    )
+    .expect_err("refused");
     assert_eq!(err.code, "E0937", "{err:?}");
     let header = emit(&kernel, &EmitOptions::default())
         .expect("emits")
         .header;
     assert!(
-        header.contains("sizes small enough for the int64_t index arithmetic:\n *     n <= 1.\n"),
+        header.contains("sizes small enough for the int64_t index arithmetic:\n *     n <= "),
         "{header}"
     );
 }
 
+/// Kernels whose index arithmetic fits only at sizes below the least bound a kernel
+/// may set (`atl_loopir::int64::min_index_range_bound`) are refused by lowering,
+/// naming the expression: a huge ceiling-division factor (`(n + c - 1) / c` overflows
+/// from n = 2), a guard's factor (`i * 2^62` from i = 2), an `assume` that multiplies
+/// (its own entry check overflows).
 #[test]
-fn a_guard_with_a_huge_factor_is_refused_beyond_its_bound() {
-    let kernel = lowered(&fixture("guard_huge_factor.atl"), "a").expect("lowers");
-    // n = 2: i = 0 passes (0 < 2), i = 1 does not (2^62 >= 2).
-    assert_eq!(run_c(&kernel, 2, 2), vec![1.0, 0.0]);
-    // n = 3: `2 * 2^62` would overflow: refused, out untouched.
-    assert_eq!(run_c(&kernel, 3, 3), vec![-7.0, -7.0, -7.0]);
-}
-
-#[test]
-fn an_assume_that_multiplies_is_checked_after_the_bound() {
-    let kernel = lowered(&fixture("assume_overflow.atl"), "a").expect("lowers");
-    assert_eq!(run_c(&kernel, 1, 1), vec![1.0]);
-    // n = 2: `2 * 2^62` in the assume's own check would overflow.
-    assert_eq!(run_c(&kernel, 2, 2), vec![-7.0, -7.0]);
+fn kernels_that_fit_only_at_tiny_sizes_are_refused_by_lowering() {
+    for (file, what) in [
+        ("cdiv_huge_factor.atl", "9223372036854775807"),
+        ("guard_huge_factor.atl", "4611686018427387904 * i"),
+        ("assume_overflow.atl", "4611686018427387904 * n"),
+    ] {
+        let err = lowered(&fixture(file), "a").expect_err("refused");
+        assert_eq!(err.code, "E0938", "{file}: {err:?}");
+        assert!(err.message.contains(what), "{file}: {}", err.message);
+    }
 }
 
 #[test]

@@ -763,8 +763,8 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0938",
-        "lowering: an index expression of the kernel overflows 64-bit arithmetic at every size (a huge split factor or guard constant)",
-        "use a smaller constant",
+        "an index expression of the kernel may overflow 64-bit arithmetic at sizes the program allows (a huge index factor, split factor or guard constant): refused by lowering, or by the translation validator, which proves every `int64_t` value of a kernel fits",
+        "use a smaller constant, or an `assume` bounding the sizes",
     ),
     active(
         "E0939",

@@ -180,7 +180,55 @@ pub fn apply_index_op(op: IndexOp, a: i64, b: i64) -> Option<i64> {
     }
 }
 
+/// [`apply_index_op`] on 128-bit integers (checked): the exact value wherever it fits,
+/// for evaluating values that leave 64 bits (a counterexample to "this fits in
+/// `int64_t`" has to be checked somewhere).
+pub fn apply_index_op_wide(op: IndexOp, a: i128, b: i128) -> Option<i128> {
+    let floor_div = |a: i128, b: i128| -> Option<i128> {
+        if b == 0 {
+            return Some(0);
+        }
+        let q = a.checked_div(b)?;
+        if (a % b != 0) && ((a < 0) != (b < 0)) {
+            q.checked_sub(1)
+        } else {
+            Some(q)
+        }
+    };
+    match op {
+        IndexOp::Add => a.checked_add(b),
+        IndexOp::Sub => a.checked_sub(b),
+        IndexOp::Mul => a.checked_mul(b),
+        IndexOp::Div => floor_div(a, b),
+        IndexOp::Mod if b == 0 => Some(a),
+        IndexOp::Mod => a.checked_sub(b.checked_mul(floor_div(a, b)?)?),
+        IndexOp::CDiv => floor_div(a.checked_neg()?, b)?.checked_neg(),
+        IndexOp::Min => Some(a.min(b)),
+        IndexOp::Max => Some(a.max(b)),
+    }
+}
+
 impl IndexExpr {
+    /// Evaluates in 128-bit arithmetic under `env` (see [`apply_index_op_wide`]).
+    pub fn eval_wide(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i128, IndexEvalError> {
+        match self {
+            IndexExpr::Const(c) => Ok(i128::from(*c)),
+            IndexExpr::Var(name) => env(name)
+                .map(i128::from)
+                .ok_or_else(|| IndexEvalError::Unbound(name.clone())),
+            IndexExpr::Meta(name) => Err(IndexEvalError::Meta(name.clone())),
+            IndexExpr::Neg(a) => a
+                .eval_wide(env)?
+                .checked_neg()
+                .ok_or(IndexEvalError::Overflow),
+            IndexExpr::Bin(op, a, b) => {
+                let a = a.eval_wide(env)?;
+                let b = b.eval_wide(env)?;
+                apply_index_op_wide(*op, a, b).ok_or(IndexEvalError::Overflow)
+            }
+        }
+    }
+
     pub fn var(name: impl Into<String>) -> IndexExpr {
         IndexExpr::Var(name.into())
     }
@@ -310,6 +358,17 @@ impl Pred {
     #[allow(clippy::should_implement_trait)]
     pub fn not(a: Pred) -> Pred {
         Pred::Not(Box::new(a))
+    }
+
+    /// Evaluates under `env` in 128-bit arithmetic ([`IndexExpr::eval_wide`]).
+    pub fn eval_wide(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<bool, IndexEvalError> {
+        match self {
+            Pred::Bool(b) => Ok(*b),
+            Pred::Cmp(op, a, b) => Ok(op.holds(a.eval_wide(env)?, b.eval_wide(env)?)),
+            Pred::And(a, b) => Ok(a.eval_wide(env)? && b.eval_wide(env)?),
+            Pred::Or(a, b) => Ok(a.eval_wide(env)? || b.eval_wide(env)?),
+            Pred::Not(a) => Ok(!a.eval_wide(env)?),
+        }
     }
 
     /// Evaluates under `env`.

@@ -9,6 +9,7 @@
 //!
 //! Library code never prints.
 
+pub mod int64;
 pub mod interp;
 pub mod ir;
 pub mod parse;

@@ -81,11 +81,15 @@ impl Counterexample {
     }
 
     /// Whether this assignment satisfies the facts and falsifies the goal, by direct
-    /// evaluation with the interpreter's arithmetic. The prover only returns
-    /// counterexamples for which this holds.
+    /// evaluation with the interpreter's arithmetic — in 128 bits, so that a goal
+    /// about values beyond 64 bits (an index that leaves `int64_t`) is refuted by
+    /// its exact values. The prover only returns counterexamples for which this
+    /// holds.
     pub fn refutes(&self, facts: &Facts, goal: &Pred) -> bool {
         let env = |name: &str| self.get(name);
-        facts.holds(&env) && goal.eval(&env) == Ok(false)
+        facts.sizes.iter().all(|s| env(s).is_some_and(|v| v >= 1))
+            && facts.facts.iter().all(|f| f.eval_wide(&env) == Ok(true))
+            && goal.eval_wide(&env) == Ok(false)
     }
 }
 

@@ -71,6 +71,7 @@
 
 pub mod concrete;
 pub mod coverage;
+pub mod int64;
 pub mod interference;
 pub mod obligations;
 pub mod reads;
@@ -86,6 +87,7 @@ use std::time::{Duration, Instant};
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
+use atl_loopir::int64::min_index_range_bound;
 use atl_loopir::ir::Kernel;
 use atl_solver::{Counterexample, Facts, Solver, Verdict};
 
@@ -103,6 +105,8 @@ pub enum Method {
     /// Coverage by counting ([`coverage`]): given the bounds and double-write
     /// obligations, as many distinct in-bounds writes as elements.
     Counting,
+    /// The interval and magnitude analysis of `atl_loopir::int64` ([`int64`]).
+    Magnitude,
 }
 
 /// An obligation with its verdict.
@@ -248,6 +252,8 @@ pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -
         .chain(interference::double_writes(&walked))
         .map(|o| discharge(o, solver))
         .collect();
+    checked.extend(int64::check(&walked, solver));
+    checked.extend(precondition_texts(kernel, &walked, solver));
     checked.push(coverage::check(&walked, solver));
     checked.extend(reads::check(&walked, solver));
     if let Some(src) = source {
@@ -300,12 +306,36 @@ pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -
     }
 }
 
-/// The smallest bound an index-range precondition (`size <= bound`, the kernel's 64-bit
-/// limit) may set in a kernel with `sizes` sizes: `2^(62 / sizes)`, so that every size
-/// may reach the `sizes`-th root of 2^62 — a kernel may refuse sizes too large for its
-/// index arithmetic, never ordinary ones.
-pub fn min_index_range_bound(sizes: usize) -> i64 {
-    2f64.powf(62.0 / sizes.max(1) as f64).floor() as i64
+/// Each precondition's statement (what `atl emit --ir` prints, what the header, the
+/// Python module and the Rust bindings check and show) is the condition the C checks:
+/// equivalent for all sizes, under the preconditions before it.
+fn precondition_texts(kernel: &Kernel, walked: &Walk, solver: &Solver) -> Vec<CheckedObligation> {
+    kernel
+        .preconditions
+        .iter()
+        .zip(&walked.preconditions)
+        .enumerate()
+        .map(|(k, (pre, translated))| {
+            let goal = Pred::and(
+                Pred::or(Pred::not(pre.pred.clone()), translated.clone()),
+                Pred::or(Pred::not(translated.clone()), pre.pred.clone()),
+            );
+            let obligation = Obligation {
+                kind: ObligationKind::PreconditionText {
+                    pred: pre.pred.to_string(),
+                    cond: atl_loopir::print::cond_to_string(&pre.cond),
+                },
+                location: String::new(),
+                context: Facts {
+                    sizes: kernel.sizes.clone(),
+                    facts: walked.preconditions[..k].to_vec(),
+                },
+                goal,
+                lemma: None,
+            };
+            discharge(obligation, solver)
+        })
+        .collect()
 }
 
 /// The kernel's preconditions hold at every size the program allows (its sizes `>= 1`

@@ -21,6 +21,7 @@ use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, StoreOp, Val};
 use atl_solver::Facts;
 
+use crate::int64::Evaluation;
 use crate::sites::{Binding, BindingRole, LoopRef, Path, Site};
 use crate::term::Term;
 use crate::translate::{Scope, Translation};
@@ -79,6 +80,9 @@ pub enum ObligationKind {
     NaturalDivision { operation: String },
     /// An `alloc`'s length is the number of elements of its declared shape.
     AllocLength { buffer: String },
+    /// (i) An `int64_t` expression the C evaluates (`expr`, translated) and each of
+    /// its intermediate results fit in `int64_t` ([`crate::int64`]).
+    Int64 { what: String, expr: String },
     /// A fill `buf[0..len]` stays within the buffer.
     FillLength { buffer: String },
     /// Something that must not happen at all (an unbound name, an access to no
@@ -119,6 +123,9 @@ pub enum ObligationKind {
     Value { write: String },
     /// The kernel's declared shape of an input or the output is the source's.
     SourceShape { what: String },
+    /// A precondition's statement (`pred`, what the header and the bindings show and
+    /// check) is equivalent to the condition the C checks (`cond`).
+    PreconditionText { pred: String, cond: String },
     /// A precondition of the kernel holds wherever the program's declarations do (an
     /// index-range one: it has the form `size <= bound` with a large bound).
     /// `index_range`: the least bound such a precondition may set.
@@ -142,6 +149,9 @@ impl fmt::Display for ObligationKind {
                 write!(f, "C division `{operation}` on naturals")
             }
             ObligationKind::AllocLength { buffer } => write!(f, "length of alloc `{buffer}`"),
+            ObligationKind::Int64 { what, expr } => {
+                write!(f, "fits in int64_t: the {what}, `{expr}`")
+            }
             ObligationKind::FillLength { buffer } => write!(f, "length of fill of `{buffer}`"),
             ObligationKind::WellFormed { problem } => write!(f, "well-formed: {problem}"),
             ObligationKind::Race {
@@ -178,6 +188,10 @@ impl fmt::Display for ObligationKind {
                     )
                 }
             }
+            ObligationKind::PreconditionText { pred, cond } => write!(
+                f,
+                "the precondition `{pred}` is the condition the kernel checks, `{cond}`"
+            ),
             ObligationKind::SourceShape { what } => {
                 write!(f, "the shape of {what} is the source's")
             }
@@ -259,6 +273,8 @@ pub struct Walk {
     /// The initialisations of scalars by their declaration (`double s = v;`), as
     /// assignment writes: kept apart from `sites`, whose writes are statements.
     pub scalar_inits: Vec<Site>,
+    /// Every `int64_t` expression the C evaluates ([`crate::int64`]).
+    pub evaluations: Vec<Evaluation>,
 }
 
 /// A `fill` of a buffer in scope.
@@ -309,6 +325,8 @@ pub fn walk(kernel: &Kernel) -> Walk {
         next_block: 0,
         blends: 0,
         collapsed_inner: false,
+        int64: atl_loopir::int64::Env::new(kernel),
+        evaluations: Vec::new(),
     };
     // Preconditions, left to right as C checks them: each one's side conditions under
     // the earlier ones, then it joins the context.
@@ -316,6 +334,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
         let mut t = Translation::default();
         let p = t.cond(&c.scope, &Pred::Bool(true), &pre.cond);
         c.finish(t, "precondition");
+        c.int64.assume(&pre.cond);
         c.facts.push(p);
     }
     for (decl, role) in kernel
@@ -356,6 +375,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
         preconditions,
         fills: c.fills,
         scalar_inits: c.scalar_inits,
+        evaluations: c.evaluations,
     }
 }
 
@@ -388,6 +408,9 @@ struct Collector {
     /// The loop about to be walked is the inner loop of a `collapse`d parallel loop:
     /// its iterations run in parallel too.
     collapsed_inner: bool,
+    /// The interval and magnitude analysis at the statement being walked.
+    int64: atl_loopir::int64::Env,
+    evaluations: Vec<Evaluation>,
 }
 
 /// `a && b`, dropping a `true`.
@@ -439,8 +462,19 @@ impl Collector {
         });
     }
 
-    /// The obligations a translation left: side conditions and unbound names.
+    /// The obligations a translation left: side conditions, unbound names, and the
+    /// expressions the C evaluates.
     fn finish(&mut self, t: Translation, what: &str) {
+        for ev in t.evaluated {
+            let by_magnitude = self.int64.fits(&ev.ix);
+            self.evaluations.push(Evaluation {
+                what: what.to_string(),
+                expr: ev.expr,
+                facts: self.context(&ev.guard),
+                location: self.location(),
+                by_magnitude,
+            });
+        }
         for sc in t.side_conditions {
             self.push(
                 ObligationKind::NaturalDivision {
@@ -564,9 +598,14 @@ impl Collector {
                         Pred::Bool(false),
                     );
                 }
-                let lo = self.ix(&yes, &l.lo, "loop bound");
-                let hi = self.ix(&yes, &l.hi, "loop bound");
+                let lo = self.ix(&yes, &l.lo, &format!("lower bound of loop `{}`", l.var));
+                let hi = self.ix(&yes, &l.hi, &format!("upper bound of loop `{}`", l.var));
+                if let Some(count) = atl_loopir::int64::collapsed_count(l) {
+                    let what = format!("iteration count of the loops collapsed at `{}`", l.var);
+                    self.ix(&yes, &count, &what);
+                }
                 let var = self.scope.bind(&l.var);
+                self.int64.push_loop(l);
                 let v = IndexExpr::var(var.clone());
                 self.facts
                     .push(Pred::and(le(lo.clone(), v.clone()), lt(v, hi.clone())));
@@ -586,6 +625,7 @@ impl Collector {
                 self.collapsed_inner = l.collapse;
                 self.block(&l.body);
                 self.collapsed_inner = false;
+                self.int64.pop_loop();
                 self.loops.pop();
                 self.path.pop();
                 self.facts.pop();
@@ -621,6 +661,7 @@ impl Collector {
                 zeroed,
                 ..
             } => {
+                let raw_shape = shape;
                 let mut t = Translation::default();
                 let shape: Vec<IndexExpr> = shape.iter().map(|e| t.index(&self.scope, e)).collect();
                 self.finish(t, &format!("shape of `{buf}`"));
@@ -645,7 +686,9 @@ impl Collector {
                     binding,
                 });
                 self.path.push(format!("alloc {buf}"));
+                self.int64.push_alloc(raw_shape);
                 self.block(body);
+                self.int64.pop_alloc();
                 self.path.pop();
                 self.buffers.pop();
             }

@@ -76,23 +76,47 @@ impl Scope {
     }
 }
 
-/// What translating one expression found: side conditions, unbound names.
+/// An `int64_t` expression the target evaluates, as translated: the caller proves
+/// that it and each of its intermediate results fit (`crate::int64`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluated {
+    /// The target's expression.
+    pub ix: Ix,
+    /// Its translation.
+    pub expr: IndexExpr,
+    /// What must hold for it to be evaluated at all (as for [`SideCondition`]).
+    pub guard: Pred,
+}
+
+/// What translating one expression found: side conditions, unbound names, the
+/// expressions the target evaluates.
 #[derive(Clone, Debug, Default)]
 pub struct Translation {
     pub side_conditions: Vec<SideCondition>,
     pub unbound: Vec<String>,
+    pub evaluated: Vec<Evaluated>,
 }
 
 impl Translation {
-    /// An index expression of the target.
+    /// An index expression the target evaluates (recorded in `evaluated`).
     pub fn ix(&mut self, scope: &Scope, guard: &Pred, ix: &Ix) -> IndexExpr {
+        let expr = self.ix_node(scope, guard, ix);
+        self.evaluated.push(Evaluated {
+            ix: ix.clone(),
+            expr: expr.clone(),
+            guard: guard.clone(),
+        });
+        expr
+    }
+
+    fn ix_node(&mut self, scope: &Scope, guard: &Pred, ix: &Ix) -> IndexExpr {
         match ix {
             Ix::Const(c) => IndexExpr::Const(*c),
             Ix::Var(v) => IndexExpr::Var(self.name(scope, v)),
-            Ix::Neg(a) => IndexExpr::Neg(Box::new(self.ix(scope, guard, a))),
+            Ix::Neg(a) => IndexExpr::Neg(Box::new(self.ix_node(scope, guard, a))),
             Ix::Bin(op, a, b) => {
-                let x = self.ix(scope, guard, a);
-                let y = self.ix(scope, guard, b);
+                let x = self.ix_node(scope, guard, a);
+                let y = self.ix_node(scope, guard, b);
                 let op = match op {
                     IxOp::Add => IndexOp::Add,
                     IxOp::Sub => IndexOp::Sub,
