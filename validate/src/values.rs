@@ -748,16 +748,13 @@ impl<'s> Comparison<'s> {
                 match op {
                     BinOp::Add if a.is_zero() => b,
                     BinOp::Add | BinOp::Sub if b.is_zero() => a,
-                    // Over the reals; not where the other factor is memory nothing
-                    // explains (which may hold a NaN), nor where it can be infinite or
-                    // NaN for finite inputs (a max-reduction, a scalar function, a
-                    // division): `inf * 0` is NaN.
+                    // `x * 0 = 0` over the reals, but NaN in floating point for an
+                    // infinite or NaN `x`: only where the other factor is proved
+                    // finite for every finite input (`Term::surely_finite`: not a
+                    // product of inputs, which overflows, nor memory nothing explains).
                     BinOp::Mul
-                        if (a.is_zero() || b.is_zero())
-                            && !a.has_unknown()
-                            && !b.has_unknown()
-                            && !a.may_be_non_finite()
-                            && !b.may_be_non_finite() =>
+                        if (a.is_zero() && b.surely_finite())
+                            || (b.is_zero() && a.surely_finite()) =>
                     {
                         Term::zero()
                     }
