@@ -35,6 +35,19 @@
 //! statement per source sum). A kernel that reorders the terms of one sum is not
 //! validated.
 //!
+//! **Floating point.** Each identity the simplification uses holds in IEEE arithmetic
+//! too (up to the sign of a zero) for the values it is applied to, so it makes no
+//! infinity or NaN of one side equal to a finite value of the other: `0 + x = x`,
+//! `x + 0 = x`, `x - 0 = x` and `-0 = 0` hold for every `x`, infinities and NaN
+//! included; a selection evaluates only its side, so the terms of a sum whose guard
+//! fails are exact zeros (an empty sum, a sum of zeros, a sum with one term that is
+//! not a guarded zero are exact); `max(-inf, x) = x`; a scalar function of literals
+//! is its value. `x * 0 = 0` (and `0 * x`) fails for an infinite or NaN `x` (NaN), so
+//! it is used only when `x` is [`Term::surely_finite`], finite for every finite
+//! input, which a product or a sum of inputs is not (`1e200 * 1e200`). Nothing
+//! cancels: `x - x` is not 0 (NaN for an infinite `x`); terms are compared
+//! structurally.
+//!
 //! An obligation that is not proved is unknown, with the first difference found.
 //! [`crate::concrete`] then looks for a concrete counterexample by running the
 //! kernel and the source at small sizes: only a difference found there rejects the
