@@ -129,7 +129,8 @@ impl Term {
     }
 
     /// Whether the term is proved finite for every finite input (inputs are assumed
-    /// finite, TRUSTED.md): a finite literal, an input element, a negation, a
+    /// finite, TRUSTED.md), in double and in single precision: a literal within
+    /// `float`'s range, an input element, a negation, a
     /// selection whose two sides are surely finite, `abs`/`max`/`min` of surely finite
     /// arguments (their result is one of them, or an absolute value), `select`
     /// returning surely finite values, and a surely finite term times a literal of
@@ -146,7 +147,9 @@ impl Term {
     /// NaN `x`, `x * 0` is NaN.
     pub fn surely_finite(&self) -> bool {
         match self {
-            Term::Lit(v) => v.is_finite(),
+            // Finite in single precision too: a kernel in `float` rounds `1e300` to
+            // an infinity.
+            Term::Lit(v) => v.is_finite() && v.abs() <= f64::from(f32::MAX),
             Term::Input { .. } => true,
             Term::Neg(a) => a.surely_finite(),
             Term::Select(_, a, b) => a.surely_finite() && b.surely_finite(),
