@@ -182,3 +182,23 @@ fn surely_finite_terms_times_zero_are_validated() {
     assert_validated(&storing("copy", &format!("{A} + {A} * 0")), "copy");
     assert_validated(&zero_kernel("single_times_zero"), "single_times_zero");
 }
+
+#[test]
+fn a_scalar_holding_a_sum_times_zero_is_not_validated() {
+    // `s` accumulates `n` inputs (`n * 1e308` overflows); read through the scalar,
+    // then multiplied by zero.
+    let body = "  for i in 0..n {  # gen, parallel
+    scalar s = 0
+    for k in 0..n {  # sum
+      s += a[k @ (k)]
+    }
+    out[i] = s * 0  @ (i)
+  }";
+    assert_not_validated(&kernel("zero", body), "zero");
+    // A scalar holding one input element: finite, so validated.
+    let body = "  for i in 0..n {  # gen, parallel
+    scalar s = a[i @ (i)]
+    out[i] = s * 0  @ (i)
+  }";
+    assert_validated(&kernel("zero", body), "zero");
+}
