@@ -11,6 +11,11 @@
 //! disagrees (or faults) is a soundness bug of the validator, and the test fails with
 //! the kernel, the mutation, the sizes and the mutant's text.
 //!
+//! Non-finite values (issue 28): mutations also add a term that is zero over the reals
+//! but NaN when a part of it overflows (`v + (t * t) * 0`, `v + (x - x)`), and a
+//! validated mutant is also run, at its first sizes, on inputs a third of which are
+//! multiplied by `1e200`: NaN where the definition has a number (or the reverse) fails.
+//!
 //! Deterministic: case `k` mutates kernel `k mod #kernels` with a seed derived from `k`.
 //! `ATL_VALIDATE_FUZZ_CASES` sets the number of cases (default [`DEFAULT_CASES`], for
 //! CI); `ATL_VALIDATE_FUZZ_SEED` changes the seed; `ATL_VALIDATE_FUZZ_DUMP=DIR` writes
