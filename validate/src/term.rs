@@ -128,20 +128,48 @@ impl Term {
         self.map_index(&mut |e| e.subst(var, value))
     }
 
-    /// Whether some part can be infinite or NaN for finite inputs: a max-reduction
-    /// (`-inf` over an empty range), a scalar function (`log(0)`, `exp` overflow,
-    /// `sqrt` of a negative number) or a division (by zero). `x * 0` of such an `x` is
-    /// NaN, not 0, so the product is not simplified away.
-    pub fn may_be_non_finite(&self) -> bool {
+    /// Whether the term is proved finite for every finite input (inputs are assumed
+    /// finite, TRUSTED.md), in double and in single precision: a literal within
+    /// `float`'s range, an input element, a negation, a
+    /// selection whose two sides are surely finite, `abs`/`max`/`min` of surely finite
+    /// arguments (their result is one of them, or an absolute value), `select`
+    /// returning surely finite values, and a surely finite term times a literal of
+    /// magnitude at most 1 (then `|c * x| <= |x|`, and rounding is monotonic). Nothing
+    /// else: a sum, difference or product of two non-constant terms can overflow
+    /// (`1e308 + 1e308`, `1e200 * 1e200`), a sum over a range too, a scalar function
+    /// can be infinite or NaN (`log(0)`, `exp(1000)`, `sqrt(-1)`), a division too
+    /// (`1 / 0`), a max-reduction is `-inf` over an empty range, and memory nothing
+    /// explains ([`Term::Unknown`]) may hold anything. Asked of resolved terms: a
+    /// [`Term::Read`] (a read not yet replaced by what was written) is not surely
+    /// finite.
+    ///
+    /// This is the condition of `x * 0 = 0` in the value check: for an infinite or
+    /// NaN `x`, `x * 0` is NaN.
+    pub fn surely_finite(&self) -> bool {
         match self {
-            Term::Max { .. } | Term::Call(..) | Term::Bin(BinOp::Div, ..) => true,
-            Term::Lit(v) => !v.is_finite(),
-            Term::Unknown(_) | Term::Input { .. } | Term::Read { .. } => false,
-            Term::Neg(a) => a.may_be_non_finite(),
-            Term::Bin(_, a, b) | Term::Select(_, a, b) => {
-                a.may_be_non_finite() || b.may_be_non_finite()
-            }
-            Term::Sum { body, .. } => body.may_be_non_finite(),
+            // Finite in single precision too: a kernel in `float` rounds `1e300` to
+            // an infinity.
+            Term::Lit(v) => v.is_finite() && v.abs() <= f64::from(f32::MAX),
+            Term::Input { .. } => true,
+            Term::Neg(a) => a.surely_finite(),
+            Term::Select(_, a, b) => a.surely_finite() && b.surely_finite(),
+            Term::Bin(BinOp::Mul, a, b) => match (&**a, &**b) {
+                (Term::Lit(c), x) | (x, Term::Lit(c)) => c.abs() <= 1.0 && x.surely_finite(),
+                _ => false,
+            },
+            Term::Call(func, args) => match func {
+                ScalarFn::Abs | ScalarFn::Max | ScalarFn::Min => {
+                    args.iter().all(Term::surely_finite)
+                }
+                // `a OP b ? x : y` is `x` or `y`, whatever `a` and `b` are.
+                ScalarFn::Select(_) => args.iter().skip(2).all(Term::surely_finite),
+                ScalarFn::Sqrt | ScalarFn::Exp | ScalarFn::Log => false,
+            },
+            Term::Bin(BinOp::Add | BinOp::Sub | BinOp::Div, ..)
+            | Term::Sum { .. }
+            | Term::Max { .. }
+            | Term::Unknown(_)
+            | Term::Read { .. } => false,
         }
     }
 

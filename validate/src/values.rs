@@ -35,6 +35,19 @@
 //! statement per source sum). A kernel that reorders the terms of one sum is not
 //! validated.
 //!
+//! **Floating point.** Each identity the simplification uses holds in IEEE arithmetic
+//! too (up to the sign of a zero) for the values it is applied to, so it makes no
+//! infinity or NaN of one side equal to a finite value of the other: `0 + x = x`,
+//! `x + 0 = x`, `x - 0 = x` and `-0 = 0` hold for every `x`, infinities and NaN
+//! included; a selection evaluates only its side, so the terms of a sum whose guard
+//! fails are exact zeros (an empty sum, a sum of zeros, a sum with one term that is
+//! not a guarded zero are exact); `max(-inf, x) = x`; a scalar function of literals
+//! is its value. `x * 0 = 0` (and `0 * x`) fails for an infinite or NaN `x` (NaN), so
+//! it is used only when `x` is [`Term::surely_finite`], finite for every finite
+//! input, which a product or a sum of inputs is not (`1e200 * 1e200`). Nothing
+//! cancels: `x - x` is not 0 (NaN for an infinite `x`); terms are compared
+//! structurally.
+//!
 //! An obligation that is not proved is unknown, with the first difference found.
 //! [`crate::concrete`] then looks for a concrete counterexample by running the
 //! kernel and the source at small sizes: only a difference found there rejects the
@@ -748,16 +761,13 @@ impl<'s> Comparison<'s> {
                 match op {
                     BinOp::Add if a.is_zero() => b,
                     BinOp::Add | BinOp::Sub if b.is_zero() => a,
-                    // Over the reals; not where the other factor is memory nothing
-                    // explains (which may hold a NaN), nor where it can be infinite or
-                    // NaN for finite inputs (a max-reduction, a scalar function, a
-                    // division): `inf * 0` is NaN.
+                    // `x * 0 = 0` over the reals, but NaN in floating point for an
+                    // infinite or NaN `x`: only where the other factor is proved
+                    // finite for every finite input (`Term::surely_finite`: not a
+                    // product of inputs, which overflows, nor memory nothing explains).
                     BinOp::Mul
-                        if (a.is_zero() || b.is_zero())
-                            && !a.has_unknown()
-                            && !b.has_unknown()
-                            && !a.may_be_non_finite()
-                            && !b.may_be_non_finite() =>
+                        if (a.is_zero() && b.surely_finite())
+                            || (b.is_zero() && a.surely_finite()) =>
                     {
                         Term::zero()
                     }

@@ -11,6 +11,11 @@
 //! disagrees (or faults) is a soundness bug of the validator, and the test fails with
 //! the kernel, the mutation, the sizes and the mutant's text.
 //!
+//! Non-finite values (issue 28): mutations also add a term that is zero over the reals
+//! but NaN when a part of it overflows (`v + (t * t) * 0`, `v + (x - x)`), and a
+//! validated mutant is also run, at its first sizes, on inputs a third of which are
+//! multiplied by `1e200`: NaN where the definition has a number (or the reverse) fails.
+//!
 //! Deterministic: case `k` mutates kernel `k mod #kernels` with a seed derived from `k`.
 //! `ATL_VALIDATE_FUZZ_CASES` sets the number of cases (default [`DEFAULT_CASES`], for
 //! CI); `ATL_VALIDATE_FUZZ_SEED` changes the seed; `ATL_VALIDATE_FUZZ_DUMP=DIR` writes
@@ -447,6 +452,13 @@ enum Mutation {
     SwapLoopBounds,
     /// A fill's or an allocation's length `±1`.
     LengthDelta,
+    // -- non-finite values (issue 28): see the block "non-finite values" below.
+    /// A stored value `v` made `v + (t * t * …) * 0` (or `(t + t) * 0`) for a load or
+    /// scalar `t` of it: a term that overflows for large inputs (NaN times zero).
+    GrowingTimesZero,
+    /// A stored value `v` made `v + (x - x)` for a part `x` of it (NaN for an
+    /// infinite `x`).
+    SubtractSelf,
 }
 
 const CATALOGUE: &[Mutation] = &[
@@ -471,6 +483,9 @@ const CATALOGUE: &[Mutation] = &[
     Mutation::FlipZeroed,
     Mutation::SwapLoopBounds,
     Mutation::LengthDelta,
+    // -- non-finite values (issue 28).
+    Mutation::GrowingTimesZero,
+    Mutation::SubtractSelf,
 ];
 
 /// Applies `m` at a random place of the kernel; a description of the edit, or `None`
@@ -891,8 +906,114 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
                 },
             )
         }
+        Mutation::GrowingTimesZero | Mutation::SubtractSelf => {
+            match mutate_non_finite(body, m, rng) {
+                Some(w) => {
+                    what = w;
+                    true
+                }
+                None => false,
+            }
+        }
     };
     (done && !what.is_empty()).then_some(what)
+}
+
+// ---- non-finite values (issue 28) ---------------------------------------------------------
+//
+// Mutations that add a term which is zero over the reals but NaN in floating point when
+// a part of it is infinite (a product of large inputs overflows): a validator that
+// simplifies `x * 0` or `x - x` for such an `x` validates a kernel that gives NaN where
+// the definition does not. Validated mutants are also run on large inputs
+// ([`large_inputs`]), where these terms overflow.
+
+/// The loads and scalar reads of a value (the terms a mutation may grow).
+fn leaves(v: &Val) -> Vec<Val> {
+    let mut out = Vec::new();
+    v.visit(&mut |x| {
+        if matches!(x, Val::Load(_) | Val::Scalar(_)) {
+            out.push(x.clone());
+        }
+    });
+    out
+}
+
+/// The parts of a value that are loads, scalar reads or operations on them.
+fn parts(v: &Val) -> Vec<Val> {
+    let mut out = Vec::new();
+    v.visit(&mut |x| {
+        if matches!(
+            x,
+            Val::Load(_) | Val::Scalar(_) | Val::Bin(..) | Val::Call(..)
+        ) {
+            out.push(x.clone());
+        }
+    });
+    out
+}
+
+/// [`Mutation::GrowingTimesZero`] or [`Mutation::SubtractSelf`] on one stored value
+/// (of a store or a scalar assignment) that reads something; a description, or `None`
+/// when there is no such value.
+fn mutate_non_finite(body: &mut [Stmt], m: Mutation, rng: &mut SplitMix64) -> Option<String> {
+    let factors = rng.range(2, 3);
+    let as_sum = rng.chance(20);
+    let pick = rng.next_u64();
+    let mut what = String::new();
+    let done = edit_one::<Stmt>(
+        rng,
+        &mut |f| each_stmt(body, f),
+        &|s| match s {
+            Stmt::Store { value, .. } | Stmt::SetScalar { value, .. } => !leaves(value).is_empty(),
+            _ => false,
+        },
+        &mut |s| {
+            let (Stmt::Store { value, .. } | Stmt::SetScalar { value, .. }) = s else {
+                return;
+            };
+            let added = if let Mutation::GrowingTimesZero = m {
+                let candidates = leaves(value);
+                let t = candidates[(pick % candidates.len() as u64) as usize].clone();
+                let grown = if as_sum {
+                    Val::Bin(BinOp::Add, Box::new(t.clone()), Box::new(t))
+                } else {
+                    (1..factors).fold(t.clone(), |acc, _| {
+                        Val::Bin(BinOp::Mul, Box::new(acc), Box::new(t.clone()))
+                    })
+                };
+                Val::Bin(BinOp::Mul, Box::new(grown), Box::new(Val::Lit(0.0)))
+            } else {
+                let candidates = parts(value);
+                let x = candidates[(pick % candidates.len() as u64) as usize].clone();
+                Val::Bin(BinOp::Sub, Box::new(x.clone()), Box::new(x))
+            };
+            what = format!(
+                "`{}` added to a stored value",
+                atl_loopir::print::val_to_string(&added)
+            );
+            let old = std::mem::replace(value, Val::Lit(0.0));
+            *value = Val::Bin(BinOp::Add, Box::new(old), Box::new(added));
+        },
+    );
+    (done && !what.is_empty()).then_some(what)
+}
+
+/// `inputs` with about a third of the elements multiplied by `1e200` (a product of two
+/// of them overflows to an infinity): a validated kernel must compute what the
+/// definition computes on them too, NaN and infinities included.
+fn large_inputs(
+    inputs: &BTreeMap<String, atl_lang::tensor::Tensor>,
+    rng: &mut SplitMix64,
+) -> BTreeMap<String, atl_lang::tensor::Tensor> {
+    let mut out = inputs.clone();
+    for t in out.values_mut() {
+        for x in t.data.iter_mut() {
+            if rng.chance(33) {
+                *x *= 1e200;
+            }
+        }
+    }
+    out
 }
 
 // ---- running validated mutants ----------------------------------------------------------
@@ -953,9 +1074,21 @@ fn disagreement(
     def: &str,
     rng: &mut SplitMix64,
 ) -> Option<String> {
-    for sizes in run_sizes(program, &kernel.sizes, rng) {
+    let mut runs = Vec::new();
+    for (k, sizes) in run_sizes(program, &kernel.sizes, rng)
+        .into_iter()
+        .enumerate()
+    {
         let seed = rng.next_u64() % 1000;
         let inputs = support::inputs(program, &sizes, seed);
+        // At the first sizes, large inputs too (non-finite values, issue 28).
+        if k == 0 {
+            let large = large_inputs(&inputs, rng);
+            runs.push((sizes.clone(), format!("{seed}, a third times 1e200"), large));
+        }
+        runs.push((sizes, seed.to_string(), inputs));
+    }
+    for (sizes, seed, inputs) in runs {
         let want = match atl_lang::interp::eval_def(
             program,
             def,
