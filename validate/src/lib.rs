@@ -51,6 +51,9 @@
 //!   values: a read of a temporary stands for what the kernel wrote there (the last
 //!   assignment before the read and the `+=`s after it), so a temporary holding
 //!   anything but what the output needs is found where it is used.
+//! - (i) names ([`names`]): every name of the kernel is a C identifier C does not
+//!   reserve, and no two declarations of one name are visible together in the C the
+//!   printer writes (C has one namespace, the loop IR several), whatever their kinds.
 //!
 //! A kernel is [`KernelVerdict::Validated`] when every obligation is proved, and only
 //! then. A refuted obligation rejects the kernel ([`KernelVerdict::Rejected`]) with
@@ -73,6 +76,7 @@ pub mod concrete;
 pub mod coverage;
 pub mod int64;
 pub mod interference;
+pub mod names;
 pub mod obligations;
 pub mod reads;
 pub mod sites;
@@ -256,6 +260,7 @@ pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -
     checked.extend(precondition_texts(kernel, &walked, solver));
     checked.push(coverage::check(&walked, solver));
     checked.extend(reads::check(&walked, solver));
+    checked.extend(names::check(kernel, solver));
     if let Some(src) = source {
         checked.extend(shape_obligations(kernel, src, solver));
         checked.extend(precondition_obligations(kernel, &walked, src, solver));

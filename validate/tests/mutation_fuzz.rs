@@ -16,6 +16,13 @@
 //! validated mutant is also run, at its first sizes, on inputs a third of which are
 //! multiplied by `1e200`: NaN where the definition has a number (or the reverse) fails.
 //!
+//! Name edits (a loop, scalar or buffer renamed after another name of the kernel or a
+//! name of C, a declaration duplicated) leave the loop IR's meaning alone where C,
+//! with one namespace, changes it: a validated mutant with a name edit is also
+//! compiled (`double`, through `atl-emit-c`; a harness under AddressSanitizer and
+//! UBSan with `ATL_SANITIZE=1`) and run against the definition, and must compile and
+//! agree. `ATL_VALIDATE_FUZZ_C=all` does so for every validated mutant.
+//!
 //! Deterministic: case `k` mutates kernel `k mod #kernels` with a seed derived from `k`.
 //! `ATL_VALIDATE_FUZZ_CASES` sets the number of cases (default [`DEFAULT_CASES`], for
 //! CI); `ATL_VALIDATE_FUZZ_SEED` changes the seed; `ATL_VALIDATE_FUZZ_DUMP=DIR` writes
@@ -459,6 +466,30 @@ enum Mutation {
     /// A stored value `v` made `v + (x - x)` for a part `x` of it (NaN for an
     /// infinite `x`).
     SubtractSelf,
+    /// A loop renamed (with its uses) after another name of the kernel (a size, an
+    /// input, the output, another loop, a scalar, a buffer, the kernel) or a name of C
+    /// (a keyword, a libm function, a C library name, the printer's prefix).
+    RenameLoop,
+    /// A scalar renamed (every declaration and use of its name) the same way.
+    RenameScalar,
+    /// A temporary buffer renamed (its `alloc`s, hoisting, loads, stores and fills) the
+    /// same way.
+    RenameBuffer,
+    /// A scalar declaration or a hoisted buffer declared twice.
+    DuplicateDeclaration,
+}
+
+impl Mutation {
+    /// Whether the mutation edits names (its validated mutants are also run in C).
+    fn edits_names(self) -> bool {
+        matches!(
+            self,
+            Mutation::RenameLoop
+                | Mutation::RenameScalar
+                | Mutation::RenameBuffer
+                | Mutation::DuplicateDeclaration
+        )
+    }
 }
 
 const CATALOGUE: &[Mutation] = &[
@@ -486,7 +517,75 @@ const CATALOGUE: &[Mutation] = &[
     // -- non-finite values (issue 28).
     Mutation::GrowingTimesZero,
     Mutation::SubtractSelf,
+    Mutation::RenameLoop,
+    Mutation::RenameScalar,
+    Mutation::RenameBuffer,
+    Mutation::DuplicateDeclaration,
 ];
+
+/// Names of C a renaming may pick: keywords, libm functions (as the printer calls
+/// them), C library names, the printer's own prefix.
+const C_NAMES: &[&str] = &[
+    "int", "for", "double", "restrict", "sqrt", "expf", "fabs", "log", "free", "NULL", "INFINITY",
+    "atl__k", "main",
+];
+
+/// Every name the kernel declares, and some names of C: what a renaming picks from.
+fn rename_targets(k: &Kernel) -> Vec<String> {
+    let mut names: Vec<String> = k.sizes.clone();
+    names.extend(k.inputs.iter().map(|i| i.name.clone()));
+    names.push(k.output.name.clone());
+    names.push(k.name.clone());
+    k.walk(&mut |s| match s {
+        Stmt::For(l) => {
+            names.push(l.var.clone());
+            names.extend(l.hoisted_buffers.iter().cloned());
+        }
+        Stmt::Alloc { buf, .. } => names.push(buf.clone()),
+        Stmt::Decl { name, .. } => names.push(name.clone()),
+        _ => {}
+    });
+    names.extend(C_NAMES.iter().map(|s| s.to_string()));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Renames the scalar `from` to `to` everywhere (declarations, reads, writes).
+fn rename_scalar(stmts: &mut [Stmt], from: &str, to: &str) {
+    each_stmt(stmts, &mut |s| match s {
+        Stmt::Decl { name, .. } | Stmt::SetScalar { name, .. } if name == from => {
+            *name = to.to_string();
+        }
+        _ => {}
+    });
+    each_val(stmts, &mut |v| match v {
+        Val::Scalar(name) if name == from => *name = to.to_string(),
+        _ => {}
+    });
+}
+
+/// Renames the temporary buffer `from` to `to` everywhere (allocations, hoisting,
+/// loads, stores, fills).
+fn rename_buffer(stmts: &mut [Stmt], from: &str, to: &str) {
+    each_stmt(stmts, &mut |s| match s {
+        Stmt::Alloc { buf, .. } | Stmt::Store { buf, .. } | Stmt::Fill { buf, .. }
+            if buf == from =>
+        {
+            *buf = to.to_string();
+        }
+        Stmt::For(l) => {
+            for b in l.hoisted_buffers.iter_mut().filter(|b| *b == from) {
+                *b = to.to_string();
+            }
+        }
+        _ => {}
+    });
+    each_val(stmts, &mut |v| match v {
+        Val::Load(l) if l.buf == from => l.buf = to.to_string(),
+        _ => {}
+    });
+}
 
 /// Applies `m` at a random place of the kernel; a description of the edit, or `None`
 /// when the kernel has no place for it.
@@ -501,6 +600,7 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
         });
         t
     };
+    let targets = rename_targets(k);
     let body = &mut k.body;
     let mut what = String::new();
     let done = match m {
@@ -915,6 +1015,87 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
                 None => false,
             }
         }
+        Mutation::RenameLoop => {
+            let to = rng.pick(&targets).clone();
+            edit_one::<Stmt>(
+                rng,
+                &mut |f| each_stmt(body, f),
+                &|s| matches!(s, Stmt::For(l) if l.var != to),
+                &mut |s| {
+                    if let Stmt::For(l) = s {
+                        what = format!("loop `{}` renamed `{to}`", l.var);
+                        let map = BTreeMap::from([(l.var.clone(), to.clone())]);
+                        rename_stmt(s, &map);
+                    }
+                },
+            )
+        }
+        Mutation::RenameScalar | Mutation::RenameBuffer => {
+            let to = rng.pick(&targets).clone();
+            let scalar = matches!(m, Mutation::RenameScalar);
+            let mut from = None;
+            let found = edit_one::<Stmt>(
+                rng,
+                &mut |f| each_stmt(body, f),
+                &|s| match s {
+                    Stmt::Decl { name, .. } => scalar && *name != to,
+                    Stmt::Alloc { buf, .. } => !scalar && *buf != to,
+                    _ => false,
+                },
+                &mut |s| {
+                    if let Stmt::Decl { name: x, .. } | Stmt::Alloc { buf: x, .. } = s {
+                        from = Some(x.clone());
+                    }
+                },
+            );
+            if let (true, Some(from)) = (found, from) {
+                if scalar {
+                    rename_scalar(body, &from, &to);
+                    what = format!("scalar `{from}` renamed `{to}`");
+                } else {
+                    rename_buffer(body, &from, &to);
+                    what = format!("buffer `{from}` renamed `{to}`");
+                }
+            }
+            found
+        }
+        Mutation::DuplicateDeclaration => {
+            let decls = count::<Stmt>(&mut |f| each_stmt(body, f), &|s| {
+                matches!(s, Stmt::Decl { .. })
+            });
+            if decls > 0 && rng.chance(75) {
+                let target = rng.below(decls);
+                let mut k = 0;
+                each_block(body, &mut |block| {
+                    let mut at = None;
+                    for (i, s) in block.iter().enumerate() {
+                        if let Stmt::Decl { name, .. } = s {
+                            if k == target {
+                                at = Some(i);
+                                what = format!("scalar `{name}` declared twice");
+                            }
+                            k += 1;
+                        }
+                    }
+                    if let Some(i) = at {
+                        let copy = block[i].clone();
+                        block.insert(i + 1, copy);
+                    }
+                });
+                true
+            } else {
+                edit_one::<For>(
+                    rng,
+                    &mut |f| each_for(body, 0, &mut |l, _| f(l)),
+                    &|l| !l.hoisted_buffers.is_empty(),
+                    &mut |l| {
+                        let b = l.hoisted_buffers[0].clone();
+                        what = format!("buffer `{b}` hoisted twice around loop `{}`", l.var);
+                        l.hoisted_buffers.push(b);
+                    },
+                )
+            }
+        }
     };
     (done && !what.is_empty()).then_some(what)
 }
@@ -1139,6 +1320,76 @@ fn disagreement(
     None
 }
 
+/// Whether this is the sanitizer run (`ATL_SANITIZE=1`, as `.ci/run` sets it).
+fn sanitize() -> bool {
+    std::env::var_os("ATL_SANITIZE").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Compiles a validated mutant's C (`double`; a harness executable under
+/// AddressSanitizer and UBSan in the sanitizer run, a shared object with OpenMP
+/// otherwise) and runs it at one size assignment against the reference: the C is what
+/// the validator's verdict is for, and the loop-IR interpreter keeps index variables,
+/// scalars and buffers apart where C has one namespace. The first problem, if any.
+fn c_disagreement(
+    kernel: &Kernel,
+    program: &atl_lang::ir::Program,
+    def: &str,
+    rng: &mut SplitMix64,
+) -> Option<String> {
+    use atl_emit_c::{Backend, CompileOptions, Dtype, EmitOptions};
+    let options = EmitOptions {
+        dtype: Dtype::F64,
+        symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
+    };
+    let compile = if sanitize() {
+        CompileOptions {
+            backend: Backend::Harness,
+            sanitize: true,
+            opt_level: 1,
+            ..CompileOptions::default()
+        }
+    } else {
+        CompileOptions {
+            openmp: true,
+            opt_level: 1,
+            ..CompileOptions::default()
+        }
+    };
+    let compiled = match atl_emit_c::compile(kernel, &options, &compile) {
+        Ok(c) => c,
+        Err(d) => {
+            return Some(format!(
+                "its C does not compile: {} {}\n{}",
+                d.code,
+                d.message,
+                d.notes.join("\n")
+            ));
+        }
+    };
+    let sizes = run_sizes(program, &kernel.sizes, rng).into_iter().next()?;
+    let seed = rng.next_u64() % 1000;
+    let inputs = support::inputs(program, &sizes, seed);
+    let want =
+        atl_lang::interp::eval_def(program, def, &sizes, &inputs, &EvalOptions::default()).ok()?;
+    match compiled.run(&sizes, &inputs) {
+        Err(d) => Some(format!(
+            "at sizes {sizes:?} (inputs seed {seed}) its C fails: {} {}\n{}",
+            d.code,
+            d.message,
+            d.notes.join("\n")
+        )),
+        Ok(got) => {
+            let err = support::max_error(&got.output, &want);
+            (err > 1e-9).then(|| {
+                format!(
+                    "at sizes {sizes:?} (inputs seed {seed}) its C computes something else \
+                     (max relative error {err:e})"
+                )
+            })
+        }
+    }
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
@@ -1180,6 +1431,7 @@ fn run_case(
     let Some((m, mut what, mut mutant)) = found else {
         return Outcome::NoPlace;
     };
+    let mut named = m.edits_names();
     // Sometimes a second edit on top (a wrong kernel may need two to look right).
     if rng.chance(25) {
         let second = *rng.pick(CATALOGUE);
@@ -1187,6 +1439,7 @@ fn run_case(
         if let Some(more) = mutate(&mut twice, second, &mut rng) {
             mutant = twice;
             what = format!("{what}; then {second:?}: {more}");
+            named |= second.edits_names();
         }
     }
     let source = Source {
@@ -1219,7 +1472,12 @@ fn run_case(
                     ),
                 );
             }
-            if let Some(why) = disagreement(&mutant, &example.program, def, &mut rng) {
+            let in_c = named || std::env::var("ATL_VALIDATE_FUZZ_C").is_ok_and(|v| v == "all");
+            let wrong = disagreement(&mutant, &example.program, def, &mut rng).or_else(|| {
+                in_c.then(|| c_disagreement(&mutant, &example.program, def, &mut rng))
+                    .flatten()
+            });
+            if let Some(why) = wrong {
                 failure = Some(format!(
                     "case {case}: {file} `{def}`, mutation {m:?} ({what}) is VALIDATED but \
                      wrong {why}\n{}",
