@@ -154,3 +154,67 @@ fn the_comparison_counts_non_finite_pairs_and_measures_finite_ones() {
     let c = compare_outputs(&t(&[0.0]), &t(&[-0.0]));
     assert_eq!((c.max_abs_error, c.bit_differences), (0.0, 1));
 }
+
+/// A derivation graded `exact`, on inputs where a fused multiply-add differs from the
+/// interpreter's two roundings (1 + 2^-30, 1 - 2^-30, -1: `emit_c/tests/contraction.rs`):
+/// `atl run --fp strict --dtype f64` checks the kernel bit for bit (against the loop
+/// IR's evaluation, and reports the interpreter's bits: all identical).
+const FUSED: &str = "size n\ninput f : [n]\ninput g : [n]\ninput h : [n]\n\
+                     def fused = gen i < n: f[i] * g[i] + h[i]\n\
+                     derive exact from fused {\n  grade exact\n}\n";
+
+#[test]
+fn run_fp_strict_checks_an_exact_derivation_bit_for_bit() {
+    let dir = scratch("strict");
+    let file = write(&dir, "fused.atl", FUSED);
+    let n = 16;
+    let f = write_npy(&dir, "f.npy", &[n], &vec![1.0 + 2f64.powi(-30); n]);
+    let g = write_npy(&dir, "g.npy", &[n], &vec![1.0 - 2f64.powi(-30); n]);
+    let h = write_npy(&dir, "h.npy", &[n], &vec![-1.0; n]);
+    let base = [
+        "run",
+        &file,
+        "--def",
+        "exact",
+        "--sizes",
+        "n=16",
+        "--input",
+        &format!("f={f}"),
+        "--input",
+        &format!("g={g}"),
+        "--input",
+        &format!("h={h}"),
+    ];
+    let run = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        atl(&args)
+    };
+    let (code, out, err) = run(&["--fp", "strict", "--dtype", "f64"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(
+        out.contains(
+            "--fp strict: 16 of 16 finite element(s) bit-identical to the loop IR's evaluation"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("--fp strict: 16 of 16 finite element(s) bit-identical to the interpreter\n"),
+        "{out}"
+    );
+    // In f32 the bits are not compared (the interpreters compute in f64), and under
+    // fast nothing is said about bits.
+    let (code, out, err) = run(&["--fp", "strict"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("--fp strict: bits not compared"), "{out}");
+    let (code, out, err) = run(&["--dtype", "f64"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(!out.contains("--fp strict"), "{out}");
+    let (code, _, err) = run(&["--fp", "exact"]);
+    assert_eq!(code, atl_cli::EXIT_ARGS, "{err}");
+    // The emitted header states the mode.
+    let (code, c, err) = atl(&["emit", &file, "--def", "exact", "--fp", "strict"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(c.contains("compile with -ffp-contract=off"), "{c}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,7 +40,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use atl_emit_c::{CompileOptions, Dtype};
+use atl_emit_c::{CompileOptions, Dtype, Fp};
 use atl_lang::diag::Diagnostic;
 use atl_lang::interp::{EvalOptions, Tensor};
 use atl_lang::ir::Program;
@@ -50,7 +50,7 @@ use clap::Args;
 use super::emit::EmitOptions;
 use crate::ctx::Ctx;
 use crate::failure::Failure;
-use crate::load::{parse_dtype, prepare};
+use crate::load::{FP_HELP, parse_dtype, parse_fp, prepare};
 use crate::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -77,12 +77,15 @@ pub struct RunArgs {
     /// Run the kernel even if the translation validator does not validate it.
     #[arg(long = "no-validate")]
     pub no_validate: bool,
+    #[arg(long = "fp", default_value = "fast", help = FP_HELP)]
+    pub fp: String,
 }
 
 /// `atl run`.
 pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
+    let fp = parse_fp(&args.fp)?;
     if let Some(t) = args.tolerance
         && !(t.is_finite() && t >= 0.0)
     {
@@ -130,6 +133,7 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let options = EmitOptions {
         symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
         dtype,
+        fp,
     };
     let report = compare(
         &kernel,
@@ -144,7 +148,28 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let tolerance = args.tolerance.unwrap_or_else(|| {
         default_tolerance(dtype, summation_length(&kernel.source, &prepared.sizes))
     });
-    if let Some(diag) = disagreement(&report, &prepared.sizes, tolerance) {
+    let grade = prepared
+        .loaded
+        .derivations
+        .iter()
+        .find(|d| d.name == prepared.name)
+        .map(|d| d.grade());
+    let bits = bit_check(fp, dtype, grade);
+    // Under strict, the C rounds every operation as written: bit for bit the loop IR's
+    // own evaluation (the kernel's order of operations, in f64).
+    let loop_ir = match bits {
+        BitCheck::Fast | BitCheck::Float => None,
+        BitCheck::On | BitCheck::Real => Some(
+            atl_lower::run_kernel(&kernel, &prepared.sizes, &prepared.inputs)
+                .map(|t| compare_outputs(&report.output, &t))
+                .map_err(|d| Failure::diagnostics(vec![d], file, &prepared.loaded.source))?,
+        ),
+    };
+    let _ = write_bit_check(&report, bits, loop_ir.as_ref(), &prepared.name, ctx.stdout);
+    let diag = loop_ir
+        .as_ref()
+        .and_then(|c| bit_disagreement(&report.def, c, &prepared.sizes));
+    if let Some(diag) = diag.or_else(|| disagreement(&report, &prepared.sizes, tolerance)) {
         return Err(Failure::diagnostics(
             vec![diag],
             file,
@@ -152,6 +177,112 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// What `atl run` compares bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitCheck {
+    /// `--fp strict` in `f64` for a specification or a derivation graded `exact`: the
+    /// C must be bit for bit the loop IR's evaluation of the kernel (every operation
+    /// rounded as written, in the kernel's order), and the report counts the elements
+    /// bit-identical to the interpreter's.
+    On,
+    /// `--fp strict` in `f64` for a derivation graded `real`: as [`BitCheck::On`].
+    Real,
+    /// `--fp fast` (the default): multiply-adds may be fused; only the tolerance.
+    Fast,
+    /// `--fp strict` in `f32`: the kernel rounds to `float`, both interpreters compute
+    /// in `f64`; only the tolerance.
+    Float,
+}
+
+/// The bit check of `atl run` for these options and the definition's grade (`None`
+/// for a definition that is not a derivation).
+pub fn bit_check(fp: Fp, dtype: Dtype, grade: Option<atl_rewrites::rule::Grade>) -> BitCheck {
+    match (fp, dtype, grade) {
+        (Fp::Fast, _, _) => BitCheck::Fast,
+        (Fp::Strict, Dtype::F32, _) => BitCheck::Float,
+        (Fp::Strict, Dtype::F64, Some(atl_rewrites::rule::Grade::Real)) => BitCheck::Real,
+        (Fp::Strict, Dtype::F64, _) => BitCheck::On,
+    }
+}
+
+/// The report's lines about bits under `--fp strict` (nothing under `fast`): against
+/// the loop IR's evaluation (`loop_ir`), and against the interpreter.
+fn write_bit_check(
+    report: &RunReport,
+    bits: BitCheck,
+    loop_ir: Option<&Comparison>,
+    def: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let c = &report.comparison;
+    if let Some(l) = loop_ir {
+        writeln!(
+            out,
+            "--fp strict: {} of {} finite element(s) bit-identical to the loop IR's evaluation",
+            l.finite - l.bit_differences,
+            l.finite
+        )?;
+    }
+    match bits {
+        BitCheck::Fast => Ok(()),
+        BitCheck::On => writeln!(
+            out,
+            "--fp strict: {} of {} finite element(s) bit-identical to the interpreter{}",
+            c.finite - c.bit_differences,
+            c.finite,
+            if c.bit_differences == 0 {
+                ""
+            } else {
+                " (lowering may group a sum's terms differently, e.g. nested sums into one accumulator: equal over the reals)"
+            }
+        ),
+        BitCheck::Float => writeln!(
+            out,
+            "--fp strict: bits not compared (the kernel computes in float, the interpreters in double: use --dtype f64)"
+        ),
+        BitCheck::Real => writeln!(
+            out,
+            "--fp strict: bits not compared with the interpreter (`{def}` is graded real: {})",
+            atl_lang::steps::GRADE_REAL_MEANING
+        ),
+    }
+}
+
+/// E0939 when, under `--fp strict` in `f64`, an element finite on both sides differs
+/// in its bits from the loop IR's evaluation (`c`; the first one named), or is
+/// non-finite on one side only.
+fn bit_disagreement(
+    def: &str,
+    c: &Comparison,
+    sizes: &BTreeMap<String, i64>,
+) -> Option<Diagnostic> {
+    let w = c
+        .first_bit_difference
+        .as_ref()
+        .or(c.first_mismatch.as_ref())?;
+    let shown: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let coords: Vec<String> = w.coordinates.iter().map(|c| c.to_string()).collect();
+    Some(
+        Diagnostic::error(
+            "E0939",
+            format!(
+                "the compiled kernel of `{def}` is not bit for bit the loop IR's evaluation at {}: at [{}] the C computes {:e} where the loop IR gives {:e}",
+                shown.join(","),
+                coords.join(", "),
+                w.kernel,
+                w.interpreter
+            ),
+        )
+        .with_note(format!(
+            "{} of {} finite element(s) differ; under `--fp strict` the C must round every operation as written",
+            c.bit_differences, c.finite
+        ))
+        .with_help(
+            "check that `CFLAGS` holds nothing like -ffast-math; otherwise it is a bug of C emission: report it with the file",
+        ),
+    )
 }
 
 /// The default tolerance of `atl run` (module documentation): `8 · ε · (1 + L)`.
