@@ -33,7 +33,7 @@ pub mod cargo;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use atl_emit_c::Dtype;
+pub use atl_emit_c::{Dtype, Fp};
 
 /// One kernel to build: a definition of an `.atl` file and how to compile it.
 #[derive(Clone, Debug)]
@@ -42,6 +42,7 @@ pub struct Kernel {
     def: Option<String>,
     name: Option<String>,
     dtype: Dtype,
+    fp: Fp,
     validate: bool,
     openmp: bool,
     opt_level: u32,
@@ -132,6 +133,7 @@ impl Kernel {
             def: None,
             name: None,
             dtype: Dtype::F32,
+            fp: Fp::Fast,
             validate: true,
             openmp: true,
             opt_level: 3,
@@ -157,6 +159,19 @@ impl Kernel {
     pub fn dtype(mut self, dtype: Dtype) -> Kernel {
         self.dtype = dtype;
         self
+    }
+
+    /// The floating-point mode (`atl emit --fp`): [`Fp::Fast`] (default,
+    /// `-ffp-contract=fast`: multiply-adds may be fused) or [`Fp::Strict`]
+    /// (`-ffp-contract=off`: every operation rounds as written, as in the interpreter).
+    pub fn fp(mut self, fp: Fp) -> Kernel {
+        self.fp = fp;
+        self
+    }
+
+    /// `.fp(Fp::Strict)`.
+    pub fn fp_strict(self) -> Kernel {
+        self.fp(Fp::Strict)
     }
 
     /// Use the kernel even if the translation validator does not validate it (`atl emit
@@ -255,6 +270,7 @@ impl Kernel {
         let options = atl_cli::emit_cmd::EmitOptions {
             symbol: self.name.clone(),
             dtype: self.dtype,
+            fp: self.fp,
         };
         let code = atl_cli::emit_cmd::c_code(&lowered.kernel, &options).map_err(|diags| {
             atl_error(atl_cli::Failure::diagnostics(
@@ -374,11 +390,12 @@ fn compile_c(kernel: &Kernel, dir: &Path, c_file: &Path, symbol: &str) -> Result
         None
     };
     let mut build = quiet_build(kernel, dir);
-    // `-std=c99` alone turns GCC's fused multiply-adds off (see atl-emit-c's compile).
+    // `-std=c99` alone turns GCC's fused multiply-adds off (see atl-emit-c's compile):
+    // `-ffp-contract=fast` brings them back, `-ffp-contract=off` (strict) keeps them off.
     build
         .file(c_file)
         .flag_if_supported("-std=c99")
-        .flag_if_supported("-ffp-contract=fast");
+        .flag_if_supported(kernel.fp.contract_flag());
     if runtime.is_some() {
         build.flag("-fopenmp");
     }

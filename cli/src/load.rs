@@ -347,6 +347,15 @@ pub fn parse_dtype(dtype: &str) -> Result<atl_emit_c::Dtype, Failure> {
     }
 }
 
+/// The help of `--fp` (`emit`, `run`, `bench`).
+pub const FP_HELP: &str = "Floating point: `fast` (default; -ffp-contract=fast, multiply-adds may be fused, so results may differ in the last bits) or `strict` (-ffp-contract=off: every operation rounds as written, as in the interpreter; kernels of exact derivations are bit-identical)";
+
+/// Parses `--fp fast|strict`.
+pub fn parse_fp(fp: &str) -> Result<atl_emit_c::Fp, Failure> {
+    atl_emit_c::Fp::parse(fp)
+        .ok_or_else(|| Failure::usage(format!("`--fp {fp}`: expected `fast` or `strict`")))
+}
+
 /// What `eval`, `run` and `bench` need: the program (derivations added), the chosen
 /// definition, checked sizes and every input given on the command line.
 #[derive(Debug)]

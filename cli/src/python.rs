@@ -12,7 +12,7 @@
 
 use std::fmt::Write;
 
-use atl_emit_c::Dtype;
+use atl_emit_c::{Dtype, Fp};
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lower::Kernel;
 
@@ -89,7 +89,14 @@ fn lit(s: &str) -> String {
 
 /// The module's source for the kernel `symbol` (its C file is `SYMBOL.c` in the same
 /// directory); `validated` is said in the docstring.
-pub fn module(kernel: &Kernel, symbol: &str, dtype: Dtype, def: &str, validated: bool) -> String {
+pub fn module(
+    kernel: &Kernel,
+    symbol: &str,
+    dtype: Dtype,
+    fp: Fp,
+    def: &str,
+    validated: bool,
+) -> String {
     let np_dtype = match dtype {
         Dtype::F32 => "float32",
         Dtype::F64 => "float64",
@@ -147,8 +154,9 @@ OPENMP tells whether this process built the shared object with OpenMP (None
 before the first call, or when a prebuilt one was loaded).
 
 The shared object lib{symbol}.so is compiled on first use from {symbol}.c beside
-this file with $CC (default `cc`) and $CFLAGS (default -O3), with -fopenmp when
-the compiler can; an existing one newer than the C file is loaded as it is.
+this file with $CC (default `cc`) and $CFLAGS (default -O3), -std=c99 {contract}
+(`--fp {fp_name}`), and -fopenmp when the compiler can; an existing one newer than
+the C file is loaded as it is.
 """
 
 import ctypes as _atl_ctypes
@@ -182,7 +190,7 @@ def _atl_compile():
     tmp = _ATL_LIBRARY + ".%d.tmp" % _atl_os.getpid()
     errors = []
     for openmp in (["-fopenmp"], []):
-        cmd = [cc] + cflags + ["-std=c99", "-ffp-contract=fast", "-fPIC", "-shared"] + openmp + [_ATL_SOURCE, "-o", tmp, "-lm"]
+        cmd = [cc] + cflags + ["-std=c99", "{contract}", "-fPIC", "-shared"] + openmp + [_ATL_SOURCE, "-o", tmp, "-lm"]
         r = _atl_subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode == 0:
             _atl_os.replace(tmp, _ATL_LIBRARY)
@@ -250,6 +258,8 @@ def {symbol}({params_sig}):
     _atl_s = {{}}
 "#,
         sym_lit = lit(symbol),
+        contract = fp.contract_flag(),
+        fp_name = fp.name(),
         set_threads_lit = lit(&set_threads),
         validated = if validated {
             ", validated"

@@ -957,10 +957,10 @@ impl Session {
         for c in &r.conditions {
             let _ = writeln!(out, "  if {}: {}", c.name(), c.text());
         }
-        let grade = match r.grade {
+        let grade = atl_lang::steps::describe_grade(match r.grade {
             atl_rewrites::rule::Grade::Exact => "exact",
             atl_rewrites::rule::Grade::Real => "real",
-        };
+        });
         let _ = writeln!(out, "  grade: {grade}  ({})", r.origin);
         for e in &r.examples {
             let _ = writeln!(out, "  example: {} => {}", e.start, e.result);

@@ -18,6 +18,7 @@ use std::io::Write;
 use std::path::Path;
 
 use atl_lang::diag;
+use atl_lang::steps::describe_grade;
 use atl_proofs::VerifyReport;
 
 /// Checks the certificate at `path`; returns the exit status (0 accepted, 1 rejected,
@@ -56,7 +57,13 @@ pub fn write_accepted(r: &VerifyReport, stdout: &mut dyn Write) {
     let _ = writeln!(
         stdout,
         "certificate accepted: `{}` from `{}`, {} step(s) ({} rule application(s), {} tactic step(s)), {} side condition(s) re-proved, grade {}",
-        r.derivation, r.from, r.steps, r.rule_steps, r.tactic_steps, r.conditions_proved, r.grade
+        r.derivation,
+        r.from,
+        r.steps,
+        r.rule_steps,
+        r.tactic_steps,
+        r.conditions_proved,
+        describe_grade(&r.grade)
     );
     let _ = writeln!(stdout, "{}", under(r));
     // The chain of bases, each verified from its own nested certificate.
@@ -65,7 +72,10 @@ pub fn write_accepted(r: &VerifyReport, stdout: &mut dyn Write) {
         let _ = writeln!(
             stdout,
             "  `{}` verified from its nested certificate: from `{}`, {} step(s), grade {}",
-            b.derivation, b.from, b.steps, b.grade
+            b.derivation,
+            b.from,
+            b.steps,
+            describe_grade(&b.grade)
         );
     }
     let root = chain[chain.len() - 1];

@@ -63,6 +63,7 @@ fn main() {
                     &EmitOptions {
                         dtype: Dtype::F32,
                         symbol: None,
+                        fp: atl_emit_c::Fp::Fast,
                     },
                 )
                 .expect("every example emits");

@@ -34,6 +34,7 @@ fn main() {
         &atl_emit_c::EmitOptions {
             dtype,
             symbol: None,
+            fp: atl_emit_c::Fp::Fast,
         },
     )
     .expect("emits");

@@ -4,7 +4,7 @@
 //! configured for the target this crate was built for, with `cc`'s own output to
 //! stdout turned off (a library never prints). `cc`'s default flags apply (`-O2`,
 //! position-independent code, `-Wall -Wextra`), then `-std=c99 -ffp-contract=fast` (fused
-//! multiply-adds, as GNU C has by default), then the caller's
+//! multiply-adds, as GNU C has by default; `-ffp-contract=off` for [`crate::Fp::Strict`]), then the caller's
 //! flags. The result goes to a private temporary directory that lives as long as the
 //! [`Compiled`] value.
 
@@ -241,7 +241,8 @@ pub fn compile(
     // multiply-add off (GNU C, the default, has it on): the kernels' accumulations
     // would then run at half the FMA throughput, and slower than the same C built as
     // the header says (`cc -O3 …`) or by the bench kit.
-    cmd.args(["-std=c99", "-ffp-contract=fast"]);
+    // `--fp strict` turns it off: every operation rounds as written.
+    cmd.args(["-std=c99", emit.fp.contract_flag()]);
     if options.sanitize {
         cmd.args([
             "-fsanitize=address,undefined",

@@ -42,7 +42,7 @@ use atl_lang::index::IndexExpr;
 use atl_lang::ir::BinOp;
 use atl_lower::ir::{Cond, For, Ix, IxOp, Kernel, PreconditionKind, Stmt, Storage, StoreOp, Val};
 
-use crate::Dtype;
+use crate::{Dtype, Fp};
 
 pub use atl_lower::cnames::{RESERVED_PREFIX, is_free_identifier, set_threads_symbol};
 
@@ -144,6 +144,7 @@ type Needs = RefCell<BTreeSet<Need>>;
 pub(crate) struct CPrinter<'k> {
     kernel: &'k Kernel,
     dtype: Dtype,
+    fp: Fp,
     symbol: String,
     names: Names,
     out: String,
@@ -165,12 +166,13 @@ fn show_shape(shape: &[IndexExpr]) -> String {
 }
 
 impl<'k> CPrinter<'k> {
-    pub(crate) fn new(kernel: &'k Kernel, dtype: Dtype, symbol: &str) -> CPrinter<'k> {
+    pub(crate) fn new(kernel: &'k Kernel, dtype: Dtype, fp: Fp, symbol: &str) -> CPrinter<'k> {
         let mut names = Names::new(symbol);
         collect_names(kernel, &mut names);
         CPrinter {
             kernel,
             dtype,
+            fp,
             symbol: symbol.to_string(),
             names,
             out: String::new(),
@@ -289,16 +291,24 @@ impl<'k> CPrinter<'k> {
                 s.push_str(" *\n * Threads: the kernel has no parallel loop; it runs in the calling thread.\n");
             }
             let sym = &self.symbol;
+            // Strict needs its flag on every build; fast is GNU C's default.
+            let fp = match self.fp {
+                Fp::Fast => String::new(),
+                Fp::Strict => format!(" {}", self.fp.contract_flag()),
+            };
             let builds = [
                 (
-                    format!("cc -O3 -march=native -fopenmp -c {sym}.c"),
+                    format!("cc -O3 -march=native{fp} -fopenmp -c {sym}.c"),
                     "threads, SIMD",
                 ),
                 (
-                    format!("cc -O3 -march=native -fopenmp-simd -c {sym}.c"),
+                    format!("cc -O3 -march=native{fp} -fopenmp-simd -c {sym}.c"),
                     "SIMD",
                 ),
-                (format!("cc -O3 -march=native -c {sym}.c"), "SIMD (hints)"),
+                (
+                    format!("cc -O3 -march=native{fp} -c {sym}.c"),
+                    "SIMD (hints)",
+                ),
             ];
             let width = builds.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
             s.push_str(" *\n * Build (C99; -march=native: for this machine), one of:\n");
@@ -315,6 +325,17 @@ impl<'k> CPrinter<'k> {
                 "nothing else (the kernel calls no libm function, so -lm\n * is not needed).\n"
             });
         }
+        s.push_str(match self.fp {
+            Fp::Fast => {
+                " * Floating point (--fp fast): multiply-adds may be fused (-ffp-contract=fast,\n \
+                 * GNU C's default; add it under -std=c99), so results may differ in the last\n \
+                 * bits from the interpreter's and between kernels of exact derivations.\n"
+            }
+            Fp::Strict => {
+                " * Floating point (--fp strict): compile with -ffp-contract=off for results\n \
+                 * bit-identical to other strict kernels of exact derivations.\n"
+            }
+        });
         s.push_str(" */\n");
         s
     }

@@ -57,12 +57,56 @@ impl Dtype {
     }
 }
 
+/// How the C compiler may evaluate the kernel's floating-point expressions (`--fp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fp {
+    /// `-ffp-contract=fast` (GNU C's default; the default here): `a * b + c` may be one
+    /// fused multiply-add, rounded once, so results may differ in the last bits from
+    /// the interpreter's and from another kernel's whose contractions differ.
+    #[default]
+    Fast,
+    /// `-ffp-contract=off`: every operation rounds as written, as in the interpreter;
+    /// the kernels of two `exact` derivations of one specification are then
+    /// bit-identical.
+    Strict,
+}
+
+impl Fp {
+    /// Parses `fast` and `strict`.
+    pub fn parse(s: &str) -> Option<Fp> {
+        match s {
+            "fast" => Some(Fp::Fast),
+            "strict" => Some(Fp::Strict),
+            _ => None,
+        }
+    }
+
+    /// `fast` or `strict`, as `--fp` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fp::Fast => "fast",
+            Fp::Strict => "strict",
+        }
+    }
+
+    /// The compiler flag that gives this mode: `-ffp-contract=fast` or `-ffp-contract=off`.
+    pub fn contract_flag(self) -> &'static str {
+        match self {
+            Fp::Fast => "-ffp-contract=fast",
+            Fp::Strict => "-ffp-contract=off",
+        }
+    }
+}
+
 /// What to emit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EmitOptions {
     pub dtype: Dtype,
     /// The C symbol; the definition's name when `None`.
     pub symbol: Option<String>,
+    /// The floating-point mode the kernel is meant to be compiled in: stated in the
+    /// header, and the flag [`compile`] uses.
+    pub fp: Fp,
 }
 
 /// A generated kernel: its symbol, the header and the implementation.
@@ -103,7 +147,7 @@ pub fn emit(kernel: &Kernel, options: &EmitOptions) -> Result<CCode, Diagnostic>
              helpers, in any case), `omp_`, `__` or `_` and a capital letter"
         )));
     }
-    let printer = cprint::CPrinter::new(kernel, options.dtype, &symbol);
+    let printer = cprint::CPrinter::new(kernel, options.dtype, options.fp, &symbol);
     let header = printer.header();
     let source = printer.source();
     Ok(CCode {

@@ -50,6 +50,7 @@ fn check_file(path: &std::path::Path) -> (usize, Vec<String>) {
             let emit = EmitOptions {
                 dtype,
                 symbol: None,
+                fp: atl_emit_c::Fp::Fast,
             };
             let compiled = match atl_emit_c::compile(&kernel, &emit, &options()) {
                 Ok(c) => c,

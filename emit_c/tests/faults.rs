@@ -154,6 +154,7 @@ fn symbols_must_be_usable_c_identifiers() {
     let options = EmitOptions {
         symbol: Some("scale_by_two".to_string()),
         dtype: Dtype::F64,
+        fp: atl_emit_c::Fp::Fast,
     };
     let compiled = compile(&kernel, &options, &CompileOptions::default()).expect("compiles");
     assert!(

@@ -37,6 +37,7 @@ fn random_programs_compile_and_match_the_interpreter() {
         let emit = EmitOptions {
             dtype,
             symbol: None,
+            fp: atl_emit_c::Fp::Fast,
         };
         let compiled = compile(&kernel, &emit, &options)
             .unwrap_or_else(|d| panic!("seed {seed}: does not compile: {d:?}\n{source}"));

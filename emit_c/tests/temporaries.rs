@@ -98,6 +98,7 @@ fn kernels_with_reused_temporaries_match_the_interpreter() {
             let emit = EmitOptions {
                 dtype,
                 symbol: None,
+                fp: atl_emit_c::Fp::Fast,
             };
             let compiled = compile(&kernel, &emit, &options)
                 .unwrap_or_else(|d| panic!("`{def}` ({dtype:?}) does not compile: {d:?}"));

@@ -9,6 +9,24 @@
 //! Adding a directive: one entry here and its handler in `rewrites/src/directives/mod.rs`.
 //! It lives in `atl-lang` because the parser needs it and cannot depend on the engine.
 
+/// What the grade `exact` means, in the one wording every command prints (`atl check`,
+/// `atl derive`, `atl verify`, the REPL's `:rule`, the E0855 note): see
+/// [`describe_grade`].
+pub const GRADE_EXACT_MEANING: &str = "bit for bit in the interpreter wherever the values computed are finite; compiled kernels may differ by fused multiply-adds unless compiled with `--fp strict`";
+
+/// What the grade `real` means (as [`GRADE_EXACT_MEANING`]).
+pub const GRADE_REAL_MEANING: &str = "equal over the reals; rounding may differ";
+
+/// A grade with what it means: `exact (bit for bit in the interpreter …)`, `real
+/// (equal over the reals; …)`; any other word as it is.
+pub fn describe_grade(grade: &str) -> String {
+    match grade {
+        "exact" => format!("exact ({GRADE_EXACT_MEANING})"),
+        "real" => format!("real ({GRADE_REAL_MEANING})"),
+        other => other.to_string(),
+    }
+}
+
 /// What kind of step an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepClass {
@@ -213,7 +231,7 @@ pub const STEPS: &[StepInfo] = &[
         name: "grade",
         class: StepClass::Directive,
         synopsis: "grade exact",
-        usage: "`grade exact`: every step of the derivation must keep the floating-point result bit for bit",
+        usage: "`grade exact`: every step of the derivation must keep the interpreter's floating-point result bit for bit (wherever the values are finite)",
         keywords: &["exact"],
         help: "declare the derivation exact: steps that reassociate sums are refused",
     },

@@ -28,7 +28,13 @@ fn exit_statuses_and_output() {
         out.starts_with("certificate accepted: `tiled` from `fused`, 3 step(s)"),
         "{out}"
     );
-    assert!(out.contains("grade exact"), "{out}");
+    // The grade with what it means (`atl_lang::steps::GRADE_EXACT_MEANING`).
+    assert!(
+        out.contains(
+            "grade exact (bit for bit in the interpreter wherever the values computed are finite; compiled kernels may differ by fused multiply-adds unless compiled with `--fp strict`)"
+        ),
+        "{out}"
+    );
     // The declarations the claim holds under, and the chain it rests on.
     assert!(
         out.contains("holds for every size with `n` >= 1, under `assume n >= 2`"),
@@ -36,7 +42,7 @@ fn exit_statuses_and_output() {
     );
     assert!(
         out.contains(
-            "`fused` verified from its nested certificate: from `pipeline`, 3 step(s), grade exact"
+            "`fused` verified from its nested certificate: from `pipeline`, 3 step(s), grade exact (bit for bit in the interpreter"
         ),
         "{out}"
     );

@@ -5,14 +5,15 @@
 //!
 //! ```text
 //! atl bench FILE --def NAME --sizes n=2000,m=2000 [--vs OTHER] [--threads N]
-//!     [--runs R] [--check-sizes n=19,m=17] [--dtype f32|f64] [--no-validate]
+//!     [--runs R] [--check-sizes n=19,m=17] [--dtype f32|f64] [--fp fast|strict] [--no-validate]
 //! ```
 //!
 //! Each kernel is validated before it is compiled (`atl-validate`, as `atl emit`
 //! does); one that is not validated is refused (E0950, E0951) unless --no-validate.
 //!
 //! Method (the bench kit's, `../shared/bench/README.md`): every kernel is compiled
-//! with `-O3 -march=native -fopenmp`; each gets one warm-up call (two when the first
+//! with `-O3 -march=native -fopenmp` (and `-ffp-contract=fast`, or `-ffp-contract=off`
+//! with `--fp strict`); each gets one warm-up call (two when the first
 //! took under 0.2 s); then `R` timed calls per kernel, interleaved round-robin with a
 //! rotating start so that the drift of a shared machine affects both alike. Only the
 //! kernel call is timed. The medians are reported, and the ratio
@@ -28,7 +29,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use atl_emit_c::{CompileOptions, Compiled, Dtype};
+use atl_emit_c::{CompileOptions, Compiled, Dtype, Fp};
 use atl_lang::diag::Diagnostic;
 use atl_lang::interp::{EvalOptions, Tensor};
 use atl_lang::ir::Program;
@@ -37,7 +38,7 @@ use clap::Args;
 
 use crate::ctx::Ctx;
 use crate::failure::Failure;
-use crate::load::{parse_dtype, parse_sizes, pick_def, prepare};
+use crate::load::{FP_HELP, parse_dtype, parse_fp, parse_sizes, pick_def, prepare};
 use crate::lowering::{Gated, Validation, gate_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -64,6 +65,8 @@ pub struct BenchArgs {
     pub check_sizes: Vec<String>,
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
+    #[arg(long = "fp", default_value = "fast", help = FP_HELP)]
+    pub fp: String,
     /// Time the kernels even if the translation validator does not validate them.
     #[arg(long = "no-validate")]
     pub no_validate: bool,
@@ -73,6 +76,7 @@ pub struct BenchArgs {
 pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
+    let fp = parse_fp(&args.fp)?;
     if args.threads == 0 || args.runs == 0 {
         return Err(Failure::usage(
             "`--threads` and `--runs` must be at least 1",
@@ -127,6 +131,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     }
     let options = BenchOptions {
         dtype,
+        fp,
         threads: args.threads,
         runs: args.runs,
     };
@@ -140,6 +145,8 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BenchOptions {
     pub dtype: Dtype,
+    /// `--fp`: the contraction flag the kernels are compiled with.
+    pub fp: Fp,
     /// OpenMP threads for the timed calls.
     pub threads: usize,
     /// Timed calls per kernel.
@@ -295,7 +302,7 @@ pub fn random_inputs(
     Ok(inputs)
 }
 
-fn compile(kernel: &Kernel, dtype: Dtype) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
+fn compile(kernel: &Kernel, dtype: Dtype, fp: Fp) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
     let t = Instant::now();
     let compiled = atl_emit_c::compile(
         kernel,
@@ -303,6 +310,7 @@ fn compile(kernel: &Kernel, dtype: Dtype) -> Result<(Compiled, Duration), Vec<Di
             dtype,
             // `atl bench` never exposes the symbol: any definition name works.
             symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
+            fp,
         },
         &CompileOptions {
             opt_level: 3,
@@ -326,23 +334,31 @@ fn check(
     let inputs = random_inputs(program, sizes)?;
     let want = atl_lang::interp::eval_def(program, def, sizes, &inputs, &EvalOptions::default())?;
     let got = compiled.run(sizes, &inputs)?.output;
-    let scale = want.data.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-    let mut err = 0.0f64;
-    for (g, w) in got.data.iter().zip(&want.data) {
-        let e = (g - w).abs();
-        err = err.max(if e.is_nan() { f64::INFINITY } else { e / scale });
-    }
+    // As `atl run` compares: NaN against NaN and an infinity against the same one agree,
+    // the error is over the elements finite on both sides.
+    let c = super::run::compare_outputs(&got, &want);
+    let err = if c.mismatches > 0 || !c.same_size {
+        f64::INFINITY
+    } else {
+        c.max_scaled_error
+    };
     let tolerance = match dtype {
         Dtype::F32 => 1e-4,
         Dtype::F64 => 1e-10,
     };
-    if err > tolerance || got.data.len() != want.data.len() {
+    if err > tolerance {
         let shown: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let what = if !c.same_size {
+            "the output has the wrong number of elements".to_string()
+        } else if c.mismatches > 0 {
+            format!("{} element(s) non-finite on one side only", c.mismatches)
+        } else {
+            format!("relative error {err:.3e}")
+        };
         return Err(Diagnostic::error(
             "E0936",
             format!(
-                "the compiled kernel of `{def}` disagrees with the interpreter at {}: \
-                 relative error {err:.3e}",
+                "the compiled kernel of `{def}` disagrees with the interpreter at {}: {what}",
                 shown.join(",")
             ),
         )
@@ -370,7 +386,7 @@ pub fn bench(
     let inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
     let mut compiled = Vec::new();
     for (kernel, d) in kernels.iter().zip(&defs) {
-        let (mut c, compile_time) = compile(kernel, options.dtype)?;
+        let (mut c, compile_time) = compile(kernel, options.dtype, options.fp)?;
         let check_error = check(program, d, &c, check_sizes, options.dtype).map_err(|e| vec![e])?;
         c.set_threads(options.threads).map_err(|e| vec![e])?;
         compiled.push((c, compile_time, check_error));

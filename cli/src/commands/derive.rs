@@ -31,11 +31,11 @@ pub struct DeriveArgs {
 }
 
 /// How a derivation's grade reads in `derive --trace` and `check`.
-pub(crate) fn grade_word(g: atl_rewrites::rule::Grade) -> &'static str {
-    match g {
-        atl_rewrites::rule::Grade::Exact => "exact (bit-identical to its specification)",
-        atl_rewrites::rule::Grade::Real => "real (equal over the reals; rounding may differ)",
-    }
+pub(crate) fn grade_word(g: atl_rewrites::rule::Grade) -> String {
+    atl_lang::steps::describe_grade(match g {
+        atl_rewrites::rule::Grade::Exact => "exact",
+        atl_rewrites::rule::Grade::Real => "real",
+    })
 }
 
 /// `atl derive`.

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! atl emit FILE --def NAME [-o OUT.c] [--header OUT.h] [--name SYMBOL] [--dtype f32|f64] [--ir]
-//!     [--python DIR] [--no-validate] [--explain]
+//!     [--fp fast|strict] [--python DIR] [--no-validate] [--explain]
 //!     Prints the C source of the definition (to stdout, or to OUT.c), and with
 //!     --header its header (prototype, documented shapes and preconditions) to OUT.h.
 //!     --name sets the C symbol (default: the definition's name), --dtype the element
@@ -12,7 +12,9 @@
 //!     form that `atl validate --ir` and `atl run --ir` read back. --python DIR writes
 //!     SYMBOL.c, SYMBOL.h and SYMBOL.py, a Python module (ctypes + numpy) that
 //!     compiles the C on first use and checks the arrays it is given
-//!     (`crate::python`).
+//!     (`crate::python`). --fp strict: the kernel is meant to be compiled with
+//!     -ffp-contract=off (the header says so, the Python module does it); --fp fast
+//!     (the default): -ffp-contract=fast, multiply-adds may be fused.
 //!     The kernel is validated first (`atl-validate`: it computes the definition, for
 //!     every size its preconditions allow); one that is not validated is not written
 //!     (E0950, or E0951 when it is wrong) unless --no-validate, and then the C file
@@ -25,7 +27,7 @@
 
 use std::path::{Path, PathBuf};
 
-use atl_emit_c::Dtype;
+use atl_emit_c::{Dtype, Fp};
 use atl_lang::diag::Diagnostic;
 use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
@@ -34,7 +36,7 @@ use clap::Args;
 
 use crate::ctx::Ctx;
 use crate::failure::Failure;
-use crate::load::{Loaded, load_derived, parse_dtype, pick_loaded_def};
+use crate::load::{FP_HELP, Loaded, load_derived, parse_dtype, parse_fp, pick_loaded_def};
 use crate::lowering::{NOT_VALIDATED_NOTE, Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -56,6 +58,8 @@ pub struct EmitArgs {
     /// Element type: f32 (default) or f64.
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
+    #[arg(long = "fp", default_value = "fast", help = FP_HELP)]
+    pub fp: String,
     /// Print the loop IR instead of C.
     #[arg(long, conflicts_with = "python")]
     pub ir: bool,
@@ -79,6 +83,8 @@ pub struct EmitOptions {
     pub symbol: Option<String>,
     /// `--dtype f32|f64`.
     pub dtype: Dtype,
+    /// `--fp fast|strict`.
+    pub fp: Fp,
 }
 
 impl EmitOptions {
@@ -86,6 +92,7 @@ impl EmitOptions {
         atl_emit_c::EmitOptions {
             dtype: self.dtype,
             symbol: self.symbol.clone(),
+            fp: self.fp,
         }
     }
 }
@@ -100,6 +107,7 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let options = EmitOptions {
         symbol: args.name.clone(),
         dtype,
+        fp: parse_fp(&args.fp)?,
     };
     let note = match validation {
         Validation::On => "",
@@ -242,7 +250,14 @@ pub fn python_files(
         )]
     };
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-    let module = crate::python::module(kernel, &code.symbol, options.dtype, def, validated);
+    let module = crate::python::module(
+        kernel,
+        &code.symbol,
+        options.dtype,
+        options.fp,
+        def,
+        validated,
+    );
     for (ext, text) in [
         ("c", format!("{note}{}", code.source)),
         ("h", format!("{note}{}", code.header)),

@@ -28,13 +28,19 @@
 //! accumulation of the definition at these sizes (`summation_length`) — the classic
 //! `n · ε` bound of a floating-point sum, with room for the rounding of the inputs
 //! to the element type and for the reassociation of `real`-graded rewrites.
+//!
+//! Non-finite values ([`compare_outputs`]): a NaN against a NaN, or an infinity
+//! against the same infinity, agree (the report counts them); an element non-finite on
+//! one side only, or infinite with opposite signs, is a disagreement (E0939, naming the
+//! first). Errors, the scale and the worst element are over the elements finite on
+//! both sides.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use atl_emit_c::{CompileOptions, Dtype};
+use atl_emit_c::{CompileOptions, Dtype, Fp};
 use atl_lang::diag::Diagnostic;
 use atl_lang::interp::{EvalOptions, Tensor};
 use atl_lang::ir::Program;
@@ -44,7 +50,7 @@ use clap::Args;
 use super::emit::EmitOptions;
 use crate::ctx::Ctx;
 use crate::failure::Failure;
-use crate::load::{parse_dtype, prepare};
+use crate::load::{FP_HELP, parse_dtype, parse_fp, prepare};
 use crate::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -71,12 +77,15 @@ pub struct RunArgs {
     /// Run the kernel even if the translation validator does not validate it.
     #[arg(long = "no-validate")]
     pub no_validate: bool,
+    #[arg(long = "fp", default_value = "fast", help = FP_HELP)]
+    pub fp: String,
 }
 
 /// `atl run`.
 pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
+    let fp = parse_fp(&args.fp)?;
     if let Some(t) = args.tolerance
         && !(t.is_finite() && t >= 0.0)
     {
@@ -124,6 +133,7 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let options = EmitOptions {
         symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
         dtype,
+        fp,
     };
     let report = compare(
         &kernel,
@@ -138,7 +148,28 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let tolerance = args.tolerance.unwrap_or_else(|| {
         default_tolerance(dtype, summation_length(&kernel.source, &prepared.sizes))
     });
-    if let Some(diag) = disagreement(&report, &prepared.sizes, tolerance) {
+    let grade = prepared
+        .loaded
+        .derivations
+        .iter()
+        .find(|d| d.name == prepared.name)
+        .map(|d| d.grade());
+    let bits = bit_check(fp, dtype, grade);
+    // Under strict, the C rounds every operation as written: bit for bit the loop IR's
+    // own evaluation (the kernel's order of operations, in f64).
+    let loop_ir = match bits {
+        BitCheck::Fast | BitCheck::Float => None,
+        BitCheck::On | BitCheck::Real => Some(
+            atl_lower::run_kernel(&kernel, &prepared.sizes, &prepared.inputs)
+                .map(|t| compare_outputs(&report.output, &t))
+                .map_err(|d| Failure::diagnostics(vec![d], file, &prepared.loaded.source))?,
+        ),
+    };
+    let _ = write_bit_check(&report, bits, loop_ir.as_ref(), &prepared.name, ctx.stdout);
+    let diag = loop_ir
+        .as_ref()
+        .and_then(|c| bit_disagreement(&report.def, c, &prepared.sizes));
+    if let Some(diag) = diag.or_else(|| disagreement(&report, &prepared.sizes, tolerance)) {
         return Err(Failure::diagnostics(
             vec![diag],
             file,
@@ -146,6 +177,112 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// What `atl run` compares bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitCheck {
+    /// `--fp strict` in `f64` for a specification or a derivation graded `exact`: the
+    /// C must be bit for bit the loop IR's evaluation of the kernel (every operation
+    /// rounded as written, in the kernel's order), and the report counts the elements
+    /// bit-identical to the interpreter's.
+    On,
+    /// `--fp strict` in `f64` for a derivation graded `real`: as [`BitCheck::On`].
+    Real,
+    /// `--fp fast` (the default): multiply-adds may be fused; only the tolerance.
+    Fast,
+    /// `--fp strict` in `f32`: the kernel rounds to `float`, both interpreters compute
+    /// in `f64`; only the tolerance.
+    Float,
+}
+
+/// The bit check of `atl run` for these options and the definition's grade (`None`
+/// for a definition that is not a derivation).
+pub fn bit_check(fp: Fp, dtype: Dtype, grade: Option<atl_rewrites::rule::Grade>) -> BitCheck {
+    match (fp, dtype, grade) {
+        (Fp::Fast, _, _) => BitCheck::Fast,
+        (Fp::Strict, Dtype::F32, _) => BitCheck::Float,
+        (Fp::Strict, Dtype::F64, Some(atl_rewrites::rule::Grade::Real)) => BitCheck::Real,
+        (Fp::Strict, Dtype::F64, _) => BitCheck::On,
+    }
+}
+
+/// The report's lines about bits under `--fp strict` (nothing under `fast`): against
+/// the loop IR's evaluation (`loop_ir`), and against the interpreter.
+fn write_bit_check(
+    report: &RunReport,
+    bits: BitCheck,
+    loop_ir: Option<&Comparison>,
+    def: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let c = &report.comparison;
+    if let Some(l) = loop_ir {
+        writeln!(
+            out,
+            "--fp strict: {} of {} finite element(s) bit-identical to the loop IR's evaluation",
+            l.finite - l.bit_differences,
+            l.finite
+        )?;
+    }
+    match bits {
+        BitCheck::Fast => Ok(()),
+        BitCheck::On => writeln!(
+            out,
+            "--fp strict: {} of {} finite element(s) bit-identical to the interpreter{}",
+            c.finite - c.bit_differences,
+            c.finite,
+            if c.bit_differences == 0 {
+                ""
+            } else {
+                " (lowering may group a sum's terms differently, e.g. nested sums into one accumulator: equal over the reals)"
+            }
+        ),
+        BitCheck::Float => writeln!(
+            out,
+            "--fp strict: bits not compared (the kernel computes in float, the interpreters in double: use --dtype f64)"
+        ),
+        BitCheck::Real => writeln!(
+            out,
+            "--fp strict: bits not compared with the interpreter (`{def}` is graded real: {})",
+            atl_lang::steps::GRADE_REAL_MEANING
+        ),
+    }
+}
+
+/// E0939 when, under `--fp strict` in `f64`, an element finite on both sides differs
+/// in its bits from the loop IR's evaluation (`c`; the first one named), or is
+/// non-finite on one side only.
+fn bit_disagreement(
+    def: &str,
+    c: &Comparison,
+    sizes: &BTreeMap<String, i64>,
+) -> Option<Diagnostic> {
+    let w = c
+        .first_bit_difference
+        .as_ref()
+        .or(c.first_mismatch.as_ref())?;
+    let shown: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let coords: Vec<String> = w.coordinates.iter().map(|c| c.to_string()).collect();
+    Some(
+        Diagnostic::error(
+            "E0939",
+            format!(
+                "the compiled kernel of `{def}` is not bit for bit the loop IR's evaluation at {}: at [{}] the C computes {:e} where the loop IR gives {:e}",
+                shown.join(","),
+                coords.join(", "),
+                w.kernel,
+                w.interpreter
+            ),
+        )
+        .with_note(format!(
+            "{} of {} finite element(s) differ; under `--fp strict` the C must round every operation as written",
+            c.bit_differences, c.finite
+        ))
+        .with_help(
+            "check that `CFLAGS` holds nothing like -ffast-math; otherwise it is a bug of C emission: report it with the file",
+        ),
+    )
 }
 
 /// The default tolerance of `atl run` (module documentation): `8 · ε · (1 + L)`.
@@ -244,42 +381,61 @@ fn extremes(
     (min, max)
 }
 
-/// E0939 when the largest scaled error of `report` exceeds `tolerance`, naming the worst
-/// element, the two values and the sizes.
+/// E0939 when the outputs disagree: different lengths; an element non-finite on one
+/// side only (or infinities of opposite signs), the first one named; or the largest
+/// scaled error over the finite elements above `tolerance`, the worst element named.
 fn disagreement(
     report: &RunReport,
     sizes: &BTreeMap<String, i64>,
     tolerance: f64,
 ) -> Option<Diagnostic> {
-    if report.max_scaled_error <= tolerance {
-        return None;
-    }
+    let c = &report.comparison;
     let shown: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let at = report
-        .worst
-        .as_ref()
-        .map(|w| {
-            let coords: Vec<String> = w.coordinates.iter().map(|c| c.to_string()).collect();
-            format!(
-                "at [{}] the kernel computes {} where the interpreter gives {}",
-                coords.join(", "),
-                w.kernel,
-                w.interpreter
-            )
-        })
-        .unwrap_or_else(|| "the output has the wrong number of elements".to_string());
-    Some(
+    let at = |w: &WorstElement| {
+        let coords: Vec<String> = w.coordinates.iter().map(|c| c.to_string()).collect();
+        format!(
+            "at [{}] the kernel computes {} where the interpreter gives {}",
+            coords.join(", "),
+            w.kernel,
+            w.interpreter
+        )
+    };
+    let error = |what: String| {
         Diagnostic::error(
             "E0939",
             format!(
-                "the compiled kernel of `{}` disagrees with the interpreter at {}: {at}",
+                "the compiled kernel of `{}` disagrees with the interpreter at {}: {what}",
                 report.def,
                 shown.join(",")
             ),
         )
+    };
+    if !c.same_size {
+        return Some(error(
+            "the output has the wrong number of elements".to_string(),
+        ));
+    }
+    if let Some(w) = &c.first_mismatch {
+        return Some(
+            error(at(w))
+                .with_note(format!(
+                    "{} element(s) non-finite on one side only (or infinite with opposite signs)",
+                    c.mismatches
+                ))
+                .with_help(
+                    "a NaN or an infinity on one side only is not rounding: it is a bug of lowering or C emission (report it with the file), or of a rewrite that is unsound for non-finite values",
+                ),
+        );
+    }
+    if c.max_scaled_error <= tolerance {
+        return None;
+    }
+    let w = c.worst.as_ref()?;
+    Some(
+        error(at(w))
         .with_note(format!(
             "error {:.3e} relative to the output's scale {:.3e}; tolerance {tolerance:.3e}",
-            report.max_scaled_error, report.scale
+            c.max_scaled_error, c.scale
         ))
         .with_help(
             "if the difference is rounding (long sums, reassociating rewrites), raise it with `--tolerance`; otherwise it is a bug of lowering or C emission: report it with the file",
@@ -294,17 +450,8 @@ pub struct RunReport {
     pub dtype: Dtype,
     /// The compiled kernel's output.
     pub output: Tensor,
-    /// Largest `|kernel - interpreter|`.
-    pub max_abs_error: f64,
-    /// Largest `|kernel - interpreter| / max(|interpreter|, tiny)`, over elements
-    /// whose reference is not zero.
-    pub max_rel_error: f64,
-    /// `max(1, max |interpreter|)`: what the tolerance is relative to.
-    pub scale: f64,
-    /// Largest `|kernel - interpreter| / scale` (infinite for NaN or a size mismatch).
-    pub max_scaled_error: f64,
-    /// The element with the largest error, if the sizes agree.
-    pub worst: Option<WorstElement>,
+    /// The kernel's output against the interpreter's.
+    pub comparison: Comparison,
     pub compile_time: Duration,
     pub kernel_time: Duration,
     pub interp_time: Duration,
@@ -332,44 +479,109 @@ pub fn compare(
     let want = atl_lang::interp::eval_def(program, def, sizes, inputs, &EvalOptions::default())
         .map_err(|d| vec![d])?;
     let interp_time = t.elapsed();
-    let (mut abs, mut rel) = (0.0f64, 0.0f64);
-    let mut worst: Option<(usize, f64)> = None;
-    for (k, (g, w)) in ran.output.data.iter().zip(&want.data).enumerate() {
-        let e = (g - w).abs();
-        let e = if e.is_nan() { f64::INFINITY } else { e };
-        if worst.is_none_or(|(_, we)| e > we) {
-            worst = Some((k, e));
-        }
-        abs = abs.max(e);
-        if *w != 0.0 {
-            rel = rel.max(e / w.abs());
-        }
-    }
-    let scale = want.data.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-    let same_size = ran.output.data.len() == want.data.len();
-    let max_scaled_error = if same_size {
-        abs / scale
-    } else {
-        f64::INFINITY
-    };
-    let worst = worst.filter(|_| same_size).map(|(k, _)| WorstElement {
-        coordinates: unflatten(k, &want.shape),
-        kernel: ran.output.data[k],
-        interpreter: want.data[k],
-    });
+    let comparison = compare_outputs(&ran.output, &want);
     Ok(RunReport {
         def: def.to_string(),
         dtype: options.dtype,
         output: ran.output,
-        max_abs_error: abs,
-        max_rel_error: rel,
-        scale,
-        max_scaled_error,
-        worst,
+        comparison,
         compile_time,
         kernel_time: ran.elapsed,
         interp_time,
     })
+}
+
+/// The kernel's output against the interpreter's, element by element. Two values
+/// *agree* when both are finite, both NaN, or both the same infinity; errors, the
+/// scale and the worst element are over the elements where both values are finite.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Whether the two outputs have the same number of elements (nothing else is
+    /// compared when they do not).
+    pub same_size: bool,
+    /// Elements where both values are finite.
+    pub finite: usize,
+    /// Elements where both are NaN, or both the same infinity.
+    pub non_finite: usize,
+    /// Elements where only one value is non-finite, or the infinities have opposite
+    /// signs.
+    pub mismatches: usize,
+    /// The first of those.
+    pub first_mismatch: Option<WorstElement>,
+    /// Largest `|kernel - interpreter|` over finite pairs.
+    pub max_abs_error: f64,
+    /// Largest `|kernel - interpreter| / |interpreter|` over finite pairs whose
+    /// reference is not zero.
+    pub max_rel_error: f64,
+    /// `max(1, max |interpreter|)` over finite references: what the tolerance is
+    /// relative to.
+    pub scale: f64,
+    /// `max_abs_error / scale`.
+    pub max_scaled_error: f64,
+    /// The finite pair with the largest error.
+    pub worst: Option<WorstElement>,
+    /// Finite pairs whose bits differ (`+0` and `-0` included).
+    pub bit_differences: usize,
+    /// The first of those.
+    pub first_bit_difference: Option<WorstElement>,
+}
+
+/// Compares `got` (the kernel's output) with `want` (the interpreter's): see
+/// [`Comparison`].
+pub fn compare_outputs(got: &Tensor, want: &Tensor) -> Comparison {
+    let element = |k: usize| WorstElement {
+        coordinates: unflatten(k, &want.shape),
+        kernel: got.data[k],
+        interpreter: want.data[k],
+    };
+    let mut c = Comparison {
+        same_size: got.data.len() == want.data.len(),
+        finite: 0,
+        non_finite: 0,
+        mismatches: 0,
+        first_mismatch: None,
+        max_abs_error: 0.0,
+        max_rel_error: 0.0,
+        scale: 1.0,
+        max_scaled_error: 0.0,
+        worst: None,
+        bit_differences: 0,
+        first_bit_difference: None,
+    };
+    if !c.same_size {
+        return c;
+    }
+    let mut worst: Option<(usize, f64)> = None;
+    for (k, (&g, &w)) in got.data.iter().zip(&want.data).enumerate() {
+        if g.is_finite() && w.is_finite() {
+            c.finite += 1;
+            c.scale = c.scale.max(w.abs());
+            let e = (g - w).abs();
+            if worst.is_none_or(|(_, we)| e > we) {
+                worst = Some((k, e));
+            }
+            c.max_abs_error = c.max_abs_error.max(e);
+            if w != 0.0 {
+                c.max_rel_error = c.max_rel_error.max(e / w.abs());
+            }
+            if g.to_bits() != w.to_bits() {
+                c.bit_differences += 1;
+                if c.first_bit_difference.is_none() {
+                    c.first_bit_difference = Some(element(k));
+                }
+            }
+        } else if (g.is_nan() && w.is_nan()) || (g.is_infinite() && g == w) {
+            c.non_finite += 1;
+        } else {
+            c.mismatches += 1;
+            if c.first_mismatch.is_none() {
+                c.first_mismatch = Some(element(k));
+            }
+        }
+    }
+    c.max_scaled_error = c.max_abs_error / c.scale;
+    c.worst = worst.map(|(k, _)| element(k));
+    c
 }
 
 /// The element of the output where the kernel is furthest from the interpreter.
@@ -402,11 +614,36 @@ pub fn write_run_report(report: &RunReport, out: &mut dyn Write) -> io::Result<(
         report.dtype.c_type(),
         report.output.shape
     )?;
-    writeln!(
-        out,
-        "max error vs interpreter: {:.3e} absolute, {:.3e} relative",
-        report.max_abs_error, report.max_rel_error
-    )?;
+    let c = &report.comparison;
+    if c.finite == 0 {
+        writeln!(
+            out,
+            "max error vs interpreter: none (no element is finite on both sides)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "max error vs interpreter: {:.3e} absolute, {:.3e} relative",
+            c.max_abs_error, c.max_rel_error
+        )?;
+    }
+    if c.non_finite > 0 {
+        writeln!(
+            out,
+            "non-finite on both sides: {} of {} elements (the same NaN or infinity; errors are over the {} finite ones)",
+            c.non_finite,
+            report.output.data.len(),
+            c.finite
+        )?;
+    }
+    if c.mismatches > 0 {
+        writeln!(
+            out,
+            "non-finite on one side only: {} of {} elements",
+            c.mismatches,
+            report.output.data.len()
+        )?;
+    }
     writeln!(
         out,
         "compile {:.1} ms, kernel {:.3} ms, interpreter {:.3} ms",

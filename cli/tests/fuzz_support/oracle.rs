@@ -474,6 +474,7 @@ fn compile_and_run(
     let emit = atl_emit_c::EmitOptions {
         dtype: atl_emit_c::Dtype::F64,
         symbol: None,
+        fp: atl_emit_c::Fp::Fast,
     };
     let compiled = match atl_emit_c::compile(&kernel, &emit, &atl_emit_c::CompileOptions::default())
     {

@@ -434,7 +434,7 @@ fn max_loops(program: &Program, expr: &Expr, var: &str) -> Vec<(Vec<usize>, Opti
 }
 
 /// `grade exact`: declares that the derivation reassociates nothing (its result is
-/// bit-identical to its specification). Recorded as a `check` step; the driver
+/// its specification's bit for bit in the interpreter, wherever the values are finite). Recorded as a `check` step; the driver
 /// enforces it with [`check_declared_exact`].
 pub(super) fn grade_directive(
     applier: &mut Applier<'_, '_>,
@@ -506,8 +506,9 @@ pub fn check_declared_exact(
             .at(step.span, label)
             .with_secondary(declaration, "declared here")
             .with_note(format!(
-                "its step `{}` {why}: an exact derivation gives results bit-identical to its specification",
-                o.record.command
+                "its step `{}` {why}: an exact derivation gives its specification's results, {}",
+                o.record.command,
+                atl_lang::steps::GRADE_EXACT_MEANING
             ))
             .with_help("drop `grade exact` to accept a result equal over the reals (graded `real`), or schedule the reduction without splitting, exchanging or partially summing it"));
         }
