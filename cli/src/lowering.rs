@@ -178,7 +178,9 @@ pub fn validate_kernel(
         def: name,
     };
     let report = atl_validate::validate(kernel, Some(&source), &atl_solver::Solver::new());
-    if let Some(d) = overflow_refusal(name, &report) {
+    if let Some(d) =
+        overflow_refusal(name, &report).or_else(|| reserved_name_refusal(name, &report))
+    {
         return Err((Box::new(report), d));
     }
     let diagnostic = match &report.verdict {
@@ -282,6 +284,43 @@ fn overflow_refusal(name: &str, report: &atl_validate::Report) -> Option<Diagnos
         });
     }
     Some(d.with_help(atl_loopir::int64::OVERFLOW_HELP))
+}
+
+/// E0944 when the only thing wrong with a kernel is a name of the program that C
+/// reserves (a keyword, a library or `<math.h>` name, the emitter's prefix): the
+/// validator refuses it (`atl_validate::names`), and it is the program's to change,
+/// not a wrong kernel (E0951).
+fn reserved_name_refusal(name: &str, report: &atl_validate::Report) -> Option<Diagnostic> {
+    let atl_validate::KernelVerdict::Rejected {
+        refuted,
+        disagreement: None,
+    } = &report.verdict
+    else {
+        return None;
+    };
+    let problems: Vec<&str> = refuted
+        .iter()
+        .map(|r| match &r.obligation.kind {
+            atl_validate::ObligationKind::WellFormed { problem }
+                if problem.starts_with("the name of ") =>
+            {
+                Some(problem.as_str())
+            }
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let first = problems.first()?;
+    let mut d = Diagnostic::error(
+        "E0944",
+        format!("the kernel of `{name}` cannot be written in C: {first}"),
+    );
+    for p in problems.iter().skip(1).take(2) {
+        d = d.with_note((*p).to_string());
+    }
+    Some(d.with_help(
+        "rename it in the program: C has one namespace, and the kernel's names are the \
+         program's",
+    ))
 }
 
 /// `text` cut after `max` characters (on a character boundary), with `…`.

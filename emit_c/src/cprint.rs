@@ -44,7 +44,7 @@ use atl_lower::ir::{Cond, For, Ix, IxOp, Kernel, PreconditionKind, Stmt, Storage
 
 use crate::{Dtype, Fp};
 
-pub use atl_lower::cnames::{RESERVED_PREFIX, is_free_identifier, set_threads_symbol};
+pub use atl_loopir::cnames::{RESERVED_PREFIX, is_free_identifier, set_threads_symbol};
 
 /// Maps loop-IR names to C identifiers.
 struct Names {

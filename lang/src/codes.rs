@@ -792,6 +792,11 @@ pub static CODES: &[ErrorCode] = &[
         "pass the definition the kernel was printed from (`--def`)",
     ),
     active(
+        "E0944",
+        "a name of the program (a size, an input, a binder) is reserved in C — a keyword, a name of the C library or `<math.h>`, or the emitter's `atl__` prefix — so its kernel cannot be written as C (the translation validator refuses it)",
+        "rename it in the program",
+    ),
+    active(
         "E0950",
         "the kernel is not validated: the translation validator did not prove every obligation (the notes name the first ones), so it is not emitted, run or timed",
         "`atl validate FILE --def NAME` lists every obligation; `--no-validate` uses the kernel anyway (an emitted one says so in its header); please report the program",

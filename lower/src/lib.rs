@@ -35,7 +35,7 @@ use atl_solver::{Solver, SolverConfig};
 
 // The loop IR lives in `atl-loopir` (so the validator can read it without this crate);
 // re-exported under its former paths.
-pub use atl_loopir::{cnames, interp, ir, parse, print};
+pub use atl_loopir::{interp, ir, parse, print};
 pub use interp::{CallShapes, check_call, run_kernel};
 pub use ir::Kernel;
 pub use lowering::LowerOptions;

@@ -583,14 +583,21 @@ impl Collector {
         match s {
             Stmt::For(l) => {
                 let collapsed = std::mem::replace(&mut self.collapsed_inner, false);
+                // OpenMP's `collapse(2)` needs the two loops perfectly nested with
+                // nothing between them, not even the inner loop's own pragma (GCC:
+                // "not enough perfectly nested loops"): the inner loop carries no
+                // annotation and declares no hoisted buffers.
                 let perfect = matches!(l.body.as_slice(), [Stmt::For(inner)]
-                    if !inner.lo.mentions(&l.var) && !inner.hi.mentions(&l.var));
+                    if !inner.lo.mentions(&l.var) && !inner.hi.mentions(&l.var)
+                        && !inner.parallel && !inner.vector && !inner.unroll
+                        && !inner.collapse && inner.hoisted_buffers.is_empty());
                 if l.collapse && !(l.parallel && perfect) {
                     self.push(
                         ObligationKind::WellFormed {
                             problem: format!(
                                 "loop `{}` is collapsed but is not a parallel loop around exactly \
-                                 one loop with bounds independent of it",
+                                 one loop with bounds independent of it and no annotation or \
+                                 hoisted buffer of its own",
                                 l.var
                             ),
                         },

@@ -1340,6 +1340,7 @@ fn c_disagreement(
     let options = EmitOptions {
         dtype: Dtype::F64,
         symbol: Some(atl_emit_c::internal_symbol(&kernel.name)),
+        ..EmitOptions::default()
     };
     let compile = if sanitize() {
         CompileOptions {

@@ -21,6 +21,7 @@ def last = gen i < n: a[n - 1]
 def twice = gen i < n: a[i] + a[i]
 def flip_t = gen j < m, i < n: b[n - 1 - i, j]
 def row_sums = gen i < n: sum j < m: b[i, j]
+def copy_2d = gen i < n, j < m: b[i, j]
 ";
 
 fn kernel(text: &str) -> Kernel {
@@ -330,6 +331,31 @@ fn a_collapsed_loop_whose_inner_iterations_share_an_element_is_a_race() {
     let text = ROW_SUMS_INTO_OUTPUT.replace("# gen, parallel", "# gen, collapse");
     let report = against(&text, "row_sums");
     assert!(report.is_rejected(), "{report}");
+}
+
+const COPY_2D: &str = "kernel by_hand(n, m; a: [n], b: [n, m]) -> o: [n, m]
+  source: 0
+{
+  for i in 0..n {  # gen, parallel, collapse
+    for j in 0..m {  # gen
+      o[i * m + j] = b[i * m + j @ (i, j)]  @ (i, j)
+    }
+  }
+}
+";
+
+#[test]
+fn a_collapsed_loop_whose_inner_loop_has_a_pragma_is_rejected() {
+    // The C of `collapse(2)` needs nothing between the two loops; an inner `omp simd`
+    // or unrolling pragma does not compile (found by the mutation fuzzer compiling
+    // validated mutants).
+    assert_validated(&against(COPY_2D, "copy_2d"));
+    for note in ["# gen, vector", "# gen, parallel", "# gen, unroll"] {
+        let text = COPY_2D.replace("# gen\n", &format!("{note}\n"));
+        assert_ne!(text, COPY_2D);
+        let report = against(&text, "copy_2d");
+        assert!(report.is_rejected(), "{note}: {report}");
+    }
 }
 
 // ---- names that swap (found by attacking the validator) ----------------------------
