@@ -207,7 +207,7 @@ fn set_threads_is_declared_and_gives_the_same_results_at_any_thread_count() {
         " *   A            input, shape [M, K]\n",
         " *   out          output, shape [M, N]\n",
         " *   every size >= 1;\n",
-        "M <= 3037000496, N <= 3037000496, K <= 3037000496.\n",
+        "M <= 223146097665841350, N <= 223146097665841350, K <= 223146097665841350.\n",
         "the kernel returns at once, reading and writing nothing",
         "mm_set_threads(n) below, else OpenMP's default\n * (OMP_NUM_THREADS,",
         " *   cc -O3 -march=native -fopenmp -c mm.c       threads, SIMD\n",

@@ -216,20 +216,23 @@ impl Env {
 
     /// A buffer of `shape` is in scope whose element count is at most `limit`.
     fn push_cover(&mut self, shape: &[IndexExpr], limit: i128) {
+        // Each extent is at least `q * M` for a monomial `M` over the sizes (every
+        // size >= 1): the product of the `M`s is at most `limit / Π q`.
         let mut dims = BTreeMap::new();
-        let mut constant = 1i128;
+        let mut factor = Q::int(1);
         for d in shape {
-            match d {
-                IndexExpr::Var(s) if self.caps.contains_key(s) => {
-                    *dims.entry(s.clone()).or_insert(0) += 1
-                }
-                IndexExpr::Const(c) if *c >= 1 => {
-                    constant = constant.saturating_mul(i128::from(*c))
-                }
-                _ => return,
+            let Some((q, m)) = self.lower_monomial(d) else {
+                return;
+            };
+            let Some(f) = factor.mul(q) else { return };
+            factor = f;
+            for (s, e) in m {
+                *dims.entry(s).or_insert(0) += e;
             }
         }
-        let limit = limit / constant;
+        let Some(limit) = limit.checked_mul(factor.d).map(|x| x / factor.n) else {
+            return;
+        };
         // A size that is an extent is at most the limit (the other extents are >= 1).
         for s in dims.keys() {
             if let Some(cap) = self.caps.get_mut(s) {
@@ -237,6 +240,46 @@ impl Env {
             }
         }
         self.covers.push(Cover { dims, limit });
+    }
+
+    /// A positive `q` and a monomial `M` over the sizes with `e >= q * M` at every
+    /// size `>= 1` (so `e >= q > 0`): `n`, `c >= 1`, `e1 * e2`, `e1 + e2` (one of
+    /// them, the other being at least as positive), `cdiv(e, c)` (`>= e / c`),
+    /// `max(e1, e2)`; `None` for anything that may be 0 or less (`n - 3`, `n / 2`).
+    fn lower_monomial(&self, e: &IndexExpr) -> Option<(Q, BTreeMap<String, u32>)> {
+        use atl_lang::index::IndexOp;
+        match e {
+            IndexExpr::Var(s) if self.caps.contains_key(s) => {
+                Some((Q::int(1), BTreeMap::from([(s.clone(), 1)])))
+            }
+            IndexExpr::Const(c) if *c >= 1 => Some((Q::int(i128::from(*c)), BTreeMap::new())),
+            IndexExpr::Bin(IndexOp::Mul, a, b) => {
+                let ((qa, mut ma), (qb, mb)) = (self.lower_monomial(a)?, self.lower_monomial(b)?);
+                for (s, k) in mb {
+                    *ma.entry(s).or_insert(0) += k;
+                }
+                Some((qa.mul(qb)?, ma))
+            }
+            IndexExpr::Bin(IndexOp::Add | IndexOp::Max, a, b) => {
+                match (self.lower_monomial(a), self.lower_monomial(b)) {
+                    (Some((qa, ma)), Some((qb, mb))) if ma == mb => Some((qa.add(qb)?, ma)),
+                    (Some(x), Some(y)) => {
+                        let degree = |m: &BTreeMap<String, u32>| m.values().sum::<u32>();
+                        Some(if degree(&x.1) >= degree(&y.1) { x } else { y })
+                    }
+                    _ => None,
+                }
+            }
+            IndexExpr::Bin(IndexOp::CDiv, a, b) => {
+                let IndexExpr::Const(c) = **b else {
+                    return None;
+                };
+                let (q, m) = self.lower_monomial(a)?;
+                (c >= 1).then_some(())?;
+                Some((q.mul(Q::new(1, i128::from(c))?)?, m))
+            }
+            _ => None,
+        }
     }
 
     /// Entering the body of an `alloc` of `shape` (its length, computed in `int64_t`
@@ -949,5 +992,52 @@ mod tests {
         }
         // Not vacuous: many expressions are bounded.
         assert!(bounded > 500, "only {bounded} bounded");
+    }
+
+    #[test]
+    fn lower_monomials_are_below_their_extents() {
+        let env = Env::new(&kernel(1));
+        let parse =
+            |t: &str| atl_lang::parser::parse_index_str(t).unwrap_or_else(|e| panic!("{t}: {e:?}"));
+        let cases = [
+            ("n", true),
+            ("3", true),
+            ("n * m", true),
+            ("n + m", true),
+            ("n + 1", true),
+            ("cdiv(n + 1, 2)", true),
+            ("cdiv(n, 4) * m * 2", true),
+            ("max(n, m * m)", true),
+            ("n - 3", false),
+            ("n / 2", false),
+            ("n + m - 1", false),
+            ("min(n, m)", false),
+            ("0", false),
+        ];
+        for (text, expected) in cases {
+            let e = parse(text);
+            let found = env.lower_monomial(&e);
+            assert_eq!(found.is_some(), expected, "{text}");
+            let Some((q, m)) = found else { continue };
+            for n in 1..40i64 {
+                for mm in 1..40i64 {
+                    let value = |s: &str| match s {
+                        "n" => Some(n),
+                        "m" => Some(mm),
+                        _ => None,
+                    };
+                    let v = i128::from(e.eval(&value).expect("evaluates"));
+                    let mono: i128 = m
+                        .iter()
+                        .map(|(s, k)| i128::from(value(s).expect("a size")).pow(*k))
+                        .product();
+                    // v >= q * mono, i.e. v * d >= n * mono.
+                    assert!(
+                        v * q.d >= q.n * mono,
+                        "{text} at n={n}, m={mm}: {v} < {q:?} * {mono}"
+                    );
+                }
+            }
+        }
     }
 }

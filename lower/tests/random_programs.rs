@@ -15,6 +15,7 @@ fn random_programs_lower_correctly() {
     let mut checked_programs = 0;
     let mut runs = 0;
     let mut failures = Vec::new();
+    let mut overflow_refusals = 0;
     for seed in 0..1500u64 {
         let source = random::program(seed);
         let (Some(checked), _) = atl_lang::check_source(&source) else {
@@ -25,6 +26,13 @@ fn random_programs_lower_correctly() {
             match atl_lower::lower_def(&checked.program, &checked.shapes, "p", &Default::default())
             {
                 Ok(k) => k,
+                // A kernel whose index arithmetic the overflow analysis cannot keep
+                // within 64 bits at ordinary sizes is refused (issue 28): counted, and
+                // bounded below, not a failure.
+                Err(d) if d.code == "E0938" => {
+                    overflow_refusals += 1;
+                    continue;
+                }
                 Err(d) => {
                     failures.push(format!("seed {seed}: does not lower: {d:?}\n{source}"));
                     continue;
@@ -103,6 +111,13 @@ fn random_programs_lower_correctly() {
             .cloned()
             .collect::<Vec<_>>()
             .join("\n\n")
+    );
+    // The fast-path-only lowering of these tests leaves index expressions unsimplified,
+    // which the analysis bounds less tightly than the CLI's (about 3 in 100 programs,
+    // mostly concatenations whose flattened index sums several products of sizes).
+    assert!(
+        overflow_refusals * 20 <= checked_programs,
+        "{overflow_refusals} of {checked_programs} programs refused with E0938"
     );
     assert!(
         checked_programs >= 700,

@@ -139,8 +139,15 @@ fn a_wrong_length_is_an_error_not_a_crash() {
             ..
         })
     ));
+    // Sizes beyond the bound that keeps the kernel's index arithmetic within 64 bits
+    // are refused by that precondition; sizes within it whose shapes overflow, by the
+    // length computation.
     assert!(matches!(
         demo_matvec(i64::MAX, i64::MAX, &a, &x, &mut out),
+        Err(demo_matvec::CallError::Precondition { .. })
+    ));
+    assert!(matches!(
+        demo_matvec(1 << 59, 1 << 59, &a, &x, &mut out),
         Err(demo_matvec::CallError::Overflow { .. })
     ));
     // Nothing was written by any refused call.
