@@ -74,8 +74,9 @@ enum Command {
     Run(commands::run::RunArgs),
     /// Translation validation of a definition's kernel (or of a given loop-IR text,
     /// `--ir`): prints every obligation and the verdict; exits 0 only when the kernel is
-    /// validated. The validator does not check everything yet (values, temporaries…), so
-    /// every kernel is at best "not validated" today (exit 1, saying why).
+    /// validated: its values are the definition's (over the reals), and its C has no
+    /// overflowing index arithmetic, out-of-bounds access, race or name clash, for every
+    /// size its entry checks let through (exit 1 otherwise, saying why).
     Validate(commands::validate::ValidateArgs),
     /// Interactive rewriting: apply steps to a definition and see the result at once.
     Repl(commands::repl::ReplArgs),

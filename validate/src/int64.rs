@@ -1,4 +1,4 @@
-//! (i) 64-bit arithmetic: every `int64_t` expression the C evaluates — entry checks,
+//! (j) 64-bit arithmetic: every `int64_t` expression the C evaluates — entry checks,
 //! loop bounds, conditions (`if`, `select`, `blend`), lengths, the flat index of every
 //! load and store (also the loads a `blend` evaluates whatever its condition), the
 //! iteration count of `collapse`d loops — and each of its intermediate results lies

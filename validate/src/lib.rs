@@ -54,6 +54,15 @@
 //! - (i) names ([`names`]): every name of the kernel is a C identifier C does not
 //!   reserve, and no two declarations of one name are visible together in the C the
 //!   printer writes (C has one namespace, the loop IR several), whatever their kinds.
+//! - (j) 64-bit arithmetic ([`int64`]): every `int64_t` value the C computes (entry
+//!   checks, loop bounds, conditions, lengths, the flat index of every load and store —
+//!   a blend's loads included, which run whatever the blend's condition — and every
+//!   intermediate result) fits, so the C's arithmetic is the unbounded arithmetic the
+//!   other obligations reason in;
+//! - (k) preconditions: each precondition's statement (what the header and the
+//!   bindings check) is equivalent to the condition the C checks, and, given the
+//!   source, each one holds wherever the program is defined (an index-range one
+//!   bounds a size by at least `atl_loopir::int64::min_index_range_bound`).
 //!
 //! A kernel is [`KernelVerdict::Validated`] when every obligation is proved, and only
 //! then. A refuted obligation rejects the kernel ([`KernelVerdict::Rejected`]) with
@@ -64,11 +73,11 @@
 //! with the sizes, the element, the expected and the computed value; otherwise it is
 //! [`KernelVerdict::NotValidated`], with the obligations not decided.
 //!
-//! Assumptions: integers are unbounded (the kernel's `int64_t` arithmetic is trusted
-//! not to overflow under its preconditions; the lowering's index-range preconditions
-//! are meant for that, and are not validated here); values are real numbers (floating
-//! point rounding is not modelled: the order of summation is checked, not the
-//! rounding of each operation).
+//! Assumptions: the caller's arrays exist with the shapes the header documents (so
+//! each one's element count is at most `PTRDIFF_MAX / 4`, which (j) uses); values are
+//! real numbers, inputs finite (floating-point rounding is not modelled: the order of
+//! summation is checked, not the rounding of each operation; identities that fail for
+//! non-finite values are used only where the value is proved finite, [`values`]).
 //!
 //! Library code never prints.
 

@@ -80,7 +80,7 @@ pub enum ObligationKind {
     NaturalDivision { operation: String },
     /// An `alloc`'s length is the number of elements of its declared shape.
     AllocLength { buffer: String },
-    /// (i) An `int64_t` expression the C evaluates (`expr`, translated) and each of
+    /// (j) An `int64_t` expression the C evaluates (`expr`, translated) and each of
     /// its intermediate results fit in `int64_t` ([`crate::int64`]).
     Int64 { what: String, expr: String },
     /// A fill `buf[0..len]` stays within the buffer.

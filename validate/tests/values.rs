@@ -419,11 +419,17 @@ def h = gen a < n, b < n: x[a + 2 * b]
 fn a_kernel_refusing_sizes_the_program_allows_is_rejected() {
     // A `requires K <= 19` dressed as an index-range bound: the kernel would refuse
     // K = 20, which the program allows and 64-bit arithmetic does not forbid.
-    let narrowed = edited(
-        &matmul_fast(),
-        "requires K <= 3037000496",
-        "requires K <= 19",
-    );
+    let fast = matmul_fast();
+    let bound = fast
+        .preconditions
+        .iter()
+        .find(|p| {
+            p.kind == atl_loopir::ir::PreconditionKind::IndexRange
+                && p.pred.to_string().starts_with("K <= ")
+        })
+        .map(|p| p.pred.to_string())
+        .expect("an index-range bound of K");
+    let narrowed = edited(&fast, &format!("requires {bound}"), "requires K <= 19");
     let report = against_matmul(&narrowed);
     let KernelVerdict::Rejected { refuted, .. } = &report.verdict else {
         panic!("not rejected:\n{report}");
