@@ -91,6 +91,19 @@ impl Failure {
     /// detail if it has one (so that a checker refusal is not minimized into a
     /// different refusal).
     pub fn signature(&self) -> (Kind, Option<String>) {
+        if self.kind == Kind::CUnsafe {
+            // An unsafe kernel is not minimized into another kind of unsafety.
+            let what = if self.detail.contains("exit status: 86") {
+                "AddressSanitizer"
+            } else if self.detail.contains("exit status: 87") {
+                "UndefinedBehaviorSanitizer"
+            } else if self.detail.contains("hangs") {
+                "hang"
+            } else {
+                "entry"
+            };
+            return (self.kind, Some(what.to_string()));
+        }
         let code = self.detail.find("[E").and_then(|k| {
             let rest = &self.detail[k + 1..];
             rest.find(']').map(|e| rest[..e].to_string())
@@ -540,8 +553,17 @@ fn compile_and_run(
     out.compiled += 1;
     out.sanitized += harness.sanitized as usize;
     let all = assignments(program, 9);
-    let picks: Vec<&BTreeMap<String, i64>> =
-        [all.get(2), all.last()].into_iter().flatten().collect();
+    // Sanitized kernels also run at the largest assignment the interpreter judged:
+    // index arithmetic such as `i * 2^62` overflows only from `i = 2` on.
+    let wide = if opts.sanitize {
+        assignments(program, opts.max_assignments)
+    } else {
+        Vec::new()
+    };
+    let picks: Vec<&BTreeMap<String, i64>> = [all.get(2), all.last(), wide.last()]
+        .into_iter()
+        .flatten()
+        .collect();
     // The first small call the kernel accepts: the base of the runs at huge sizes.
     let mut base: Option<(Sizes, BTreeMap<String, Tensor>, usize)> = None;
     for (k, sizes) in picks.into_iter().enumerate() {

@@ -414,30 +414,30 @@ impl Gen<'_> {
     }
 
     fn leaf_scalar(&mut self) -> E {
-        let mut cands: Vec<(String, usize)> = Vec::new();
+        let mut cands: Vec<(String, Vec<Ix>)> = Vec::new();
         for (n, s) in self.tensors.iter().chain(self.lets.iter()) {
-            cands.push((n.clone(), s.len()));
+            cands.push((n.clone(), s.clone()));
         }
         if cands.is_empty() || self.rng.chance(10) {
             return self.lit();
         }
-        let (n, r) = self.rng.pick(&cands).clone();
-        if r > 0 && !self.binders.is_empty() && self.rng.chance(HUGE_READ_PERCENT) {
-            return self.huge_read(&n, r);
+        let (n, shape) = self.rng.pick(&cands).clone();
+        if !shape.is_empty() && !self.binders.is_empty() && self.rng.chance(HUGE_READ_PERCENT) {
+            return self.huge_read(&n, &shape);
         }
-        self.read(&n, r)
+        self.read(&n, shape.len())
     }
 
     /// A read with one index of huge intermediate values (issue 28): `(i * C) % n`,
     /// `(i + C) - C`, `(i * C) / C`, `(n * m * i) % n`, …, half of the time under a
     /// guard that keeps the read's value in range (`[i < 2] * f[(i * C) % n]`: the
     /// guard does not keep the index arithmetic of a blended load from overflowing).
-    fn huge_read(&mut self, name: &str, rank: usize) -> E {
-        let hot = self.rng.below(rank);
+    fn huge_read(&mut self, name: &str, shape: &[Ix]) -> E {
+        let hot = self.rng.below(shape.len());
         let mut e = E::Name(name.to_string());
-        for d in 0..rank {
+        for (d, extent) in shape.iter().enumerate() {
             let i = if d == hot {
-                self.huge_index()
+                self.huge_index(extent.clone())
             } else {
                 self.index()
             };
@@ -466,40 +466,47 @@ impl Gen<'_> {
         var(&self.rng.pick(&all).clone())
     }
 
-    fn huge_index(&mut self) -> Ix {
+    /// An index into a dimension of extent `e` whose intermediate values are huge; the
+    /// `% e` of most forms keeps the read in range (so the gate can accept it).
+    fn huge_index(&mut self, e: Ix) -> Ix {
         let v = var(&self.rng.pick(&self.binders).clone());
         let k = c(*self.rng.pick(&HUGE_INDEX));
-        let n = self.size();
-        match self.rng.below(9) {
-            0 => bin("%", bin("*", v, k), n),
-            1 => bin("-", bin("+", v, k.clone()), k),
-            2 => bin("/", bin("*", v, k.clone()), k),
+        let wrap = |i: Ix, e: &Ix| bin("%", i, e.clone());
+        match self.rng.below(10) {
+            0 => wrap(bin("*", v, k), &e),
+            1 => wrap(bin("-", bin("+", v, k.clone()), k), &e),
+            2 => wrap(bin("/", bin("*", v, k.clone()), k), &e),
             3 => {
                 let m = self.any_size();
-                bin("%", bin("*", bin("*", n.clone(), m), v), n)
+                wrap(bin("*", bin("*", e.clone(), m), v), &e)
             }
             4 => {
                 let m = self.any_size();
-                bin("%", bin("*", v, m), n)
+                wrap(bin("*", v, m), &e)
             }
             5 => {
                 let m = self.any_size();
-                bin(
-                    "-",
-                    bin("+", v, bin("*", m.clone(), k.clone())),
-                    bin("*", m, k),
-                )
+                let big = bin("*", m, k);
+                wrap(bin("-", bin("+", v, big.clone()), big), &e)
             }
             6 => {
                 let m = self.any_size();
-                bin("/", bin("*", v, m.clone()), m)
+                wrap(bin("/", bin("*", v, m.clone()), m), &e)
             }
             7 => {
                 let m = self.any_size();
                 let p = self.any_size();
-                bin("%", bin("*", bin("*", m, p), v), n)
+                wrap(bin("*", bin("*", m, p), v), &e)
             }
-            _ => bin("%", bin("+", bin("*", v, k), c(self.rng.range(0, 3))), n),
+            8 => {
+                // Unwrapped: in range only where the binder is (`(i + C) - C`).
+                if self.rng.chance(50) {
+                    bin("-", bin("+", v, k.clone()), k)
+                } else {
+                    bin("/", bin("*", v, k.clone()), k)
+                }
+            }
+            _ => wrap(bin("+", bin("*", v, k), c(self.rng.range(0, 3))), &e),
         }
     }
 
