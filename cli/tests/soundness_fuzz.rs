@@ -70,6 +70,18 @@ struct Stats {
     mutants: u64,
     mutants_accepted: u64,
     compiled: u64,
+    /// Compiled kernels built with the sanitizers.
+    sanitized: u64,
+    /// Compiled-to-be kernels the validator validated.
+    validated: u64,
+    /// Kernels lowering refused for 64-bit overflow (E0938).
+    lowering_refused: u64,
+    /// Kernels the validator refused (E0951, E0938, E0944).
+    validator_refused: u64,
+    /// Kernel runs at a free size's entry bound or one past it.
+    near_bound_runs: u64,
+    /// Programs whose source reads at a huge index.
+    huge_index_programs: u64,
     /// The next accepted derivation is compiled (one every `COMPILE_EVERY` cases).
     compile_due: bool,
 }
@@ -81,18 +93,32 @@ struct Found {
     failure: Failure,
 }
 
-fn options(case_seed: u64, compile: bool) -> Options {
+fn options(case_seed: u64, compile: bool, sanitize: bool) -> Options {
     Options {
         mutants: MUTANTS,
         compile,
+        sanitize,
         seed: case_seed,
         max_assignments: 81,
     }
 }
 
-/// True when a number in the text has ten digits or more: such kernels may loop for
-/// very long (issue 17, hole 5), so they are not compiled (the interpreter still
-/// evaluates them).
+/// `ATL_SANITIZE=1`: every compiled kernel is built with the sanitizers (by default
+/// only those of programs with a huge constant).
+fn sanitize_all() -> bool {
+    std::env::var("ATL_SANITIZE").is_ok_and(|v| v == "1")
+}
+
+/// Derivations compiled to C: one every `ATL_FUZZ_COMPILE_EVERY` cases (default
+/// [`COMPILE_EVERY`]), besides every case whose source reads at a huge index.
+fn compile_every() -> u64 {
+    env_u64("ATL_FUZZ_COMPILE_EVERY")
+        .unwrap_or(COMPILE_EVERY)
+        .max(1)
+}
+
+/// True when a number in the text has ten digits or more (`2^31` and up): such
+/// kernels are built with the sanitizers (issue 28: 64-bit index arithmetic).
 fn has_huge_constant(text: &str) -> bool {
     let mut run = 0;
     for ch in text.chars() {
@@ -136,9 +162,13 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     // A replayed case (`ATL_FUZZ_CASE`) compiles its first accepted derivation, as
     // the case may have done in the run it comes from (the due compile carries over
     // from earlier cases).
-    if case.is_multiple_of(COMPILE_EVERY) || replaying() {
+    if case.is_multiple_of(compile_every()) || replaying() {
         stats.compile_due = true;
     }
+    // A source that reads at a huge index (issue 28) has its first accepted
+    // derivation compiled, under the sanitizers.
+    let mut huge_index_due = program::has_huge_index(&prog);
+    stats.huge_index_programs += huge_index_due as u64;
     let nsteps = rng.range(1, 6) as usize;
     for _ in 0..nsteps {
         let mut grew = false;
@@ -156,7 +186,8 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
             let text = prog.text();
             let opts = options(
                 case_seed ^ prog.steps.len() as u64,
-                stats.compile_due && !has_huge_constant(&text),
+                stats.compile_due || huge_index_due,
+                sanitize_all() || huge_index_due || has_huge_constant(&text),
             );
             if std::env::var("ATL_FUZZ_TRACE").is_ok_and(|v| v == "1") {
                 eprintln!("case {case}: judging\n{text}");
@@ -194,6 +225,16 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                 stats.mutants += out.mutants as u64;
                 stats.mutants_accepted += out.mutants_accepted as u64;
                 stats.compiled += out.compiled as u64;
+                stats.sanitized += out.sanitized as u64;
+                stats.validated += out.validated as u64;
+                stats.lowering_refused += out.lowering_refused as u64;
+                stats.validator_refused += out.validator_refused as u64;
+                stats.near_bound_runs += out.near_bound_runs as u64;
+                if opts.compile {
+                    // Tried once: compiled, or refused by the gate, lowering or the
+                    // validator (a kernel not compiled is a verdict too).
+                    huge_index_due = false;
+                }
                 if out.compiled > 0 {
                     stats.compile_due = false;
                 }
@@ -340,8 +381,9 @@ fn soundness_fuzz() {
          {} refused as ill-shaped starting points), \
          {} derivations attempted, {} accepted by the engine, {} evaluated ({} size \
          assignments, {} not judged: 64-bit overflow), {} certificates verified ({} refused by the checker), {} mutated \
-         certificates ({} accepted), {} compiled to C; {:.1} s (slowest case {} in {:.1} s), \
-         {} failing case(s)",
+         certificates ({} accepted), {} compiled to C ({} sanitized, {} validated; {} runs \
+         at entry bounds; {} refused by lowering E0938, {} by the validator; {} programs \
+         read at huge indices); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
         stats.programs_generated,
         stats.programs_rejected,
         stats.programs_ill_shaped,
@@ -355,6 +397,12 @@ fn soundness_fuzz() {
         stats.mutants,
         stats.mutants_accepted,
         stats.compiled,
+        stats.sanitized,
+        stats.validated,
+        stats.near_bound_runs,
+        stats.lowering_refused,
+        stats.validator_refused,
+        stats.huge_index_programs,
         fuzz_time.as_secs_f64(),
         slowest.1,
         slowest.0.as_secs_f64(),

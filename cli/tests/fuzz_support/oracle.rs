@@ -33,6 +33,10 @@ pub enum Kind {
     CheckerUnsound,
     /// The compiled kernel of an accepted derivation disagrees with the interpreter.
     CMismatch,
+    /// The compiled kernel of an accepted derivation, which lowering and the validator
+    /// let through, is unsafe: a sanitizer report (out-of-bounds access, signed
+    /// overflow), a crash, a hang, or output written at sizes its entry checks refuse.
+    CUnsafe,
     /// An accepted derivation's C does not compile or run (the gate passed).
     CError,
     /// The source evaluates, the accepted derivation does not (or has another shape).
@@ -59,6 +63,10 @@ impl Kind {
             }
             Kind::CheckerUnsound => "checker accepted a mutated certificate whose programs differ",
             Kind::CMismatch => "compiled kernel differs from the interpreter",
+            Kind::CUnsafe => {
+                "compiled kernel is unsafe (sanitizer report, crash, hang, or output written \
+                 where its entry checks refuse)"
+            }
             Kind::CError => "compiling or running an accepted, gated derivation failed",
             Kind::EvalError => {
                 "source evaluates but the accepted derivation does not (or its shape differs)"
@@ -83,6 +91,19 @@ impl Failure {
     /// detail if it has one (so that a checker refusal is not minimized into a
     /// different refusal).
     pub fn signature(&self) -> (Kind, Option<String>) {
+        if self.kind == Kind::CUnsafe {
+            // An unsafe kernel is not minimized into another kind of unsafety.
+            let what = if self.detail.contains("exit status: 86") {
+                "AddressSanitizer"
+            } else if self.detail.contains("exit status: 87") {
+                "UndefinedBehaviorSanitizer"
+            } else if self.detail.contains("hangs") {
+                "hang"
+            } else {
+                "entry"
+            };
+            return (self.kind, Some(what.to_string()));
+        }
         let code = self.detail.find("[E").and_then(|k| {
             let rest = &self.detail[k + 1..];
             rest.find(']').map(|e| rest[..e].to_string())
@@ -111,6 +132,16 @@ pub struct Outcome {
     pub mutants: usize,
     pub mutants_accepted: usize,
     pub compiled: usize,
+    /// Compiled kernels built with the sanitizers.
+    pub sanitized: usize,
+    /// Kernels the translation validator validated.
+    pub validated: usize,
+    /// Kernels lowering refused for 64-bit overflow (E0938).
+    pub lowering_refused: usize,
+    /// Kernels the validator refused (E0951, E0938, E0944): not run.
+    pub validator_refused: usize,
+    /// Runs at a free size's entry bound or one past it.
+    pub near_bound_runs: usize,
     pub failure: Option<Failure>,
 }
 
@@ -121,6 +152,8 @@ pub struct Options {
     pub mutants: usize,
     /// Compile the derivation to C and run it.
     pub compile: bool,
+    /// Build the kernel with `-fsanitize=address,undefined`.
+    pub sanitize: bool,
     /// Seeds the inputs and the mutations.
     pub seed: u64,
     /// At most this many size assignments are evaluated.
@@ -457,7 +490,30 @@ fn compare(program: &Program, src: &str, der: &str, exact: bool, opts: &Options)
     c
 }
 
-/// Compiles `DERIVED` (when it passes the gate and lowers) and runs it at two sizes.
+type Sizes = BTreeMap<String, i64>;
+
+/// Validator refusals that settle a kernel as not emitted (`atl emit` refuses it): the
+/// validator rejects it (E0951), finds 64-bit overflow (E0938) or a reserved name
+/// (E0944). A kernel only *not validated* (E0950: nothing refuted) is still run and
+/// judged, as every lowered kernel was before validation existed.
+fn validator_refuses(code: &str) -> bool {
+    matches!(code, "E0951" | "E0938" | "E0944")
+}
+
+/// Compiles `DERIVED` (when it passes the gate, lowers and the validator does not
+/// refuse it) and runs it, calling the C directly (`fuzz_support::kernel`), under
+/// AddressSanitizer and UndefinedBehaviorSanitizer when `opts.sanitize`:
+///
+/// - at two small size assignments, compared with the interpreter of the source;
+/// - for each size no buffer extent, allocation or loop bound mentions (so it may be
+///   huge without memory or time), at its entry bound `B` (`size <= B`, E0937;
+///   `i64::MAX` when the kernel has none): the kernel must run clean, and when the
+///   Rust-side call check accepts the sizes, write the whole output (equal to the
+///   interpreter's where it evaluates), otherwise write nothing; at `B + 1` the call
+///   check must refuse with E0937 and the kernel must return on entry, writing nothing.
+///
+/// A sanitizer report, a crash, a hang, or an output written when it should not be is
+/// [`Kind::CUnsafe`]; a wrong value is [`Kind::CMismatch`].
 fn compile_and_run(
     program: &Program,
     shapes: &ShapeEnv,
@@ -470,43 +526,70 @@ fn compile_and_run(
     if atl_lang::diag::has_errors(&gate) {
         return None;
     }
-    let kernel = atl_cli::emit_cmd::lower(program, shapes, DERIVED).ok()?;
-    let emit = atl_emit_c::EmitOptions {
-        dtype: atl_emit_c::Dtype::F64,
-        symbol: None,
-        fp: atl_emit_c::Fp::Fast,
-    };
-    let compiled = match atl_emit_c::compile(&kernel, &emit, &atl_emit_c::CompileOptions::default())
-    {
-        Ok(c) => c,
+    let kernel = match atl_cli::emit_cmd::lower(program, shapes, DERIVED) {
+        Ok(k) => k,
         Err(d) => {
+            out.lowering_refused += d.iter().any(|d| d.code == "E0938") as usize;
+            return None;
+        }
+    };
+    match atl_cli::lowering::validate_kernel(program, shapes, DERIVED, &kernel) {
+        Ok(_) => out.validated += 1,
+        Err((_, d)) if validator_refuses(d.code) => {
+            out.validator_refused += 1;
+            return None;
+        }
+        Err(_) => {}
+    }
+    let harness = match super::kernel::compile(&kernel, opts.sanitize) {
+        Ok(h) => h,
+        Err(e) => {
             return Some(Failure {
                 kind: Kind::CError,
-                detail: format!("compile: [{}] {}", d.code, d.message),
+                detail: format!("compile: {e}"),
             });
         }
     };
     out.compiled += 1;
+    out.sanitized += harness.sanitized as usize;
     let all = assignments(program, 9);
-    let picks: Vec<&BTreeMap<String, i64>> =
-        [all.get(2), all.last()].into_iter().flatten().collect();
+    // Sanitized kernels also run at the largest assignment the interpreter judged:
+    // index arithmetic such as `i * 2^62` overflows only from `i = 2` on.
+    let wide = if opts.sanitize {
+        assignments(program, opts.max_assignments)
+    } else {
+        Vec::new()
+    };
+    let picks: Vec<&BTreeMap<String, i64>> = [all.get(2), all.last(), wide.last()]
+        .into_iter()
+        .flatten()
+        .collect();
+    // The first small call the kernel accepts: the base of the runs at huge sizes.
+    let mut base: Option<(Sizes, BTreeMap<String, Tensor>, usize)> = None;
     for (k, sizes) in picks.into_iter().enumerate() {
         let inputs = inputs_for(program, sizes, opts.seed.wrapping_add(100 + k as u64))?;
         let Ok(want) = eval_def(program, src, sizes, &inputs, &eval_options()) else {
             continue;
         };
-        if atl_lower::check_call(&kernel, sizes, &inputs).is_err() {
+        // The interpreter's limits on the derived definition bound the kernel's work
+        // (a split of a `sum` by 2^40 is right, and far too long to run).
+        if eval_def(program, DERIVED, sizes, &inputs, &eval_options()).is_err() {
             continue;
         }
-        let got = match compiled.run(sizes, &inputs) {
-            Ok(r) => r.output,
-            Err(d) => {
+        let Ok(call) = atl_lower::check_call(&kernel, sizes, &inputs) else {
+            continue;
+        };
+        let len = atl_lang::interp::shape_numel(&call.output)?;
+        let got = match run_kernel(&harness, &kernel, &call.sizes, &inputs, len) {
+            Ok(g) => g,
+            Err(why) => {
                 return Some(Failure {
-                    kind: Kind::CError,
-                    detail: format!("run at {sizes:?}: [{}] {}", d.code, d.message),
+                    kind: Kind::CUnsafe,
+                    detail: format!("run at {sizes:?}: {why}"),
                 });
             }
         };
+        let got = Tensor::new(call.output.clone(), got)?;
         // Within rounding, whatever the grade: the kernel may associate a sum
         // differently from the interpreter (the C back end is tested against it with a
         // tolerance, `emit_c/tests/differential.rs`); bit-exact `exact` grades are
@@ -521,6 +604,126 @@ fn compile_and_run(
                 ),
             });
         }
+        if base.is_none() {
+            base = Some((sizes.clone(), inputs, len));
+        }
+    }
+    let (sizes, inputs, len) = base?;
+    for size in super::kernel::free_sizes(&kernel).into_iter().take(2) {
+        let bound = super::kernel::index_range_bound(&kernel, &size);
+        let mut at = vec![bound.unwrap_or(i64::MAX)];
+        if let Some(b) = bound.filter(|&b| b < i64::MAX) {
+            at.push(b + 1);
+        }
+        for (k, value) in at.into_iter().enumerate() {
+            let mut huge = sizes.clone();
+            huge.insert(size.clone(), value);
+            out.near_bound_runs += 1;
+            if let Some(f) = judge_huge(&harness, &kernel, program, src, &huge, &inputs, len, k > 0)
+            {
+                return Some(f);
+            }
+        }
+    }
+    None
+}
+
+/// Calls the kernel below the Rust-side check; the output, or why the run failed.
+fn run_kernel(
+    harness: &super::kernel::Harness,
+    kernel: &atl_lower::Kernel,
+    sizes: &[i64],
+    inputs: &BTreeMap<String, Tensor>,
+    len: usize,
+) -> Result<Vec<f64>, String> {
+    let bufs: Vec<&[f64]> = kernel
+        .inputs
+        .iter()
+        .map(|d| inputs.get(&d.name).map_or(&[][..], |t| &t.data[..]))
+        .collect();
+    match harness.run(sizes, &bufs, len) {
+        super::kernel::Ran::Clean(v) => Ok(v),
+        super::kernel::Ran::Failed(why) => Err(why),
+    }
+}
+
+/// One run at a huge value of a free size (see [`compile_and_run`]); `beyond`: the
+/// value is one past the kernel's entry bound.
+#[allow(clippy::too_many_arguments)]
+fn judge_huge(
+    harness: &super::kernel::Harness,
+    kernel: &atl_lower::Kernel,
+    program: &Program,
+    src: &str,
+    sizes: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, Tensor>,
+    len: usize,
+    beyond: bool,
+) -> Option<Failure> {
+    let unsafe_run = |detail: String| {
+        Some(Failure {
+            kind: Kind::CUnsafe,
+            detail,
+        })
+    };
+    let check = atl_lower::check_call(kernel, sizes, inputs);
+    if beyond && check.is_ok() {
+        return unsafe_run(format!(
+            "at {sizes:?}, one past the entry bound: the call check accepts the sizes"
+        ));
+    }
+    if let Err(d) = &check
+        && beyond
+        && d.code != "E0937"
+    {
+        return unsafe_run(format!(
+            "at {sizes:?}, one past the entry bound: the call check refuses with [{}] {}, not E0937",
+            d.code, d.message
+        ));
+    }
+    let abi: Vec<i64> = kernel
+        .sizes
+        .iter()
+        .map(|s| sizes.get(s).copied().unwrap_or(1))
+        .collect();
+    let got = match run_kernel(harness, kernel, &abi, inputs, len) {
+        Ok(g) => g,
+        Err(why) => return unsafe_run(format!("run at {sizes:?}: {why}")),
+    };
+    let touched = got
+        .iter()
+        .filter(|x| !super::kernel::untouched(**x))
+        .count();
+    let Ok(call) = check else {
+        // Refused on entry: nothing written.
+        if touched > 0 {
+            return unsafe_run(format!(
+                "at {sizes:?}: the call check refuses the sizes, but the kernel wrote {touched} \
+                 of {len} output elements"
+            ));
+        }
+        return None;
+    };
+    if touched < len {
+        return unsafe_run(format!(
+            "at {sizes:?}: the kernel accepted the sizes but left {} of {len} output elements \
+             unwritten",
+            len - touched
+        ));
+    }
+    let Ok(want) = eval_def(program, src, sizes, inputs, &eval_options()) else {
+        return None;
+    };
+    let got = Tensor::new(call.output, got)?;
+    if let Err(why) = same_values(&want, &got, false) {
+        return Some(Failure {
+            kind: Kind::CMismatch,
+            detail: format!(
+                "at {sizes:?}: {why}\n  interpreter `{src}` = {}\n  kernel `{DERIVED}` = {}",
+                show(&want),
+                show(&got)
+            ),
+        });
     }
     None
 }

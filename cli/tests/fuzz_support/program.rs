@@ -182,6 +182,26 @@ pub const HUGE: [i64; 4] = [
     3_037_000_500,
 ];
 
+/// Constants of the huge index reads (issue 28): near `2^62` and `2^63`, `2^31`
+/// (beyond which a product of two in-range values overflows), and powers of two.
+pub const HUGE_INDEX: [i64; 9] = [
+    4_611_686_018_427_387_904,
+    9_223_372_036_854_775_807,
+    9_223_372_036_854_775_806,
+    4_611_686_018_427_387_903,
+    2_147_483_648,
+    4_294_967_296,
+    1 << 40,
+    1 << 61,
+    3_037_000_500,
+];
+
+/// Percent of scalar leaves that read at a huge index when a binder is in scope.
+const HUGE_READ_PERCENT: u64 = 4;
+
+/// The name of the index-only size (no extent mentions it; see [`Gen::free`]).
+pub const FREE_SIZE: &str = "b";
+
 const BINDERS: [&str; 11] = ["i", "j", "k", "l", "o", "p", "q", "r", "s", "t", "v"];
 
 fn c(v: i64) -> Ix {
@@ -205,6 +225,9 @@ struct Gen<'r> {
     /// The sizes extents may mention (`n`, `m`; not the fact-only extra sizes).
     dims: Vec<String>,
     extra: Vec<String>,
+    /// Sizes used only in index arithmetic and guards ([`FREE_SIZE`]): no extent
+    /// mentions them, so a kernel may be run at huge values of them.
+    free: Vec<String>,
     /// Inputs and earlier definitions, with their shapes.
     tensors: Vec<(String, Vec<Ix>)>,
     /// Binders in scope.
@@ -391,15 +414,100 @@ impl Gen<'_> {
     }
 
     fn leaf_scalar(&mut self) -> E {
-        let mut cands: Vec<(String, usize)> = Vec::new();
+        let mut cands: Vec<(String, Vec<Ix>)> = Vec::new();
         for (n, s) in self.tensors.iter().chain(self.lets.iter()) {
-            cands.push((n.clone(), s.len()));
+            cands.push((n.clone(), s.clone()));
         }
         if cands.is_empty() || self.rng.chance(10) {
             return self.lit();
         }
-        let (n, r) = self.rng.pick(&cands).clone();
-        self.read(&n, r)
+        let (n, shape) = self.rng.pick(&cands).clone();
+        if !shape.is_empty() && !self.binders.is_empty() && self.rng.chance(HUGE_READ_PERCENT) {
+            return self.huge_read(&n, &shape);
+        }
+        self.read(&n, shape.len())
+    }
+
+    /// A read with one index of huge intermediate values (issue 28): `(i * C) % n`,
+    /// `(i + C) - C`, `(i * C) / C`, `(n * m * i) % n`, …, half of the time under a
+    /// guard that keeps the read's value in range (`[i < 2] * f[(i * C) % n]`: the
+    /// guard does not keep the index arithmetic of a blended load from overflowing).
+    fn huge_read(&mut self, name: &str, shape: &[Ix]) -> E {
+        let hot = self.rng.below(shape.len());
+        let mut e = E::Name(name.to_string());
+        for (d, extent) in shape.iter().enumerate() {
+            let i = if d == hot {
+                self.huge_index(extent.clone())
+            } else {
+                self.index()
+            };
+            e = E::Acc(b(e), i);
+        }
+        if self.rng.chance(50) {
+            let v = var(&self.rng.pick(&self.binders).clone());
+            let p = if self.rng.chance(60) {
+                Pr::Cmp("<", v, c(self.rng.range(1, 3)))
+            } else {
+                let n = self.size();
+                Pr::Cmp("<", bin("*", v, c(*self.rng.pick(&HUGE_INDEX))), n)
+            };
+            e = E::Guard(p, b(e));
+        }
+        e
+    }
+
+    /// A size for huge index arithmetic: an extent size, a fact-only one, or the
+    /// index-only one.
+    fn any_size(&mut self) -> Ix {
+        let mut all = self.dims.clone();
+        all.extend(self.extra.iter().cloned());
+        all.extend(self.free.iter().cloned());
+        all.extend(self.free.iter().cloned());
+        var(&self.rng.pick(&all).clone())
+    }
+
+    /// An index into a dimension of extent `e` whose intermediate values are huge; the
+    /// `% e` of most forms keeps the read in range (so the gate can accept it).
+    fn huge_index(&mut self, e: Ix) -> Ix {
+        let v = var(&self.rng.pick(&self.binders).clone());
+        let k = c(*self.rng.pick(&HUGE_INDEX));
+        let wrap = |i: Ix, e: &Ix| bin("%", i, e.clone());
+        match self.rng.below(10) {
+            0 => wrap(bin("*", v, k), &e),
+            1 => wrap(bin("-", bin("+", v, k.clone()), k), &e),
+            2 => wrap(bin("/", bin("*", v, k.clone()), k), &e),
+            3 => {
+                let m = self.any_size();
+                wrap(bin("*", bin("*", e.clone(), m), v), &e)
+            }
+            4 => {
+                let m = self.any_size();
+                wrap(bin("*", v, m), &e)
+            }
+            5 => {
+                let m = self.any_size();
+                let big = bin("*", m, k);
+                wrap(bin("-", bin("+", v, big.clone()), big), &e)
+            }
+            6 => {
+                let m = self.any_size();
+                wrap(bin("/", bin("*", v, m.clone()), m), &e)
+            }
+            7 => {
+                let m = self.any_size();
+                let p = self.any_size();
+                wrap(bin("*", bin("*", m, p), v), &e)
+            }
+            8 => {
+                // Unwrapped: in range only where the binder is (`(i + C) - C`).
+                if self.rng.chance(50) {
+                    bin("-", bin("+", v, k.clone()), k)
+                } else {
+                    bin("/", bin("*", v, k.clone()), k)
+                }
+            }
+            _ => wrap(bin("+", bin("*", v, k), c(self.rng.range(0, 3))), &e),
+        }
     }
 
     /// `let x = T in s`: a tensor stage read by a scalar.
@@ -768,6 +876,13 @@ pub fn program(rng: &mut Rng) -> Program {
         }
         sizes.extend(extra.iter().cloned());
     }
+    // An index-only size, for the huge index reads (issue 28).
+    let free: Vec<String> = if rng.chance(15) {
+        sizes.push(FREE_SIZE.to_string());
+        vec![FREE_SIZE.to_string()]
+    } else {
+        Vec::new()
+    };
     let mut inputs = vec![("f".to_string(), vec![var("n")])];
     if rng.chance(40) {
         inputs.push(("g".to_string(), vec![var("n")]));
@@ -784,6 +899,7 @@ pub fn program(rng: &mut Rng) -> Program {
         rng,
         dims,
         extra: extra.clone(),
+        free,
         tensors: inputs.clone(),
         binders: Vec::new(),
         lets: Vec::new(),
@@ -854,6 +970,29 @@ pub fn program(rng: &mut Rng) -> Program {
         defs,
         steps: Vec::new(),
     }
+}
+
+/// Whether some definition reads at an index with a huge constant (`2^31` and up) or
+/// the index-only size: such programs are compiled and run under the sanitizers.
+pub fn has_huge_index(p: &Program) -> bool {
+    fn ix(i: &Ix) -> bool {
+        match i {
+            Ix::C(v) => v.unsigned_abs() >= 1 << 31,
+            Ix::V(v) => v == FREE_SIZE,
+            Ix::Bin(_, a, b) | Ix::F(_, a, b) => ix(a) || ix(b),
+        }
+    }
+    fn ex(e: &E) -> bool {
+        match e {
+            E::Lit(_) | E::Name(_) => false,
+            E::Acc(t, i) => ix(i) || ex(t),
+            E::Neg(a) | E::Transpose(a) | E::Flatten(a) | E::Amt(_, _, a) => ex(a),
+            E::Guard(_, a) | E::Gen(_, _, _, a) | E::Sum(_, _, _, a) | E::Max(_, _, a) => ex(a),
+            E::Bin(_, a, b) | E::Let(_, a, b) | E::Concat(a, b) => ex(a) || ex(b),
+            E::Call(_, args) => args.iter().any(ex),
+        }
+    }
+    p.defs.iter().any(|(_, e)| ex(e))
 }
 
 // ---------------------------------------------------------------------------------------
