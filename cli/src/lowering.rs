@@ -137,7 +137,23 @@ pub fn gate_and_lower_loaded(
 ) -> Result<Kernel, Failure> {
     gate_loaded(ctx, file, loaded, name)?
         .lower()
-        .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
+        .map_err(|diags| {
+            let diags = diags
+                .into_iter()
+                .map(|d| at_definition(d, &loaded.program, name))
+                .collect();
+            Failure::diagnostics(diags, file, &loaded.source)
+        })
+}
+
+/// A diagnostic about a definition's kernel, which names no place in the source
+/// (lowering and the validator see only the kernel), pointed at the definition's
+/// name.
+fn at_definition(d: Diagnostic, program: &Program, name: &str) -> Diagnostic {
+    match program.def(name) {
+        Some(def) if d.primary.is_none() => d.at(def.name_span, "the kernel of this definition"),
+        _ => d,
+    }
 }
 
 /// Whether a command validates the kernel it uses: on unless `--no-validate`.
@@ -358,6 +374,7 @@ pub fn validate_loaded(
             if explain {
                 let _ = writeln!(ctx.stderr, "{report}");
             }
+            let d = at_definition(d, &loaded.program, name);
             Err(
                 Failure::diagnostics(vec![d], file, &loaded.source).then_line(format!(
                     "error: the kernel of `{name}` was not used (`--no-validate` to use it anyway)"

@@ -299,3 +299,57 @@ fn emit_no_validate_marks_the_files_and_explain_shows_the_obligations() {
     assert!(err.contains("proved   value: the element"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- issue 28: overflow and C names are refusals with their own codes ----------------
+
+#[test]
+fn a_kernel_whose_index_arithmetic_overflows_is_refused_with_e0938() {
+    // The reproducer of issue 28: the load is evaluated whatever the guard (a blend),
+    // and `i * 2^62` overflows from i = 2. Lowering refuses it, naming the expression.
+    let file = scratch(
+        "overflow.atl",
+        "size n\ninput f : [n]\ndef g = gen i < n: [i < 2] * f[(i * 4611686018427387904) % n]\n",
+    );
+    for command in ["emit", "validate"] {
+        let (code, out, err) = atl(&[command, &file, "--def", "g"]);
+        assert_eq!(code, EXIT_USER, "{command}: {out}{err}");
+        assert!(err.contains("E0938"), "{command}: {err}");
+        assert!(err.contains("4611686018427387904 * i"), "{command}: {err}");
+        assert!(!err.contains("E0951"), "{command}: {err}");
+    }
+}
+
+#[test]
+fn an_edited_kernel_that_overflows_is_refused_with_e0938_by_the_validator() {
+    // The same load in the kernel of a plain copy: lowering had nothing to refuse, the
+    // validator finds the overflow (with a counterexample) — not a lowering bug.
+    let program = scratch(
+        "copy.atl",
+        "size n\ninput f : [n]\ndef g = gen i < n: f[i]\n",
+    );
+    let (code, printed, err) = atl(&["emit", &program, "--def", "g", "--ir"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let text = printed.replacen(
+        "f[i @ (i)]",
+        "f[i * 4611686018427387904 / 4611686018427387904 @ (i)]",
+        1,
+    );
+    assert_ne!(text, printed, "{printed}");
+    let ir = scratch("copy_overflow.ir", &text);
+    let (code, out, err) = atl(&["run", &program, "--def", "g", "--ir", &ir, "--sizes", "n=4"]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(err.contains("E0938"), "{err}");
+    assert!(err.contains("leaves int64_t at"), "{err}");
+}
+
+#[test]
+fn a_program_name_c_reserves_is_refused_with_e0944() {
+    let file = scratch(
+        "keyword.atl",
+        "size n\ninput int : [n]\ndef g = gen i < n: int[i] * 2\n",
+    );
+    let (code, out, err) = atl(&["emit", &file, "--def", "g"]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(err.contains("E0944"), "{err}");
+    assert!(err.contains("the input `int` is a C keyword"), "{err}");
+}
