@@ -199,13 +199,12 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     // derivation compiled, under the sanitizers.
     let mut huge_index_due = program::has_huge_index(&prog);
     stats.huge_index_programs += huge_index_due as u64;
-    // The empty derivation of a program reading at a huge index is compiled when no
-    // step is accepted (most huge-index programs dropped out there), and only it for
-    // a planted program, whose source is the point
-    // (a planted program's derivations are not judged: random steps rarely keep its
-    // guarded read and the default run's time is spent better elsewhere).
+    // A planted program's source is the point: only its empty derivation is judged
+    // (compiled, sanitized); random steps rarely keep its guarded read. Any other
+    // program reading at a huge index has its empty derivation compiled when no step
+    // is accepted (see the end of the loop).
     if planted {
-        return judge_source(judges, &mut prog, case, case_seed, stats);
+        return judge_source(judges, &prog, case, case_seed, stats);
     }
     let nsteps = rng.range(1, 6) as usize;
     for _ in 0..nsteps {
@@ -305,7 +304,7 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     }
     if huge_index_due {
         prog.steps.clear();
-        return judge_source(judges, &mut prog, case, case_seed, stats);
+        return judge_source(judges, &prog, case, case_seed, stats);
     }
     None
 }
@@ -313,7 +312,7 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
 /// Judges the empty derivation of `prog` (its source), compiled and sanitized.
 fn judge_source(
     judges: &Judges,
-    prog: &mut Program,
+    prog: &Program,
     case: u64,
     case_seed: u64,
     stats: &mut Stats,
