@@ -31,6 +31,9 @@ const DEFAULT_CASES: u64 = 240;
 const DEFAULT_SEED: u64 = 17;
 /// Derivations compiled to C in a default run (compiling is slow).
 const COMPILE_EVERY: u64 = 15;
+/// One case in `PLANT_EVERY` judges a planted issue-28 program
+/// ([`program::planted`]) instead of a random one.
+const PLANT_EVERY: u64 = 25;
 /// Steps tried per position before the derivation stops growing.
 const ATTEMPTS_PER_STEP: usize = 4;
 /// Certificate mutations per accepted derivation.
@@ -86,6 +89,28 @@ struct Stats {
     compile_due: bool,
 }
 
+impl Stats {
+    /// Counts an accepted derivation's outcome.
+    fn tally(&mut self, out: &oracle::Outcome) {
+        self.derivations_accepted += 1;
+        if out.evaluated_sizes > 0 {
+            self.evaluated += 1;
+        }
+        self.size_assignments += out.evaluated_sizes as u64;
+        self.overflowed += out.overflowed_sizes as u64;
+        self.certificates_verified += out.checker_accepted as u64;
+        self.checker_refused += (!out.checker_accepted) as u64;
+        self.mutants += out.mutants as u64;
+        self.mutants_accepted += out.mutants_accepted as u64;
+        self.compiled += out.compiled as u64;
+        self.sanitized += out.sanitized as u64;
+        self.validated += out.validated as u64;
+        self.lowering_refused += out.lowering_refused as u64;
+        self.validator_refused += out.validator_refused as u64;
+        self.near_bound_runs += out.near_bound_runs as u64;
+    }
+}
+
 struct Found {
     case: u64,
     program: Program,
@@ -139,7 +164,12 @@ fn has_huge_constant(text: &str) -> bool {
 fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<Found> {
     let case_seed = Rng::case_seed(seed, case);
     let mut rng = Rng::new(case_seed);
-    let mut prog = program::program(&mut rng);
+    let planted = case % PLANT_EVERY == PLANT_EVERY / 2;
+    let mut prog = if planted {
+        program::planted(&mut Rng::new(case_seed ^ 0x28))
+    } else {
+        program::program(&mut rng)
+    };
     stats.programs_generated += 1;
     let (checked, diags) = atl_lang::check_source(&prog.text());
     if verbose() {
@@ -169,6 +199,13 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     // derivation compiled, under the sanitizers.
     let mut huge_index_due = program::has_huge_index(&prog);
     stats.huge_index_programs += huge_index_due as u64;
+    // A planted program's source is the point: only its empty derivation is judged
+    // (compiled, sanitized); random steps rarely keep its guarded read. Any other
+    // program reading at a huge index has its empty derivation compiled when no step
+    // is accepted (see the end of the loop).
+    if planted {
+        return judge_source(judges, &prog, case, case_seed, stats);
+    }
     let nsteps = rng.range(1, 6) as usize;
     for _ in 0..nsteps {
         let mut grew = false;
@@ -214,22 +251,13 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                 );
             }
             if out.engine_accepted {
-                stats.derivations_accepted += 1;
-                if out.evaluated_sizes > 0 {
-                    stats.evaluated += 1;
+                stats.tally(&out);
+                if opts.compile && huge_index_due && verbose() {
+                    eprintln!(
+                        "case {case} (huge index): compiled {}, lowering refused {}, validator refused {}",
+                        out.compiled, out.lowering_refused, out.validator_refused
+                    );
                 }
-                stats.size_assignments += out.evaluated_sizes as u64;
-                stats.overflowed += out.overflowed_sizes as u64;
-                stats.certificates_verified += out.checker_accepted as u64;
-                stats.checker_refused += (!out.checker_accepted) as u64;
-                stats.mutants += out.mutants as u64;
-                stats.mutants_accepted += out.mutants_accepted as u64;
-                stats.compiled += out.compiled as u64;
-                stats.sanitized += out.sanitized as u64;
-                stats.validated += out.validated as u64;
-                stats.lowering_refused += out.lowering_refused as u64;
-                stats.validator_refused += out.validator_refused as u64;
-                stats.near_bound_runs += out.near_bound_runs as u64;
                 if opts.compile {
                     // Tried once: compiled, or refused by the gate, lowering or the
                     // validator (a kernel not compiled is a verdict too).
@@ -274,7 +302,43 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
             break;
         }
     }
+    if huge_index_due {
+        prog.steps.clear();
+        return judge_source(judges, &prog, case, case_seed, stats);
+    }
     None
+}
+
+/// Judges the empty derivation of `prog` (its source), compiled and sanitized.
+fn judge_source(
+    judges: &Judges,
+    prog: &Program,
+    case: u64,
+    case_seed: u64,
+    stats: &mut Stats,
+) -> Option<Found> {
+    let text = prog.text();
+    let opts = options(case_seed, true, true);
+    if std::env::var("ATL_FUZZ_TRACE").is_ok_and(|v| v == "1") {
+        eprintln!("case {case}: judging the source\n{text}");
+    }
+    stats.derivations_attempted += 1;
+    let out = oracle::run_case(judges, &text, &opts);
+    if verbose() {
+        eprintln!(
+            "case {case} (huge index, empty derivation): engine {}, compiled {}, lowering refused {}, validator refused {}",
+            out.engine_accepted, out.compiled, out.lowering_refused, out.validator_refused
+        );
+    }
+    if out.engine_accepted {
+        stats.tally(&out);
+    }
+    out.failure.map(|failure| Found {
+        case,
+        program: prog.clone(),
+        options: opts,
+        failure,
+    })
 }
 
 /// Greedy shrinking: the first simplification that keeps a failure of the same kind

@@ -972,6 +972,83 @@ pub fn program(rng: &mut Rng) -> Program {
     }
 }
 
+/// A planted issue-28 program: one derivation-free definition (no step needed: the
+/// empty derivation compiles it) reading `f` at a guarded huge index, the guard keeping
+/// the *value* in range but not a blended load's index arithmetic
+/// (`[i < 2] * f[(i * 2^62) % n]` overflows from `i = 2` on), beside an unguarded huge
+/// read that is in range (`f[(i + 2^62) - 2^62]`), with `n >= 3` so that the kernel runs
+/// where the guarded index overflows. Random programs almost never combine these.
+pub fn planted(rng: &mut Rng) -> Program {
+    let n = || var("n");
+    let i = || var("i");
+    let mut sizes = vec!["n".to_string()];
+    let with_b = rng.chance(30);
+    if with_b {
+        sizes.push(FREE_SIZE.to_string());
+    }
+    let lo = rng.range(3, 5);
+    let assumes = vec![Pr::Cmp(">=", n(), c(lo))];
+    let inputs = vec![("f".to_string(), vec![n()])];
+    // The guarded index and the largest binder value at which it is in range.
+    let (hot, k) = match rng.below(if with_b { 7 } else { 6 }) {
+        0 => {
+            let k = *rng.pick(&[4_611_686_018_427_387_904, 9_223_372_036_854_775_807]);
+            (bin("%", bin("*", i(), c(k)), n()), 1)
+        }
+        1 => (bin("%", bin("*", i(), c(1 << 61)), n()), 3),
+        2 => {
+            let k = 9_223_372_036_854_775_806;
+            (bin("-", bin("+", i(), c(k)), c(k)), 1)
+        }
+        3 => {
+            let k = 4_611_686_018_427_387_904;
+            (bin("/", bin("*", i(), c(k)), c(k)), 1)
+        }
+        4 => {
+            // A product of sizes as the modulus.
+            let k = 4_611_686_018_427_387_904;
+            let nn = bin("*", n(), n());
+            (bin("%", bin("%", bin("*", i(), c(k)), nn), n()), 1)
+        }
+        5 => {
+            let k = 4_611_686_018_427_387_903;
+            (bin("%", bin("+", bin("*", i(), c(k)), c(1)), n()), 2)
+        }
+        _ => {
+            // The index-only size, run at its entry bound (`i64::MAX` without one).
+            (bin("%", bin("*", i(), var(FREE_SIZE)), n()), 1)
+        }
+    };
+    let guarded = E::Guard(
+        Pr::Cmp("<", i(), c(k + 1)),
+        b(E::Acc(b(E::Name("f".to_string())), hot)),
+    );
+    let safe = match rng.below(3) {
+        0 => {
+            let k = 4_611_686_018_427_387_904;
+            bin("-", bin("+", i(), c(k)), c(k))
+        }
+        1 => {
+            let k = 2_147_483_648;
+            bin("/", bin("*", i(), c(k)), c(k))
+        }
+        _ => i(),
+    };
+    let unguarded = E::Acc(b(E::Name("f".to_string())), safe);
+    let body = if rng.chance(50) {
+        E::Bin("+", b(guarded), b(unguarded))
+    } else {
+        E::Bin("+", b(unguarded), b(guarded))
+    };
+    Program {
+        sizes,
+        assumes,
+        inputs,
+        defs: vec![("a".to_string(), E::Gen("i".to_string(), None, n(), b(body)))],
+        steps: Vec::new(),
+    }
+}
+
 /// Whether some definition reads at an index with a huge constant (`2^31` and up) or
 /// the index-only size: such programs are compiled and run under the sanitizers.
 pub fn has_huge_index(p: &Program) -> bool {
