@@ -141,48 +141,33 @@ impl fmt::Display for IndexEvalError {
 
 /// Floor division with `a / 0 = 0` (DESIGN §3.2). `None` on overflow (`i64::MIN / -1`).
 pub fn floor_div(a: i64, b: i64) -> Option<i64> {
-    if b == 0 {
-        return Some(0);
-    }
-    let q = a.checked_div(b)?;
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
-        q.checked_sub(1)
-    } else {
-        Some(q)
-    }
+    narrow(apply_index_op_wide(IndexOp::Div, a.into(), b.into()))
 }
 
 /// Floor modulo with `a % 0 = a` (DESIGN §3.2): `a - b * floor_div(a, b)`.
 pub fn floor_mod(a: i64, b: i64) -> Option<i64> {
-    if b == 0 {
-        return Some(a);
-    }
-    let q = floor_div(a, b)?;
-    a.checked_sub(b.checked_mul(q)?)
+    narrow(apply_index_op_wide(IndexOp::Mod, a.into(), b.into()))
 }
 
 /// Ceiling division `cdiv(a, b) = -((-a) / b)` with the floor convention.
 pub fn ceil_div(a: i64, b: i64) -> Option<i64> {
-    floor_div(a.checked_neg()?, b)?.checked_neg()
+    narrow(apply_index_op_wide(IndexOp::CDiv, a.into(), b.into()))
 }
 
-/// Applies a binary index operator to two integers (checked).
+/// Applies a binary index operator to two integers (checked: `None` when the exact
+/// result leaves 64 bits).
 pub fn apply_index_op(op: IndexOp, a: i64, b: i64) -> Option<i64> {
-    match op {
-        IndexOp::Add => a.checked_add(b),
-        IndexOp::Sub => a.checked_sub(b),
-        IndexOp::Mul => a.checked_mul(b),
-        IndexOp::Div => floor_div(a, b),
-        IndexOp::Mod => floor_mod(a, b),
-        IndexOp::CDiv => ceil_div(a, b),
-        IndexOp::Min => Some(a.min(b)),
-        IndexOp::Max => Some(a.max(b)),
-    }
+    narrow(apply_index_op_wide(op, a.into(), b.into()))
 }
 
-/// [`apply_index_op`] on 128-bit integers (checked): the exact value wherever it fits,
-/// for evaluating values that leave 64 bits (a counterexample to "this fits in
-/// `int64_t`" has to be checked somewhere).
+fn narrow(v: Option<i128>) -> Option<i64> {
+    v.and_then(|v| i64::try_from(v).ok())
+}
+
+/// An index operator on 128-bit integers (checked): the exact value wherever it fits.
+/// The one definition of the operators' arithmetic; [`apply_index_op`] is it narrowed
+/// to 64 bits, and evaluating in 128 bits serves values that leave 64 bits (a
+/// counterexample to "this fits in `int64_t`" has to be checked somewhere).
 pub fn apply_index_op_wide(op: IndexOp, a: i128, b: i128) -> Option<i128> {
     let floor_div = |a: i128, b: i128| -> Option<i128> {
         if b == 0 {

@@ -1325,9 +1325,8 @@ fn sanitize() -> bool {
     std::env::var_os("ATL_SANITIZE").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Compiles a validated mutant's C (`double`; a harness executable under
-/// AddressSanitizer and UBSan in the sanitizer run, a shared object with OpenMP
-/// otherwise) and runs it at one size assignment against the reference: the C is what
+/// Compiles a validated mutant's C (`double`; a harness executable, under
+/// AddressSanitizer and UBSan in the sanitizer run, with OpenMP otherwise) and runs it at one size assignment against the reference: the C is what
 /// the validator's verdict is for, and the loop-IR interpreter keeps index variables,
 /// scalars and buffers apart where C has one namespace. The first problem, if any.
 fn c_disagreement(
@@ -1350,7 +1349,10 @@ fn c_disagreement(
             ..CompileOptions::default()
         }
     } else {
+        // An executable, not a shared object loaded into this process: a mutant whose C
+        // crashes is then a reported failure of its case, not the end of the test.
         CompileOptions {
+            backend: Backend::Harness,
             openmp: true,
             opt_level: 1,
             ..CompileOptions::default()
