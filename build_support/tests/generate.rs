@@ -119,3 +119,31 @@ fn without_out_dir_there_is_an_error() {
     let err = Kernel::new("k.atl").generate().expect_err("no OUT_DIR");
     assert!(matches!(err, Error::NoOutDir), "{err:?}");
 }
+
+#[test]
+fn fp_strict_is_stated_in_the_header_and_fast_is_the_default() {
+    // `.fp_strict()` compiles with `-ffp-contract=off` (`Kernel::build` passes the
+    // flag to `cc`); what `generate` can show is the header, which says so to anyone
+    // compiling the C by hand.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_atl(&dir, "k.atl", GOOD);
+    let strict = Kernel::new(&file)
+        .name("strict_rowsum")
+        .fp_strict()
+        .out_dir(dir.path())
+        .generate()
+        .expect("the kernel builds");
+    let h = std::fs::read_to_string(&strict.header).expect("the header");
+    assert!(
+        h.contains("(--fp strict): compile with -ffp-contract=off"),
+        "{h}"
+    );
+    let fast = Kernel::new(&file)
+        .name("fast_rowsum")
+        .out_dir(dir.path())
+        .generate()
+        .expect("the kernel builds");
+    let h = std::fs::read_to_string(&fast.header).expect("the header");
+    assert!(h.contains("(--fp fast)"), "{h}");
+    assert!(!h.contains("-ffp-contract=off"), "{h}");
+}

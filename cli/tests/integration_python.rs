@@ -101,3 +101,21 @@ fn python_conflicts_with_other_outputs() {
         .expect("atl runs");
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+#[test]
+fn emit_python_fp_strict_compiles_without_contraction() {
+    // The module compiles its C on first use; under `--fp strict` with
+    // `-ffp-contract=off` (no numpy needed to read the module's text).
+    let dir = temp_dir("python-strict");
+    run(Command::new(env!("CARGO_BIN_EXE_atl"))
+        .arg("emit")
+        .arg(project().join("kernels.atl"))
+        .args(["--def", "matvec", "--name", "strict_k", "--python"])
+        .arg(&dir)
+        .args(["--fp", "strict"]));
+    let py = std::fs::read_to_string(dir.join("strict_k.py")).expect("the module");
+    assert!(py.contains("\"-ffp-contract=off\""), "{py}");
+    assert!(!py.contains("\"-ffp-contract=fast\""), "{py}");
+    let h = std::fs::read_to_string(dir.join("strict_k.h")).expect("the header");
+    assert!(h.contains("-ffp-contract=off"), "{h}");
+}
