@@ -317,11 +317,7 @@ fn reserved_name_refusal(name: &str, report: &atl_validate::Report) -> Option<Di
     let problems: Vec<&str> = refuted
         .iter()
         .map(|r| match &r.obligation.kind {
-            atl_validate::ObligationKind::WellFormed { problem }
-                if problem.starts_with("the name of ") =>
-            {
-                Some(problem.as_str())
-            }
+            atl_validate::ObligationKind::CName { problem } => Some(problem.as_str()),
             _ => None,
         })
         .collect::<Option<_>>()?;

@@ -169,15 +169,6 @@ impl Env {
         env
     }
 
-    /// The state after the kernel's entry checks: every precondition holds.
-    pub fn after_preconditions(k: &Kernel) -> Env {
-        let mut env = Env::new(k);
-        for p in &k.preconditions {
-            env.assume(&p.cond);
-        }
-        env
-    }
-
     /// Every size is at most `cap` besides what is known (the lowering's hypothesis
     /// when it searches for an entry bound).
     pub fn with_cap(mut self, cap: i128) -> Env {

@@ -103,7 +103,9 @@ struct Scopes {
     loops: Vec<String>,
     /// The location as the other obligations write it (`for i > alloc t`).
     path: Vec<String>,
-    problems: Vec<(String, String)>,
+    /// (location, problem, whether it is a name C reserves or no identifier at all:
+    /// the program's to change, [`ObligationKind::CName`]).
+    problems: Vec<(String, String, bool)>,
 }
 
 impl Scopes {
@@ -115,7 +117,12 @@ impl Scopes {
     }
 
     fn problem(&mut self, text: String) {
-        self.problems.push((self.path.join(" > "), text));
+        self.problems.push((self.path.join(" > "), text, false));
+    }
+
+    /// A name that cannot be a C name at all (reserved, or no identifier).
+    fn unusable_name(&mut self, text: String) {
+        self.problems.push((self.path.join(" > "), text, true));
     }
 
     /// Opens a C block; returns what [`Scopes::close`] restores.
@@ -146,9 +153,9 @@ impl Scopes {
         };
         let what = entry.describe();
         if !cnames::is_c_identifier(name) {
-            self.problem(format!("the name of {what} is not a C identifier"));
+            self.unusable_name(format!("the name of {what} is not a C identifier"));
         } else if let Some(why) = cnames::reserved(name) {
-            self.problem(format!("the name of {what} is {why}"));
+            self.unusable_name(format!("the name of {what} is {why}"));
         }
         if let Some(other) = self.find(name) {
             let other_text = other.describe();
@@ -337,8 +344,12 @@ pub fn obligations(kernel: &Kernel) -> Vec<Obligation> {
     scopes
         .problems
         .into_iter()
-        .map(|(location, problem)| Obligation {
-            kind: ObligationKind::WellFormed { problem },
+        .map(|(location, problem, unusable)| Obligation {
+            kind: if unusable {
+                ObligationKind::CName { problem }
+            } else {
+                ObligationKind::WellFormed { problem }
+            },
             location,
             context: context.clone(),
             goal: Pred::Bool(false),

@@ -89,6 +89,9 @@ pub enum ObligationKind {
     /// buffer or with the wrong number of coordinates, a store to an input): the goal
     /// is `false`, so it is proved only where the context is unreachable.
     WellFormed { problem: String },
+    /// A name of the kernel is reserved in C or is no C identifier
+    /// ([`crate::names`]): the goal is `false`, as for [`ObligationKind::WellFormed`].
+    CName { problem: String },
     /// No race: two different iterations of the `parallel` or `vector` loop over
     /// `loop_var` never touch the same element of a buffer (or the same scalar) that
     /// outlives an iteration, when one of them (`write`) writes it. The goal is "the
@@ -154,6 +157,7 @@ impl fmt::Display for ObligationKind {
             }
             ObligationKind::FillLength { buffer } => write!(f, "length of fill of `{buffer}`"),
             ObligationKind::WellFormed { problem } => write!(f, "well-formed: {problem}"),
+            ObligationKind::CName { problem } => write!(f, "a C name: {problem}"),
             ObligationKind::Race {
                 loop_var,
                 write,

@@ -76,7 +76,9 @@ fn name_problems(kernel: &Kernel) -> Vec<String> {
     refuted
         .iter()
         .filter_map(|r| match &r.obligation.kind {
-            ObligationKind::WellFormed { problem } => Some(problem.clone()),
+            ObligationKind::WellFormed { problem } | ObligationKind::CName { problem } => {
+                Some(problem.clone())
+            }
             _ => None,
         })
         .collect()
