@@ -12,7 +12,7 @@
 //! `x_fast(sizes…, inputs…, out) -> Result<(), x_fast::CallError>`, `x_fast::set_threads`,
 //! `x_fast::lengths` and the raw declarations in `x_fast::ffi`.
 //!
-//! [`Kernel::compile`] runs the pipeline of `atl emit` (`atl_cli::emit_cmd::lower_for_emit`:
+//! [`Kernel::compile`] runs the pipeline of `atl emit` (`atl_driver::emit::lower_for_emit`:
 //! load, check, derivations replayed and re-checked independently, the pad-type and
 //! safety gate, lowering, translation validation — a kernel that is not validated is
 //! refused unless [`Kernel::no_validate`]), prints the C source and header into
@@ -24,8 +24,9 @@
 //! this crate that prints, see [`cargo`]).
 //!
 //! The crate reads the environment Cargo gives build scripts (`OUT_DIR`, and through
-//! `cc`: `TARGET`, `HOST`, `CC`, `CFLAGS`, …); that is its purpose. It sits above
-//! `atl-cli` in the crate graph: it reuses the CLI's pipeline rather than repeat it.
+//! `cc`: `TARGET`, `HOST`, `CC`, `CFLAGS`, …); that is its purpose. It calls the
+//! pipeline library `atl-driver`, as the `atl` command does, and does not depend on
+//! the command line (`atl-cli`, with its argument parser and line editor).
 
 mod bindings;
 pub mod cargo;
@@ -233,14 +234,12 @@ impl Kernel {
                 .map(PathBuf::from)
                 .ok_or(Error::NoOutDir)?,
         };
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
         let validation = if self.validate {
-            atl_cli::lowering::Validation::On
+            atl_driver::lowering::Validation::On
         } else {
-            atl_cli::lowering::Validation::Off
+            atl_driver::lowering::Validation::Off
         };
-        let atl_error = |failure: atl_cli::Failure| {
+        let atl_error = |failure: atl_driver::Failure| {
             let mut text = Vec::new();
             failure.render(false, &mut text);
             Error::Atl {
@@ -248,32 +247,31 @@ impl Kernel {
                 rendered: String::from_utf8_lossy(&text).into_owned(),
             }
         };
-        let lowered = {
-            let mut ctx = atl_cli::Ctx {
-                stdout: &mut stdout,
-                stderr: &mut stderr,
-                color: false,
-            };
-            atl_cli::emit_cmd::lower_for_emit(
-                &mut ctx,
-                &self.file,
-                self.def.as_deref(),
-                validation,
-                false,
-            )
-            .map_err(atl_error)?
-        };
-        let mut warnings = Vec::new();
-        if !stderr.is_empty() {
-            warnings.push(String::from_utf8_lossy(&stderr).into_owned());
-        }
-        let options = atl_cli::emit_cmd::EmitOptions {
+        let mut observer = atl_driver::Collect::default();
+        let lowered = atl_driver::emit::lower_for_emit(
+            &mut observer,
+            &self.file,
+            self.def.as_deref(),
+            validation,
+            false,
+        )
+        .map_err(atl_error)?;
+        let mut warnings: Vec<String> = observer
+            .warnings
+            .iter()
+            .map(|located| {
+                let mut text = Vec::new();
+                located.render(false, &mut text);
+                String::from_utf8_lossy(&text).into_owned()
+            })
+            .collect();
+        let options = atl_emit_c::EmitOptions {
             symbol: self.name.clone(),
             dtype: self.dtype,
             fp: self.fp,
         };
-        let code = atl_cli::emit_cmd::c_code(&lowered.kernel, &options).map_err(|diags| {
-            atl_error(atl_cli::Failure::diagnostics(
+        let code = atl_driver::emit::c_code(&lowered.kernel, &options).map_err(|diags| {
+            atl_error(atl_driver::Failure::diagnostics(
                 diags,
                 &self.file,
                 &lowered.loaded.source,
@@ -282,7 +280,7 @@ impl Kernel {
         let note = if self.validate {
             ""
         } else {
-            atl_cli::lowering::NOT_VALIDATED_NOTE
+            atl_driver::lowering::NOT_VALIDATED_NOTE
         };
         let atl_dir = out_dir.join("atl");
         let write = |path: &Path, text: &str| {

@@ -1,14 +1,16 @@
-//! [`Ctx`]: what every command is given besides its arguments — the output streams and
-//! whether diagnostics are coloured. Commands write their results to `stdout` and
-//! non-fatal diagnostics (warnings) to `stderr` as they go; what stops a command is
-//! returned as a [`crate::Failure`] instead.
+//! [`Ctx`]: what every command is given besides its arguments — the output streams,
+//! whether diagnostics are coloured, and the monitor the pipeline's long stages report
+//! to. Commands write their results to `stdout` as they go; the pipeline's warnings
+//! reach `stderr` through [`Ctx`]'s [`Observer`] implementation; what stops a command
+//! is returned as a [`atl_driver::Failure`] instead.
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
+use atl_driver::failure::Located;
+use atl_driver::{Monitor, Observer};
 use atl_lang::diag::Diagnostic;
-
-use crate::failure::Located;
 
 /// The streams and settings a command runs with.
 pub struct Ctx<'a> {
@@ -16,6 +18,8 @@ pub struct Ctx<'a> {
     pub stderr: &'a mut dyn Write,
     /// Coloured diagnostics (the binary sets it when stderr is a terminal).
     pub color: bool,
+    /// Watches the pipeline's long stages (a progress display polls it).
+    pub monitor: Option<Arc<Monitor>>,
 }
 
 impl std::fmt::Debug for Ctx<'_> {
@@ -36,5 +40,19 @@ impl Ctx<'_> {
     /// [`Ctx::warn`] for diagnostics that already carry their file and source.
     pub fn warn_located(&mut self, located: &Located) {
         located.render(self.color, self.stderr);
+    }
+}
+
+impl Observer for Ctx<'_> {
+    fn warn(&mut self, located: Located) {
+        self.warn_located(&located);
+    }
+
+    fn explain(&mut self, text: &str) {
+        let _ = writeln!(self.stderr, "{text}");
+    }
+
+    fn monitor(&self) -> Option<&Arc<Monitor>> {
+        self.monitor.as_ref()
     }
 }

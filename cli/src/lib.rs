@@ -7,42 +7,27 @@
 //! Exit status (DESIGN §8): 0 success, 1 user error (a diagnostic was rendered), 2 bad
 //! command-line arguments.
 //!
-//! Map: [`commands`] (one module per subcommand), [`load`] (reading and checking a
-//! file, the rule library, replaying derivations, argument parsing shared by several
-//! commands), [`lowering`] (the gate, then lowering: the only way to a kernel),
-//! [`failure`] and [`ctx`] (what a command returns and what it is given), [`repl`] (the
-//! REPL session), [`verify_cmd`] (the report of `atl verify`), [`npy`], [`python`] (the module of
+//! The pipeline itself (loading, derivations, the gate, lowering, validation, C,
+//! compiling, timing) is the `atl-driver` crate's; this crate parses arguments, calls
+//! it and prints. Map: [`commands`] (one module per subcommand), [`ctx`] (what a
+//! command is given; `atl_driver::Failure` is what it returns), [`repl`] (the REPL
+//! session), [`verify_cmd`] (the report of `atl verify`), [`python`] (the module of
 //! `atl emit --python`).
 
 pub mod commands;
 pub mod ctx;
-pub mod failure;
-pub mod load;
-pub mod lowering;
-pub mod npy;
 pub mod python;
 pub mod repl;
 mod repl_term;
 pub mod verify_cmd;
 
-// The paths these modules had before they moved under `commands` (tests use them).
-pub use commands::bench as bench_cmd;
-pub use commands::emit as emit_cmd;
-
+pub use atl_driver::failure::{EXIT_ARGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER, Failure};
 pub use ctx::Ctx;
-pub use failure::Failure;
 
 use std::ffi::OsString;
 use std::io::Write;
 
 use clap::{Parser, Subcommand};
-
-/// Exit status for success.
-pub const EXIT_OK: i32 = 0;
-/// Exit status for a user error (with a rendered diagnostic).
-pub const EXIT_USER: i32 = 1;
-/// Exit status for bad command-line arguments.
-pub const EXIT_ARGS: i32 = 2;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -120,6 +105,7 @@ pub fn run(
         stdout,
         stderr,
         color,
+        monitor: None,
     };
     let result = match &cli.command {
         Command::Eval(args) => commands::eval::run(args, &mut ctx),

@@ -1301,14 +1301,14 @@ impl Session {
                 return None;
             }
         }
-        match crate::lowering::gate_and_lower(&program, &shapes, "__current", &self.solver) {
+        match atl_driver::lowering::gate_and_lower(&program, &shapes, "__current", &self.solver) {
             Ok(kernel) => Some((kernel, program, shapes)),
-            Err(crate::lowering::NotLowered::Gate(diags)) => {
+            Err(atl_driver::lowering::NotLowered::Gate(diags)) => {
                 self.render(&diags, "<program>", "", out);
                 let _ = writeln!(out, "the program fails the gate before lowering");
                 None
             }
-            Err(crate::lowering::NotLowered::Lowering(diags)) => {
+            Err(atl_driver::lowering::NotLowered::Lowering(diags)) => {
                 self.render(&diags, "<program>", "", out);
                 None
             }
@@ -1317,7 +1317,7 @@ impl Session {
 
     fn cmd_ir(&mut self, _: &str, out: &mut dyn Write) -> Control {
         if let Some(kernel) = self.lowerable(out) {
-            let _ = write!(out, "{}", crate::commands::emit::ir_text(&kernel));
+            let _ = write!(out, "{}", atl_driver::emit::ir_text(&kernel));
         }
         Control::Continue
     }
@@ -1334,9 +1334,10 @@ impl Session {
         if let Some((kernel, program, shapes)) = self.lowerable_with_source(out) {
             // As `atl emit`: the kernel is validated first.
             let note = if unchecked {
-                crate::lowering::NOT_VALIDATED_NOTE
+                atl_driver::lowering::NOT_VALIDATED_NOTE
             } else {
-                match crate::lowering::validate_kernel(&program, &shapes, "__current", &kernel) {
+                match atl_driver::lowering::validate_kernel(&program, &shapes, "__current", &kernel)
+                {
                     Ok(_) => "",
                     Err((_, d)) => {
                         let name = self.focus.clone().unwrap_or_else(|| "the focus".into());
@@ -1355,11 +1356,11 @@ impl Session {
                     }
                 }
             };
-            let options = crate::commands::emit::EmitOptions {
+            let options = atl_emit_c::EmitOptions {
                 symbol: self.focus.clone(),
                 ..Default::default()
             };
-            match crate::commands::emit::c_text(&kernel, &options) {
+            match atl_driver::emit::c_text(&kernel, &options) {
                 Ok(t) => {
                     let _ = write!(out, "{note}{t}");
                 }

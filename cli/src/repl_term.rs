@@ -16,8 +16,8 @@ use rustyline::{Context, Editor, Helper};
 
 use crate::EXIT_USER;
 use crate::ctx::Ctx;
-use crate::failure::{Failure, Report};
 use crate::repl::{Control, Session, run_script};
+use atl_driver::failure::{Failure, Report};
 
 struct ReplHelper {
     session: Session,

@@ -5,7 +5,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER, bench_cmd};
+use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER};
+use atl_driver::timing as bench_cmd;
 use common::atl;
 
 fn path(rel: &str) -> String {

@@ -245,7 +245,7 @@ fn npy_inputs_and_outputs_round_trip() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let input = dir.join("f.npy");
     let mut buf = Vec::new();
-    atl_cli::npy::write_f64(&mut buf, &[4], &[1.0, 2.0, 3.0, 4.0]).expect("write");
+    atl_driver::npy::write_f64(&mut buf, &[4], &[1.0, 2.0, 3.0, 4.0]).expect("write");
     std::fs::write(&input, &buf).expect("write npy");
     let output = dir.join("out.npy");
     let (code, out, err) = atl(&[
@@ -263,12 +263,12 @@ fn npy_inputs_and_outputs_round_trip() {
     // pipeline: out[i] = f[i-1] (zero at i = 0) + f[i].
     let expected = vec![1.0, 3.0, 5.0, 7.0];
     assert_eq!(parse_json(&out), (vec![4], expected.clone()));
-    let written =
-        atl_cli::npy::parse(&std::fs::read(&output).expect("out.npy written")).expect("valid npy");
+    let written = atl_driver::npy::parse(&std::fs::read(&output).expect("out.npy written"))
+        .expect("valid npy");
     assert_eq!((written.shape, written.data), (vec![4], expected));
     // A wrongly shaped input is a user error naming both shapes.
     let mut small = Vec::new();
-    atl_cli::npy::write_f64(&mut small, &[2], &[1.0, 2.0]).expect("write");
+    atl_driver::npy::write_f64(&mut small, &[2], &[1.0, 2.0]).expect("write");
     std::fs::write(&input, &small).expect("write npy");
     let (code, _, err) = atl(&[
         "eval",

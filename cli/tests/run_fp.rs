@@ -5,8 +5,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use atl_cli::commands::run::compare_outputs;
 use atl_cli::{EXIT_OK, EXIT_USER};
+use atl_driver::compare::compare_outputs;
 use atl_lang::interp::Tensor;
 use common::{atl, write_npy};
 

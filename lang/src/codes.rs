@@ -367,6 +367,11 @@ pub static CODES: &[ErrorCode] = &[
         "save float32/float64 in C order",
     ),
     active(
+        "E0609",
+        "work interrupted: an evaluation, validation or benchmark stopped by Ctrl-C in the REPL (or by a program's monitor)",
+        "run it again at smaller sizes, or let it finish",
+    ),
+    active(
         "E0701",
         "a malformed rule pattern (a plain name where a metavariable is needed, a substitution of a non-metavariable, …)",
         "write metavariables as `?name`",

@@ -83,6 +83,7 @@ use rayon::prelude::*;
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexEvalError, IndexExpr, IndexOp, Pred, apply_index_op};
 use crate::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
+use crate::monitor::Monitor;
 use crate::reshape::{self, Concrete, ReshapeOp};
 use crate::shapes::{Shape, ShapeEnv, infer_with_lets, show_shape};
 use crate::span::Span;
@@ -94,7 +95,7 @@ pub use crate::tensor::{Tensor, shape_numel};
 // ---------------------------------------------------------------------------------------
 
 /// Knobs of an evaluation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct EvalOptions {
     /// The largest number of elements any tensor (result or intermediate) may have;
     /// larger ones are reported (E0503) before anything is allocated.
@@ -107,6 +108,10 @@ pub struct EvalOptions {
     pub max_iterations: u64,
     /// Evaluate the iterations of large `gen`s in parallel (results are bit-identical).
     pub parallel: bool,
+    /// Cancellation and progress: every loop iteration checks the flag (a cancelled
+    /// evaluation stops with E0609), and the outermost `gen` of each evaluated
+    /// definition reports its iterations.
+    pub monitor: Option<Arc<Monitor>>,
 }
 
 impl Default for EvalOptions {
@@ -117,6 +122,7 @@ impl Default for EvalOptions {
             // kernel is checked at (matmul at 1024^3 is 2^30).
             max_iterations: 1 << 36,
             parallel: true,
+            monitor: None,
         }
     }
 }
@@ -1453,6 +1459,7 @@ fn run(
         defs: vec![None; program.defs.len()],
         parallel: options.parallel,
         max_iterations: options.max_iterations,
+        monitor: options.monitor.as_deref(),
     };
     // A definition only refers to earlier ones, so program order is dependency order.
     for (pos, def) in compiler.defs.iter().enumerate() {
@@ -1508,6 +1515,7 @@ struct Ctx<'a> {
     defs: Vec<Option<Arc<Vec<f64>>>>,
     parallel: bool,
     max_iterations: u64,
+    monitor: Option<&'a Monitor>,
 }
 
 /// Whether `k` is a valid position in an extent of `n`.
@@ -1534,6 +1542,18 @@ impl Ctx<'_> {
 
     fn index(&self, c: &CIdx, env: &Env, span: Span) -> Result<i64, Diagnostic> {
         c.eval(&env.idx).ok_or_else(|| overflow(span))
+    }
+
+    /// E0609 once the monitor's cancellation flag is set.
+    fn check_cancel(&self, span: Span) -> Result<(), Diagnostic> {
+        match self.monitor {
+            Some(m) if m.is_cancelled() => Err(at(
+                Diagnostic::error("E0609", "the evaluation was interrupted"),
+                span,
+                "while evaluating this",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Counts a loop of `trips` iterations inside the enclosing ones: the new count of
@@ -1830,6 +1850,7 @@ impl Ctx<'_> {
         if let [acc] = out {
             let mut t = [0.0];
             for v in lo_v..hi_v {
+                self.check_cancel(body.span)?;
                 env.idx.push(v);
                 self.eval(body, env, &mut t)?;
                 env.idx.pop();
@@ -1838,6 +1859,7 @@ impl Ctx<'_> {
         } else {
             let mut t = vec![0.0; out.len()];
             for v in lo_v..hi_v {
+                self.check_cancel(body.span)?;
                 env.idx.push(v);
                 self.eval(body, env, &mut t)?;
                 env.idx.pop();
@@ -1860,6 +1882,7 @@ impl Ctx<'_> {
         let mut acc = crate::functions::MAX_EMPTY;
         let mut t = [0.0];
         for v in lo_v..hi_v {
+            self.check_cancel(body.span)?;
             env.idx.push(v);
             self.eval(body, env, &mut t)?;
             env.idx.pop();
@@ -1888,12 +1911,21 @@ impl Ctx<'_> {
             }
             return Ok(());
         }
+        // The outermost loop of an evaluation reports its iterations as progress.
+        let progress = self.monitor.filter(|_| env.idx.is_empty());
+        if let Some(m) = progress {
+            m.begin(String::new(), extent as u64);
+        }
         // The binder values lo..lo+extent fit in i64: lo + extent is the checked `hi`.
         if !(self.parallel && extent >= 2 && out.len() >= PAR_MIN_ELEMENTS) {
             for (t, chunk) in out.chunks_mut(elem).enumerate() {
+                self.check_cancel(body.span)?;
                 env.idx.push(lo_v + t as i64);
                 self.eval(body, env, chunk)?;
                 env.idx.pop();
+                if let Some(m) = progress {
+                    m.advance(1);
+                }
             }
             return Ok(());
         }
@@ -1915,7 +1947,13 @@ impl Ctx<'_> {
                 local.lets.truncate(base_lets);
                 local.pending.clear();
                 local.idx.push(lo_v + t as i64);
-                if let Err(e) = self.eval(body, local, chunk) {
+                let result = self
+                    .check_cancel(body.span)
+                    .and_then(|()| self.eval(body, local, chunk));
+                if let Some(m) = progress {
+                    m.advance(1);
+                }
+                if let Err(e) = result {
                     first_failure.fetch_min(t, Ordering::Relaxed);
                     let mut slot = failure.lock().unwrap_or_else(PoisonError::into_inner);
                     if slot.as_ref().is_none_or(|(u, _)| t < *u) {

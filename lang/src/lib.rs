@@ -12,6 +12,7 @@ pub mod index;
 pub mod interp;
 pub mod ir;
 pub mod lexer;
+pub mod monitor;
 pub mod parser;
 pub mod poly;
 pub mod pretty;

@@ -99,6 +99,7 @@ pub fn find_disagreement(kernel: &Kernel, program: &Program, def: &str) -> Optio
         // loops a huge constant stretches (a split by 2^40), not one to run here.
         max_iterations: 1 << 26,
         parallel: false,
+        monitor: None,
     };
     let names: Vec<String> = program.sizes.iter().map(|s| s.name.clone()).collect();
     for (k, sizes) in candidate_sizes(&names).into_iter().enumerate() {

@@ -99,6 +99,7 @@ use std::time::{Duration, Instant};
 
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_lang::ir::Program;
+use atl_lang::monitor::Monitor;
 use atl_lang::shapes::ShapeEnv;
 use atl_loopir::int64::min_index_range_bound;
 use atl_loopir::ir::Kernel;
@@ -255,26 +256,93 @@ pub const NO_SOURCE: &str =
 /// proved; rejected when one is refuted or, when something is not proved, when a run
 /// at small sizes finds a wrong result ([`concrete`]); otherwise not validated.
 pub fn validate(kernel: &Kernel, source: Option<&Source<'_>>, solver: &Solver) -> Report {
+    validate_monitored(kernel, source, solver, None)
+}
+
+/// The reason of a validation stopped through its monitor.
+pub const INTERRUPTED: &str = "the validation was interrupted before every obligation was decided";
+
+/// [`validate`], watched by `monitor`: progress is the number of obligations decided
+/// (of the single operations, then one per later phase), and a cancellation stops the
+/// validation between two obligations with the verdict *not validated* ([`INTERRUPTED`]).
+pub fn validate_monitored(
+    kernel: &Kernel,
+    source: Option<&Source<'_>>,
+    solver: &Solver,
+    monitor: Option<&Monitor>,
+) -> Report {
     let start = Instant::now();
+    let cancelled = || monitor.is_some_and(Monitor::is_cancelled);
+    let interrupted = |checked: Vec<CheckedObligation>| Report {
+        kernel: kernel.name.clone(),
+        obligations: checked,
+        verdict: KernelVerdict::NotValidated {
+            reasons: vec![INTERRUPTED.to_string()],
+        },
+        elapsed: start.elapsed(),
+    };
     let walked = walk(kernel);
-    let mut checked: Vec<CheckedObligation> = walked
+    let single: Vec<Obligation> = walked
         .obligations
         .iter()
         .cloned()
         .chain(interference::races(&walked))
         .chain(interference::double_writes(&walked))
-        .map(|o| discharge(o, solver))
         .collect();
-    checked.extend(int64::check(&walked, solver));
-    checked.extend(precondition_texts(kernel, &walked, solver));
-    checked.push(coverage::check(&walked, solver));
-    checked.extend(reads::check(&walked, solver));
-    checked.extend(names::check(kernel, solver));
+    // The phases after the single operations' obligations, one unit of progress each.
+    const PHASES: u64 = 9;
+    if let Some(m) = monitor {
+        m.begin(
+            format!("validating `{}`", kernel.name),
+            single.len() as u64 + PHASES,
+        );
+    }
+    let mut checked = Vec::with_capacity(single.len());
+    for o in single {
+        if cancelled() {
+            return interrupted(checked);
+        }
+        checked.push(discharge(o, solver));
+        if let Some(m) = monitor {
+            m.advance(1);
+        }
+    }
+    let phases: [&dyn Fn() -> Vec<CheckedObligation>; 5] = [
+        &|| int64::check(&walked, solver),
+        &|| precondition_texts(kernel, &walked, solver),
+        &|| vec![coverage::check(&walked, solver)],
+        &|| reads::check(&walked, solver),
+        &|| names::check(kernel, solver),
+    ];
+    for phase in phases {
+        if cancelled() {
+            return interrupted(checked);
+        }
+        checked.extend(phase());
+        if let Some(m) = monitor {
+            m.advance(1);
+        }
+    }
     if let Some(src) = source {
+        if cancelled() {
+            return interrupted(checked);
+        }
         checked.extend(shape_obligations(kernel, src, solver));
         checked.extend(precondition_obligations(kernel, &walked, src, solver));
+        if let Some(m) = monitor {
+            m.advance(2);
+        }
+        if cancelled() {
+            return interrupted(checked);
+        }
         let mut eval = source::SourceEval::new(src.program, src.shapes);
         checked.extend(values::check(&walked, &mut eval, src.def, solver));
+    }
+    if let Some(m) = monitor {
+        m.advance(2);
+    }
+    if cancelled() {
+        return interrupted(checked);
     }
     let refuted: Vec<Refutation> = checked
         .iter()

@@ -10,8 +10,8 @@ use clap::Args;
 
 use super::derive::grade_word;
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::load_derived;
+use atl_driver::failure::Failure;
+use atl_driver::load::load_derived;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]

@@ -1,5 +1,5 @@
 //! `atl emit`: lowers a definition to C (or prints its loop IR), after the pad-type and
-//! safety gate of [`crate::lowering`]; a definition that fails the gate is refused with
+//! safety gate of `atl_driver::lowering`; a definition that fails the gate is refused with
 //! the gate's diagnostic and nothing is written.
 //!
 //! ```text
@@ -22,22 +22,21 @@
 //!     validator's obligations and verdicts to standard error.
 //! ```
 //!
-//! The printing functions work on a lowered [`Kernel`]; the REPL's `:ir` is
-//! [`ir_text`] (the reading form), its `:c` is [`c_text`].
+//! The pipeline and the printing functions are `atl_driver::emit`'s.
 
 use std::path::{Path, PathBuf};
 
-use atl_emit_c::{Dtype, Fp};
+use atl_driver::emit::{c_code, emit_files, lower_for_emit, write_error};
+use atl_emit_c::EmitOptions;
 use atl_lang::diag::Diagnostic;
-use atl_lang::ir::Program;
-use atl_lang::shapes::ShapeEnv;
 use atl_lower::Kernel;
 use clap::Args;
 
+use super::FP_HELP;
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::{FP_HELP, Loaded, load_derived, parse_dtype, parse_fp, pick_loaded_def};
-use crate::lowering::{NOT_VALIDATED_NOTE, Validation, gate_and_lower_loaded, validate_loaded};
+use atl_driver::failure::Failure;
+use atl_driver::inputs::{parse_dtype, parse_fp};
+use atl_driver::lowering::{NOT_VALIDATED_NOTE, Validation};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -76,27 +75,6 @@ pub struct EmitArgs {
     pub explain: bool,
 }
 
-/// Options of the C printer for `atl emit`, `atl run` and the REPL's `:c`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EmitOptions {
-    /// `--name SYMBOL`.
-    pub symbol: Option<String>,
-    /// `--dtype f32|f64`.
-    pub dtype: Dtype,
-    /// `--fp fast|strict`.
-    pub fp: Fp,
-}
-
-impl EmitOptions {
-    pub(crate) fn c_options(&self) -> atl_emit_c::EmitOptions {
-        atl_emit_c::EmitOptions {
-            dtype: self.dtype,
-            symbol: self.symbol.clone(),
-            fp: self.fp,
-        }
-    }
-}
-
 /// `atl emit`.
 pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
@@ -131,12 +109,8 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
             None => c_code(kernel, &options).and_then(|code| {
                 // C on standard output; the header (if asked for) to its file.
                 if let Some(h) = &args.header {
-                    std::fs::write(h, format!("{note}{}", code.header)).map_err(|e| {
-                        vec![Diagnostic::error(
-                            "E0935",
-                            format!("cannot write `{}`: {e}", h.display()),
-                        )]
-                    })?;
+                    std::fs::write(h, format!("{note}{}", code.header))
+                        .map_err(|e| write_error(h, &e))?;
                 }
                 let _ = ctx.stdout.write_all(note.as_bytes());
                 let _ = ctx.stdout.write_all(code.source.as_bytes());
@@ -145,90 +119,6 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         }
     };
     result.map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
-}
-
-/// A definition of a file, lowered and (unless `--no-validate`) validated: what `atl
-/// emit` prints, and what `atl-build` compiles.
-#[derive(Debug)]
-pub struct Lowered {
-    /// The file with its derivations replayed.
-    pub loaded: Loaded,
-    /// The definition's name (`--def`, or the last definition).
-    pub name: String,
-    pub kernel: Kernel,
-}
-
-/// The pipeline of `atl emit` up to printing: load, check and replay the derivations
-/// (each re-checked independently), pick the definition, the pad-type and safety gate,
-/// lowering, and translation validation (unless `validation` is
-/// [`Validation::Off`]). Warnings go to `ctx.stderr` as they arise; with `explain`,
-/// the validator's report too. `atl-build` runs exactly this.
-pub fn lower_for_emit(
-    ctx: &mut Ctx<'_>,
-    file: &Path,
-    def: Option<&str>,
-    validation: Validation,
-    explain: bool,
-) -> Result<Lowered, Failure> {
-    let loaded = load_derived(ctx, file)?;
-    let name = pick_loaded_def(&loaded, file, def)?;
-    let kernel = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
-    validate_loaded(ctx, file, &loaded, &name, &kernel, validation, explain)?;
-    Ok(Lowered {
-        loaded,
-        name,
-        kernel,
-    })
-}
-
-/// Lowers `def` to the loop IR without the gate (the soundness fuzzer's oracle calls
-/// it); the commands lower through [`crate::lowering`].
-pub fn lower(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Kernel, Vec<Diagnostic>> {
-    crate::lowering::lower_ungated(program, shapes, def)
-}
-
-/// The loop IR in the reading form (the REPL's `:ir`; `atl emit --ir` prints the full
-/// form, `atl_lower::print::kernel_to_text`).
-pub fn ir_text(kernel: &Kernel) -> String {
-    atl_lower::kernel_to_string(kernel)
-}
-
-/// The C source and header of a kernel.
-pub fn c_code(
-    kernel: &Kernel,
-    options: &EmitOptions,
-) -> Result<atl_emit_c::CCode, Vec<Diagnostic>> {
-    atl_emit_c::emit(kernel, &options.c_options()).map_err(|d| vec![d])
-}
-
-/// The C source of a kernel (the REPL's `:c`).
-pub fn c_text(kernel: &Kernel, options: &EmitOptions) -> Result<String, Vec<Diagnostic>> {
-    Ok(c_code(kernel, options)?.source)
-}
-
-/// `atl emit -o OUT.c [--header OUT.h]`: writes the files (nothing is written if
-/// emission fails).
-pub fn emit_files(
-    kernel: &Kernel,
-    options: &EmitOptions,
-    source_path: &Path,
-    header_path: Option<&Path>,
-    note: &str,
-) -> Result<(), Vec<Diagnostic>> {
-    let code = c_code(kernel, options)?;
-    let write = |path: &Path, text: &str| {
-        std::fs::write(path, text).map_err(|e| {
-            vec![Diagnostic::error(
-                "E0935",
-                format!("cannot write `{}`: {e}", path.display()),
-            )]
-        })
-    };
-    write(source_path, &format!("{note}{}", code.source))?;
-    if let Some(h) = header_path {
-        write(h, &format!("{note}{}", code.header))?;
-    }
-    Ok(())
 }
 
 /// `atl emit --python DIR`: `SYMBOL.c`, `SYMBOL.h` and the Python module `SYMBOL.py`
@@ -243,12 +133,7 @@ pub fn python_files(
     note: &str,
 ) -> Result<(), Vec<Diagnostic>> {
     let code = c_code(kernel, options)?;
-    let fail = |path: &Path, e: std::io::Error| {
-        vec![Diagnostic::error(
-            "E0935",
-            format!("cannot write `{}`: {e}", path.display()),
-        )]
-    };
+    let fail = |path: &Path, e: std::io::Error| write_error(path, &e);
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     let module = crate::python::module(
         kernel,

@@ -8,9 +8,9 @@ use atl_lang::interp::{EvalOptions, Tensor};
 use clap::Args;
 
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::{Prepared, prepare};
-use crate::npy;
+use atl_driver::failure::Failure;
+use atl_driver::inputs::{Prepared, prepare};
+use atl_driver::npy;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]

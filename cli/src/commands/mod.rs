@@ -16,3 +16,6 @@ pub mod rules;
 pub mod run;
 pub mod validate;
 pub mod verify;
+
+/// The help of `--fp` (`emit`, `run`, `bench`).
+pub const FP_HELP: &str = "Floating point: `fast` (default; -ffp-contract=fast, multiply-adds may be fused, so results may differ in the last bits) or `strict` (-ffp-contract=off: no fused multiply-adds, every operation rounds as the kernel writes it)";

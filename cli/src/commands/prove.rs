@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::EXIT_USER;
 use crate::ctx::Ctx;
-use crate::failure::Failure;
+use atl_driver::failure::Failure;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]

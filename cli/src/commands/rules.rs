@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::{rules_file, standard_library};
+use atl_driver::failure::Failure;
+use atl_driver::load::{rules_file, standard_library};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]

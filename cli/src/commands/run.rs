@@ -38,20 +38,20 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use atl_emit_c::{CompileOptions, Dtype, Fp};
+use atl_emit_c::{Dtype, Fp};
 use atl_lang::diag::Diagnostic;
-use atl_lang::interp::{EvalOptions, Tensor};
-use atl_lang::ir::Program;
-use atl_lower::Kernel;
+use atl_lang::interp::Tensor;
 use clap::Args;
 
-use super::emit::EmitOptions;
+use super::FP_HELP;
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::{FP_HELP, parse_dtype, parse_fp, prepare};
-use crate::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
+use atl_driver::compare::{Comparison, RunReport, WorstElement, compare, compare_outputs};
+use atl_driver::failure::Failure;
+use atl_driver::inputs::{parse_dtype, parse_fp, prepare};
+use atl_driver::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
+use atl_emit_c::EmitOptions;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -136,6 +136,7 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         fp,
     };
     let report = compare(
+        ctx.monitor.as_ref(),
         &kernel,
         &prepared.loaded.program,
         &prepared.name,
@@ -441,167 +442,6 @@ fn disagreement(
             "if the difference is rounding (long sums, reassociating rewrites), raise it with `--tolerance`; otherwise it is a bug of lowering or C emission: report it with the file",
         ),
     )
-}
-
-/// What `atl run` measured.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunReport {
-    pub def: String,
-    pub dtype: Dtype,
-    /// The compiled kernel's output.
-    pub output: Tensor,
-    /// The kernel's output against the interpreter's.
-    pub comparison: Comparison,
-    pub compile_time: Duration,
-    pub kernel_time: Duration,
-    pub interp_time: Duration,
-}
-
-/// Compiles `kernel` (the lowering of `def`), runs it at `sizes` on `inputs` (every
-/// input of the program must be given; the command fills missing ones with
-/// `random:SEED`), runs the reference interpreter on the same inputs and compares.
-pub fn compare(
-    kernel: &Kernel,
-    program: &Program,
-    def: &str,
-    sizes: &BTreeMap<String, i64>,
-    inputs: &BTreeMap<String, Tensor>,
-    options: &EmitOptions,
-) -> Result<RunReport, Vec<Diagnostic>> {
-    // Check the call before compiling: bad sizes or inputs are the user's to fix.
-    atl_lower::check_call(kernel, sizes, inputs).map_err(|d| vec![d])?;
-    let t = Instant::now();
-    let compiled = atl_emit_c::compile(kernel, &options.c_options(), &CompileOptions::default())
-        .map_err(|d| vec![d])?;
-    let compile_time = t.elapsed();
-    let ran = compiled.run(sizes, inputs).map_err(|d| vec![d])?;
-    let t = Instant::now();
-    let want = atl_lang::interp::eval_def(program, def, sizes, inputs, &EvalOptions::default())
-        .map_err(|d| vec![d])?;
-    let interp_time = t.elapsed();
-    let comparison = compare_outputs(&ran.output, &want);
-    Ok(RunReport {
-        def: def.to_string(),
-        dtype: options.dtype,
-        output: ran.output,
-        comparison,
-        compile_time,
-        kernel_time: ran.elapsed,
-        interp_time,
-    })
-}
-
-/// The kernel's output against the interpreter's, element by element. Two values
-/// *agree* when both are finite, both NaN, or both the same infinity; errors, the
-/// scale and the worst element are over the elements where both values are finite.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
-    /// Whether the two outputs have the same number of elements (nothing else is
-    /// compared when they do not).
-    pub same_size: bool,
-    /// Elements where both values are finite.
-    pub finite: usize,
-    /// Elements where both are NaN, or both the same infinity.
-    pub non_finite: usize,
-    /// Elements where only one value is non-finite, or the infinities have opposite
-    /// signs.
-    pub mismatches: usize,
-    /// The first of those.
-    pub first_mismatch: Option<WorstElement>,
-    /// Largest `|kernel - interpreter|` over finite pairs.
-    pub max_abs_error: f64,
-    /// Largest `|kernel - interpreter| / |interpreter|` over finite pairs whose
-    /// reference is not zero.
-    pub max_rel_error: f64,
-    /// `max(1, max |interpreter|)` over finite references: what the tolerance is
-    /// relative to.
-    pub scale: f64,
-    /// `max_abs_error / scale`.
-    pub max_scaled_error: f64,
-    /// The finite pair with the largest error.
-    pub worst: Option<WorstElement>,
-    /// Finite pairs whose bits differ (`+0` and `-0` included).
-    pub bit_differences: usize,
-    /// The first of those.
-    pub first_bit_difference: Option<WorstElement>,
-}
-
-/// Compares `got` (the kernel's output) with `want` (the interpreter's): see
-/// [`Comparison`].
-pub fn compare_outputs(got: &Tensor, want: &Tensor) -> Comparison {
-    let element = |k: usize| WorstElement {
-        coordinates: unflatten(k, &want.shape),
-        kernel: got.data[k],
-        interpreter: want.data[k],
-    };
-    let mut c = Comparison {
-        same_size: got.data.len() == want.data.len(),
-        finite: 0,
-        non_finite: 0,
-        mismatches: 0,
-        first_mismatch: None,
-        max_abs_error: 0.0,
-        max_rel_error: 0.0,
-        scale: 1.0,
-        max_scaled_error: 0.0,
-        worst: None,
-        bit_differences: 0,
-        first_bit_difference: None,
-    };
-    if !c.same_size {
-        return c;
-    }
-    let mut worst: Option<(usize, f64)> = None;
-    for (k, (&g, &w)) in got.data.iter().zip(&want.data).enumerate() {
-        if g.is_finite() && w.is_finite() {
-            c.finite += 1;
-            c.scale = c.scale.max(w.abs());
-            let e = (g - w).abs();
-            if worst.is_none_or(|(_, we)| e > we) {
-                worst = Some((k, e));
-            }
-            c.max_abs_error = c.max_abs_error.max(e);
-            if w != 0.0 {
-                c.max_rel_error = c.max_rel_error.max(e / w.abs());
-            }
-            if g.to_bits() != w.to_bits() {
-                c.bit_differences += 1;
-                if c.first_bit_difference.is_none() {
-                    c.first_bit_difference = Some(element(k));
-                }
-            }
-        } else if (g.is_nan() && w.is_nan()) || (g.is_infinite() && g == w) {
-            c.non_finite += 1;
-        } else {
-            c.mismatches += 1;
-            if c.first_mismatch.is_none() {
-                c.first_mismatch = Some(element(k));
-            }
-        }
-    }
-    c.max_scaled_error = c.max_abs_error / c.scale;
-    c.worst = worst.map(|(k, _)| element(k));
-    c
-}
-
-/// The element of the output where the kernel is furthest from the interpreter.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorstElement {
-    pub coordinates: Vec<usize>,
-    pub kernel: f64,
-    pub interpreter: f64,
-}
-
-/// The row-major coordinates of flat position `k` in `shape`.
-fn unflatten(mut k: usize, shape: &[usize]) -> Vec<usize> {
-    let mut coords = vec![0; shape.len()];
-    for (c, &extent) in coords.iter_mut().zip(shape).rev() {
-        if extent > 0 {
-            *c = k % extent;
-            k /= extent;
-        }
-    }
-    coords
 }
 
 /// Prints a run report, one fact per line.

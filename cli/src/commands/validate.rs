@@ -25,9 +25,9 @@ use atl_validate::KernelVerdict;
 use clap::Args;
 
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::{load_derived, pick_loaded_def, read_source};
-use crate::lowering::gate_and_lower_loaded;
+use atl_driver::failure::Failure;
+use atl_driver::load::{load_derived, pick_loaded_def, read_source};
+use atl_driver::lowering::gate_and_lower_loaded;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]

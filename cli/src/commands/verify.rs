@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::ctx::Ctx;
-use crate::failure::Failure;
 use crate::{EXIT_ARGS, EXIT_USER};
+use atl_driver::failure::Failure;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]

@@ -396,6 +396,7 @@ fn eval_options() -> EvalOptions {
         // makes more work than this, which is a resource refusal like E0503.
         max_iterations: 1 << 24,
         parallel: false,
+        monitor: None,
     }
 }
 
@@ -526,14 +527,14 @@ fn compile_and_run(
     if atl_lang::diag::has_errors(&gate) {
         return None;
     }
-    let kernel = match atl_cli::emit_cmd::lower(program, shapes, DERIVED) {
+    let kernel = match atl_driver::emit::lower(program, shapes, DERIVED) {
         Ok(k) => k,
         Err(d) => {
             out.lowering_refused += d.iter().any(|d| d.code == "E0938") as usize;
             return None;
         }
     };
-    match atl_cli::lowering::validate_kernel(program, shapes, DERIVED, &kernel) {
+    match atl_driver::lowering::validate_kernel(program, shapes, DERIVED, &kernel) {
         Ok(_) => out.validated += 1,
         Err((_, d)) if validator_refuses(d.code) => {
             out.validator_refused += 1;

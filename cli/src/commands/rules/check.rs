@@ -8,7 +8,7 @@ use atl_rewrites::check::RuleCheck;
 
 use crate::EXIT_USER;
 use crate::ctx::Ctx;
-use crate::failure::Failure;
+use atl_driver::failure::Failure;
 
 /// One line per rule (`ok`, `UNTESTED`, `WRONG`); exit 1 if any rule was not `ok`.
 pub fn run(

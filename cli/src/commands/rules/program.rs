@@ -9,8 +9,8 @@ use atl_rewrites::rule::Grade;
 use atl_rewrites::user_rules::{USER_RULE_ATTEMPTS, library_with_user_rules, load_user_rule};
 
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::{load_front_end, standard_library};
+use atl_driver::failure::Failure;
+use atl_driver::load::{load_front_end, standard_library};
 
 /// Whether `--file` names a program file rather than a rule file.
 pub fn is_program_file(path: &Path) -> bool {

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::ctx::Ctx;
-use crate::failure::Failure;
-use crate::load::standard_library;
+use atl_driver::failure::Failure;
+use atl_driver::load::standard_library;
 
 /// Writes the statements into `dir` (created if needed).
 pub fn export(dir: &Path, ctx: &mut Ctx<'_>) -> Result<(), Failure> {

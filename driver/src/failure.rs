@@ -1,19 +1,27 @@
-//! [`Failure`]: why a command stopped, as data. Commands return it instead of printing
-//! and picking an exit status themselves; [`crate::run`] renders it (in one place) and
-//! maps it to the exit status (DESIGN §8: 1 for a user error, 2 for bad command-line
-//! arguments or a file named on the command line that cannot be read or written).
+//! [`Failure`]: why a stage of the pipeline (or a command) stopped, as data. Stages
+//! return it instead of printing and picking an exit status themselves; the CLI's
+//! `atl_cli::run` renders it (in one place) and maps it to the exit status (DESIGN §8:
+//! 1 for a user error, 2 for bad command-line arguments or a file named on the command
+//! line that cannot be read or written, 130 for an interrupted command).
 //!
 //! A failure is a list of [`Report`]s written to standard error in order (diagnostics
 //! about one source text, or a plain line) and an exit status. Warnings and notes that
-//! do not stop a command are not failures: the command writes them through
-//! [`crate::ctx::Ctx`] as it goes.
+//! do not stop a stage are not failures: they go to the [`crate::Observer`] as they
+//! arise.
 
 use std::io::Write;
 use std::path::Path;
 
 use atl_lang::diag::{self, Diagnostic};
 
-use crate::{EXIT_ARGS, EXIT_USER};
+/// Exit status for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit status for a user error (with a rendered diagnostic).
+pub const EXIT_USER: i32 = 1;
+/// Exit status for bad command-line arguments.
+pub const EXIT_ARGS: i32 = 2;
+/// Exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// Diagnostics together with the file name and source text their spans refer to.
 #[derive(Clone, Debug)]
@@ -95,6 +103,20 @@ impl Failure {
             reports: Vec::new(),
             status,
         }
+    }
+
+    /// The work was cancelled through the observer's monitor (Ctrl-C): `interrupted`,
+    /// exit 130.
+    pub fn interrupted() -> Failure {
+        Failure {
+            reports: vec![Report::Line("interrupted".to_string())],
+            status: EXIT_INTERRUPTED,
+        }
+    }
+
+    /// Whether this is [`Failure::interrupted`].
+    pub fn is_interrupted(&self) -> bool {
+        self.status == EXIT_INTERRUPTED
     }
 
     /// Adds a line after what is already there.

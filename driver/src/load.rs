@@ -1,19 +1,15 @@
-//! What several commands share before their own work starts: reading a source file,
-//! the front end, the rule library (standard, from a `.rules` file, or with a
-//! program's user rules), replaying the derivations and re-checking them with the
-//! independent certificate checker, picking a definition, and parsing the `--sizes`,
-//! `--input` and `--dtype` arguments. Each returns its result or a [`Failure`];
-//! warnings go to the [`Ctx`] as they arise.
+//! The pipeline's first stage: reading a source file, the front end, the rule library
+//! (standard, from a `.rules` file, or with a program's user rules), replaying the
+//! derivations and re-checking them with the independent certificate checker, and
+//! picking a definition. Each returns its result or a [`Failure`]; warnings go to the
+//! [`Observer`] as they arise.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use atl_lang::diag::Diagnostic;
-use atl_lang::interp::{EvalOptions, Tensor};
 
-use crate::ctx::Ctx;
-use crate::failure::{Failure, Located, Report};
-use crate::npy;
+use crate::failure::{EXIT_USER, Failure, Located, Report};
+use crate::observer::{Observer, begin};
 
 /// Reads a source file as UTF-8 text.
 pub fn read_source(file: &Path) -> Result<String, Failure> {
@@ -41,7 +37,7 @@ pub fn read_source(file: &Path) -> Result<String, Failure> {
 
 /// Front end: parse, resolve, check shapes. Warnings are rendered; errors stop.
 pub fn load_front_end(
-    ctx: &mut Ctx<'_>,
+    observer: &mut dyn Observer,
     file: &Path,
 ) -> Result<(String, atl_lang::Checked), Failure> {
     let source = read_source(file)?;
@@ -49,7 +45,7 @@ pub fn load_front_end(
     match checked {
         Some(c) => {
             if !diags.is_empty() {
-                ctx.warn(&diags, file, &source);
+                observer.warn(Located::new(diags, file, &source));
             }
             Ok((source, c))
         }
@@ -81,7 +77,7 @@ pub fn standard_library() -> Result<atl_rewrites::Library, Failure> {
         .collect();
     Err(Failure {
         reports,
-        status: crate::EXIT_USER,
+        status: EXIT_USER,
     })
 }
 
@@ -128,10 +124,10 @@ pub struct Loaded {
 }
 
 /// Front end plus derivations, each re-checked independently.
-pub fn load_derived(ctx: &mut Ctx<'_>, file: &Path) -> Result<Loaded, Failure> {
-    let (source, checked) = load_front_end(ctx, file)?;
+pub fn load_derived(observer: &mut dyn Observer, file: &Path) -> Result<Loaded, Failure> {
+    let (source, checked) = load_front_end(observer, file)?;
     let solver = atl_solver::Solver::new();
-    declarations_sound(ctx, file, &source, &checked, &solver)?;
+    declarations_sound(observer, file, &source, &checked, &solver)?;
     let lib = library_with_user_rules(file, &source, &checked.program, &solver)?;
     let env = atl_rewrites::Env {
         program: &checked.program,
@@ -139,12 +135,14 @@ pub fn load_derived(ctx: &mut Ctx<'_>, file: &Path) -> Result<Loaded, Failure> {
         library: &lib,
         solver: &solver,
     };
+    begin(observer, "replaying the derivations", 0)?;
     let (derivations, diags) = atl_rewrites::run_derivations(&env);
     if !diags.is_empty() {
         return Err(Failure::diagnostics(diags, file, &source));
     }
     let (program, shapes) =
         atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    begin(observer, "checking the derivations independently", 0)?;
     checked_independently(file, &source, &program, &derivations, &lib, &solver)?;
     Ok(Loaded {
         source,
@@ -159,7 +157,7 @@ pub fn load_derived(ctx: &mut Ctx<'_>, file: &Path) -> Result<Loaded, Failure> {
 /// condition would hold vacuously) and every written definition and input must be
 /// well-shaped under them (the shape discipline, `atl_rewrites::well_shaped`).
 fn declarations_sound(
-    ctx: &mut Ctx<'_>,
+    observer: &mut dyn Observer,
     file: &Path,
     source: &str,
     checked: &atl_lang::Checked,
@@ -181,7 +179,7 @@ fn declarations_sound(
             for a in &program.assumes {
                 d = d.with_secondary(a.span, "assumed here");
             }
-            ctx.warn(&[d], file, source);
+            observer.warn(Located::new(vec![d], file, source));
         }
         if verdict.is_proved() {
             let mut d = Diagnostic::error(
@@ -280,176 +278,4 @@ pub fn pick_loaded_def(
     pick_def(&loaded.program, requested)
         .map(str::to_string)
         .map_err(|d| Failure::diagnostics(vec![d], file, &loaded.source))
-}
-
-/// Parses `n=4,m=5` lists (repeatable flag) into a map.
-pub fn parse_sizes(args: &[String]) -> Result<BTreeMap<String, i64>, String> {
-    let mut sizes = BTreeMap::new();
-    for arg in args {
-        for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (name, value) = part.split_once('=').ok_or_else(|| {
-                format!("`--sizes {part}`: expected NAME=VALUE, e.g. `--sizes n=4,m=5`")
-            })?;
-            let value: i64 = value
-                .trim()
-                .parse()
-                .map_err(|_| format!("`--sizes {part}`: `{value}` is not an integer"))?;
-            if sizes.insert(name.trim().to_string(), value).is_some() {
-                return Err(format!("`--sizes`: `{}` is given twice", name.trim()));
-            }
-        }
-    }
-    Ok(sizes)
-}
-
-/// An `--input` source, before shapes are known.
-#[derive(Clone, Debug)]
-pub enum InputSource {
-    Random(u64),
-    Npy(PathBuf),
-}
-
-/// Parses `--input NAME=random:SEED` / `--input NAME=PATH.npy` arguments.
-pub fn parse_inputs(args: &[String]) -> Result<Vec<(String, InputSource)>, String> {
-    let mut out: Vec<(String, InputSource)> = Vec::new();
-    for arg in args {
-        let (name, source) = arg.split_once('=').ok_or_else(|| {
-            format!("`--input {arg}`: expected NAME=random:SEED or NAME=PATH.npy")
-        })?;
-        let name = name.trim().to_string();
-        if out.iter().any(|(n, _)| *n == name) {
-            return Err(format!("`--input`: `{name}` is given twice"));
-        }
-        let source = if let Some(seed) = source.strip_prefix("random:") {
-            InputSource::Random(seed.trim().parse().map_err(|_| {
-                format!("`--input {arg}`: the seed `{seed}` is not a non-negative integer")
-            })?)
-        } else if source.ends_with(".npy") {
-            InputSource::Npy(PathBuf::from(source))
-        } else {
-            return Err(format!(
-                "`--input {arg}`: expected `random:SEED` or a path ending in `.npy`"
-            ));
-        };
-        out.push((name, source));
-    }
-    Ok(out)
-}
-
-/// Parses `--dtype f32|f64`.
-pub fn parse_dtype(dtype: &str) -> Result<atl_emit_c::Dtype, Failure> {
-    match dtype {
-        "f32" => Ok(atl_emit_c::Dtype::F32),
-        "f64" => Ok(atl_emit_c::Dtype::F64),
-        other => Err(Failure::usage(format!(
-            "`--dtype {other}`: expected `f32` or `f64`"
-        ))),
-    }
-}
-
-/// The help of `--fp` (`emit`, `run`, `bench`).
-pub const FP_HELP: &str = "Floating point: `fast` (default; -ffp-contract=fast, multiply-adds may be fused, so results may differ in the last bits) or `strict` (-ffp-contract=off: every operation rounds as written, as in the interpreter; kernels of exact derivations are bit-identical)";
-
-/// Parses `--fp fast|strict`.
-pub fn parse_fp(fp: &str) -> Result<atl_emit_c::Fp, Failure> {
-    atl_emit_c::Fp::parse(fp)
-        .ok_or_else(|| Failure::usage(format!("`--fp {fp}`: expected `fast` or `strict`")))
-}
-
-/// What `eval`, `run` and `bench` need: the program (derivations added), the chosen
-/// definition, checked sizes and every input given on the command line.
-#[derive(Debug)]
-pub struct Prepared {
-    pub loaded: Loaded,
-    pub name: String,
-    pub sizes: BTreeMap<String, i64>,
-    pub inputs: BTreeMap<String, Tensor>,
-    /// Input shapes at these sizes (for filling inputs not given).
-    pub input_shapes: BTreeMap<String, Vec<usize>>,
-}
-
-/// Loads `file` and checks the `--def`, `--sizes` and `--input` arguments against it.
-pub fn prepare(
-    ctx: &mut Ctx<'_>,
-    file: &Path,
-    def: Option<&str>,
-    size_args: &[String],
-    input_args: &[String],
-) -> Result<Prepared, Failure> {
-    let sizes = parse_sizes(size_args).map_err(Failure::usage)?;
-    let input_sources = parse_inputs(input_args).map_err(Failure::usage)?;
-    let loaded = load_derived(ctx, file)?;
-    let program = &loaded.program;
-    for name in sizes.keys() {
-        if !program.is_size(name) {
-            let declared: Vec<&str> = program.sizes.iter().map(|s| s.name.as_str()).collect();
-            return Err(Failure::usage(format!(
-                "`--sizes`: `{name}` is not a size of {} (sizes: {})",
-                file.display(),
-                if declared.is_empty() {
-                    "none".to_string()
-                } else {
-                    declared.join(", ")
-                }
-            )));
-        }
-    }
-    let name = pick_loaded_def(&loaded, file, def)?;
-    // Sizes, assumptions and the element limit are checked before any input is built,
-    // so huge sizes give a diagnostic instead of an out-of-memory abort.
-    let shapes = atl_lang::interp::input_shapes(program, &sizes, &EvalOptions::default())
-        .map_err(|d| Failure::diagnostics(vec![d], file, &loaded.source))?;
-    let mut inputs = BTreeMap::new();
-    for (input_name, src) in input_sources {
-        let Some(decl) = program.input(&input_name) else {
-            let declared: Vec<&str> = program.inputs.iter().map(|i| i.name.as_str()).collect();
-            return Err(Failure::usage(format!(
-                "`--input`: `{input_name}` is not an input of {} (inputs: {})",
-                file.display(),
-                if declared.is_empty() {
-                    "none".to_string()
-                } else {
-                    declared.join(", ")
-                }
-            )));
-        };
-        let tensor = match src {
-            InputSource::Random(seed) => match shapes.get(&decl.name) {
-                Some(shape) => Tensor::random(shape.clone(), seed),
-                None => continue,
-            },
-            InputSource::Npy(path) => match std::fs::read(&path) {
-                Ok(bytes) => match npy::parse(&bytes) {
-                    Ok(a) => Tensor {
-                        shape: a.shape,
-                        data: a.data,
-                    },
-                    Err(m) => {
-                        let d = Diagnostic::error(
-                            "E0608",
-                            format!(
-                                "cannot read input `{input_name}` from `{}`: {m}",
-                                path.display()
-                            ),
-                        );
-                        return Err(Failure::diagnostics(vec![d], file, &loaded.source));
-                    }
-                },
-                Err(e) => {
-                    return Err(Failure::usage(format!(
-                        "cannot read `{}`: {e}",
-                        path.display()
-                    )));
-                }
-            },
-        };
-        inputs.insert(input_name, tensor);
-    }
-    Ok(Prepared {
-        loaded,
-        name,
-        sizes,
-        inputs,
-        input_shapes: shapes,
-    })
 }

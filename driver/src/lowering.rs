@@ -1,4 +1,4 @@
-//! The one way the CLI lowers a definition: the pad-type and access-safety gate
+//! The one way to lower a definition: the pad-type and access-safety gate
 //! (`atl-padtypes`) first, then lowering to the loop IR (`atl-lower`). Lowering never
 //! sees a definition that fails the gate: [`gate`] is the only way to make a
 //! [`Gated`], and [`Gated::lower`] the only lowering the commands use (`emit`, `run`,
@@ -6,8 +6,8 @@
 //!
 //! The core functions return data ([`NotLowered`]) so that the REPL can word its
 //! answers its own way; [`gate_loaded`] and [`gate_and_lower_loaded`] are the
-//! commands' side, which render the gate's warnings and turn a refusal into a
-//! [`Failure`].
+//! commands' side, which pass the gate's warnings to the [`Observer`] and turn a
+//! refusal into a [`Failure`].
 
 use std::path::Path;
 
@@ -16,9 +16,9 @@ use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
 use atl_lower::Kernel;
 
-use crate::ctx::Ctx;
-use crate::failure::Failure;
+use crate::failure::{Failure, Located};
 use crate::load::Loaded;
+use crate::observer::{Observer, begin, check_cancel};
 
 /// Why a definition was not lowered.
 #[derive(Clone, Debug)]
@@ -107,7 +107,7 @@ pub fn lower_ungated(
 /// The commands' gate on a definition of a loaded file: warnings are rendered now; a
 /// refusal is its diagnostics followed by a line saying nothing was emitted.
 pub fn gate_loaded<'l>(
-    ctx: &mut Ctx<'_>,
+    observer: &mut dyn Observer,
     file: &Path,
     loaded: &'l Loaded,
     name: &str,
@@ -116,7 +116,7 @@ pub fn gate_loaded<'l>(
     match gate(&loaded.program, &loaded.shapes, name, &solver) {
         Ok((gated, warnings)) => {
             if !warnings.is_empty() {
-                ctx.warn(&warnings, file, &loaded.source);
+                observer.warn(Located::new(warnings, file, &loaded.source));
             }
             Ok(gated)
         }
@@ -130,12 +130,12 @@ pub fn gate_loaded<'l>(
 
 /// [`gate_loaded`], then lowering; a lowering failure is its diagnostics.
 pub fn gate_and_lower_loaded(
-    ctx: &mut Ctx<'_>,
+    observer: &mut dyn Observer,
     file: &Path,
     loaded: &Loaded,
     name: &str,
 ) -> Result<Kernel, Failure> {
-    gate_loaded(ctx, file, loaded, name)?
+    gate_loaded(observer, file, loaded, name)?
         .lower()
         .map_err(|diags| {
             let diags = diags
@@ -188,12 +188,29 @@ pub fn validate_kernel(
     name: &str,
     kernel: &Kernel,
 ) -> Result<atl_validate::Report, (Box<atl_validate::Report>, Diagnostic)> {
+    validate_kernel_monitored(program, shapes, name, kernel, None)
+}
+
+/// [`validate_kernel`] watched by a monitor (progress, cancellation: an interrupted
+/// validation is *not validated*, E0950; the caller checks the monitor to tell).
+pub fn validate_kernel_monitored(
+    program: &Program,
+    shapes: &ShapeEnv,
+    name: &str,
+    kernel: &Kernel,
+    monitor: Option<&atl_lang::monitor::Monitor>,
+) -> Result<atl_validate::Report, (Box<atl_validate::Report>, Diagnostic)> {
     let source = atl_validate::Source {
         program,
         shapes,
         def: name,
     };
-    let report = atl_validate::validate(kernel, Some(&source), &atl_solver::Solver::new());
+    let report = atl_validate::validate_monitored(
+        kernel,
+        Some(&source),
+        &atl_solver::Solver::new(),
+        monitor,
+    );
     if let Some(d) =
         overflow_refusal(name, &report).or_else(|| reserved_name_refusal(name, &report))
     {
@@ -348,7 +365,7 @@ fn shorten(text: &str, max: usize) -> String {
 /// `explain`, the validator's report (every obligation and its verdict) is written to
 /// standard error first.
 pub fn validate_loaded(
-    ctx: &mut Ctx<'_>,
+    observer: &mut dyn Observer,
     file: &Path,
     loaded: &Loaded,
     name: &str,
@@ -359,16 +376,25 @@ pub fn validate_loaded(
     if validation == Validation::Off {
         return Ok(());
     }
-    match validate_kernel(&loaded.program, &loaded.shapes, name, kernel) {
+    begin(observer, &format!("validating `{name}`"), 0)?;
+    let result = validate_kernel_monitored(
+        &loaded.program,
+        &loaded.shapes,
+        name,
+        kernel,
+        observer.monitor().map(|m| &**m),
+    );
+    check_cancel(observer)?;
+    match result {
         Ok(report) => {
             if explain {
-                let _ = writeln!(ctx.stderr, "{report}");
+                observer.explain(&report.to_string());
             }
             Ok(())
         }
         Err((report, d)) => {
             if explain {
-                let _ = writeln!(ctx.stderr, "{report}");
+                observer.explain(&report.to_string());
             }
             let d = at_definition(d, &loaded.program, name);
             Err(

@@ -1,0 +1,183 @@
+//! Sizes and inputs for evaluating, running or timing a definition: parsing `n=4,m=5`
+//! lists, `NAME=random:SEED` / `NAME=PATH.npy` input sources, `f32|f64` and
+//! `fast|strict`, and [`prepare`], which loads a file and checks them against it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use atl_lang::diag::Diagnostic;
+use atl_lang::interp::{EvalOptions, Tensor};
+
+use crate::failure::Failure;
+use crate::load::{Loaded, load_derived, pick_loaded_def};
+use crate::npy;
+use crate::observer::Observer;
+
+/// Parses `n=4,m=5` lists (repeatable flag) into a map.
+pub fn parse_sizes(args: &[String]) -> Result<BTreeMap<String, i64>, String> {
+    let mut sizes = BTreeMap::new();
+    for arg in args {
+        for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = part.split_once('=').ok_or_else(|| {
+                format!("`--sizes {part}`: expected NAME=VALUE, e.g. `--sizes n=4,m=5`")
+            })?;
+            let value: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("`--sizes {part}`: `{value}` is not an integer"))?;
+            if sizes.insert(name.trim().to_string(), value).is_some() {
+                return Err(format!("`--sizes`: `{}` is given twice", name.trim()));
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// An `--input` source, before shapes are known.
+#[derive(Clone, Debug)]
+pub enum InputSource {
+    Random(u64),
+    Npy(PathBuf),
+}
+
+/// Parses `--input NAME=random:SEED` / `--input NAME=PATH.npy` arguments.
+pub fn parse_inputs(args: &[String]) -> Result<Vec<(String, InputSource)>, String> {
+    let mut out: Vec<(String, InputSource)> = Vec::new();
+    for arg in args {
+        let (name, source) = arg.split_once('=').ok_or_else(|| {
+            format!("`--input {arg}`: expected NAME=random:SEED or NAME=PATH.npy")
+        })?;
+        let name = name.trim().to_string();
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(format!("`--input`: `{name}` is given twice"));
+        }
+        let source = if let Some(seed) = source.strip_prefix("random:") {
+            InputSource::Random(seed.trim().parse().map_err(|_| {
+                format!("`--input {arg}`: the seed `{seed}` is not a non-negative integer")
+            })?)
+        } else if source.ends_with(".npy") {
+            InputSource::Npy(PathBuf::from(source))
+        } else {
+            return Err(format!(
+                "`--input {arg}`: expected `random:SEED` or a path ending in `.npy`"
+            ));
+        };
+        out.push((name, source));
+    }
+    Ok(out)
+}
+
+/// Parses `--dtype f32|f64`.
+pub fn parse_dtype(dtype: &str) -> Result<atl_emit_c::Dtype, Failure> {
+    match dtype {
+        "f32" => Ok(atl_emit_c::Dtype::F32),
+        "f64" => Ok(atl_emit_c::Dtype::F64),
+        other => Err(Failure::usage(format!(
+            "`--dtype {other}`: expected `f32` or `f64`"
+        ))),
+    }
+}
+
+/// Parses `--fp fast|strict`.
+pub fn parse_fp(fp: &str) -> Result<atl_emit_c::Fp, Failure> {
+    atl_emit_c::Fp::parse(fp)
+        .ok_or_else(|| Failure::usage(format!("`--fp {fp}`: expected `fast` or `strict`")))
+}
+
+/// What `eval`, `run` and `bench` need: the program (derivations added), the chosen
+/// definition, checked sizes and every input given on the command line.
+#[derive(Debug)]
+pub struct Prepared {
+    pub loaded: Loaded,
+    pub name: String,
+    pub sizes: BTreeMap<String, i64>,
+    pub inputs: BTreeMap<String, Tensor>,
+    /// Input shapes at these sizes (for filling inputs not given).
+    pub input_shapes: BTreeMap<String, Vec<usize>>,
+}
+
+/// Loads `file` and checks the `--def`, `--sizes` and `--input` arguments against it.
+pub fn prepare(
+    observer: &mut dyn Observer,
+    file: &Path,
+    def: Option<&str>,
+    size_args: &[String],
+    input_args: &[String],
+) -> Result<Prepared, Failure> {
+    let sizes = parse_sizes(size_args).map_err(Failure::usage)?;
+    let input_sources = parse_inputs(input_args).map_err(Failure::usage)?;
+    let loaded = load_derived(observer, file)?;
+    let program = &loaded.program;
+    for name in sizes.keys() {
+        if !program.is_size(name) {
+            let declared: Vec<&str> = program.sizes.iter().map(|s| s.name.as_str()).collect();
+            return Err(Failure::usage(format!(
+                "`--sizes`: `{name}` is not a size of {} (sizes: {})",
+                file.display(),
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
+            )));
+        }
+    }
+    let name = pick_loaded_def(&loaded, file, def)?;
+    // Sizes, assumptions and the element limit are checked before any input is built,
+    // so huge sizes give a diagnostic instead of an out-of-memory abort.
+    let shapes = atl_lang::interp::input_shapes(program, &sizes, &EvalOptions::default())
+        .map_err(|d| Failure::diagnostics(vec![d], file, &loaded.source))?;
+    let mut inputs = BTreeMap::new();
+    for (input_name, src) in input_sources {
+        let Some(decl) = program.input(&input_name) else {
+            let declared: Vec<&str> = program.inputs.iter().map(|i| i.name.as_str()).collect();
+            return Err(Failure::usage(format!(
+                "`--input`: `{input_name}` is not an input of {} (inputs: {})",
+                file.display(),
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
+            )));
+        };
+        let tensor = match src {
+            InputSource::Random(seed) => match shapes.get(&decl.name) {
+                Some(shape) => Tensor::random(shape.clone(), seed),
+                None => continue,
+            },
+            InputSource::Npy(path) => match std::fs::read(&path) {
+                Ok(bytes) => match npy::parse(&bytes) {
+                    Ok(a) => Tensor {
+                        shape: a.shape,
+                        data: a.data,
+                    },
+                    Err(m) => {
+                        let d = Diagnostic::error(
+                            "E0608",
+                            format!(
+                                "cannot read input `{input_name}` from `{}`: {m}",
+                                path.display()
+                            ),
+                        );
+                        return Err(Failure::diagnostics(vec![d], file, &loaded.source));
+                    }
+                },
+                Err(e) => {
+                    return Err(Failure::usage(format!(
+                        "cannot read `{}`: {e}",
+                        path.display()
+                    )));
+                }
+            },
+        };
+        inputs.insert(input_name, tensor);
+    }
+    Ok(Prepared {
+        loaded,
+        name,
+        sizes,
+        inputs,
+        input_shapes: shapes,
+    })
+}
