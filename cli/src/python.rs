@@ -117,7 +117,7 @@ BUILD = {}
 OPENMP = None
 
 
-def _atl_requested(variant):
+def _atl_requested():
     """The compile command asked for (without -fopenmp and the file names), and
     whether -march=native is the module's default (dropped if the compiler rejects it)."""
     cc = _atl_os.environ.get("CC", "cc")
@@ -183,7 +183,7 @@ def _atl_load(dtype):
         else:
             with open(source_path, "rb") as f:
                 source = f.read()
-            command, native = _atl_requested(variant)
+            command, native = _atl_requested()
             library = _atl_library(variant, command, source)
             info = None
             if _atl_os.path.exists(library):
@@ -381,8 +381,8 @@ pub fn module(
         if i.shape.is_empty() {
             let _ = writeln!(
                 doc_args,
-                "    {p}: a number (int, float, numpy.float32 or numpy.float64) or a 0-d\n        \
-                 numpy.ndarray (shape [])"
+                "    {p}: a number (int, float, a numpy integer, numpy.float32 or\n        \
+                 numpy.float64) or a 0-d numpy.ndarray (shape [])"
             );
         } else {
             let _ = writeln!(

@@ -62,6 +62,10 @@ for dtype in DTYPES:
             assert got.dtype == dtype and got.shape == (M, N)
             np.testing.assert_array_equal(got, dtype(alpha) * (A @ B))
 
+# A call whose arguments are all Python numbers runs in the module's DTYPE (--dtype).
+assert py_rownorm._atl_dtype([("A", None)]) == np.float64
+assert py_smm._atl_dtype([("alpha", None)]) == np.float32
+
 # Refused calls: nothing reaches C.
 A = np.ones((3, 4), dtype=np.float32)
 x = np.ones(4, dtype=np.float32)
