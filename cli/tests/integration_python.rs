@@ -1,8 +1,12 @@
-//! The Python example `examples/integration/python` (issue 21): `atl emit --python`
-//! writes a module per kernel (ctypes + numpy) into a temporary directory, and
-//! `python3 check_kernels.py DIR` imports both, calls them (the module compiles the C
-//! on first use) and compares with numpy, exactly, at 2 threads and 1, and checks that
-//! bad arrays (dtype, layout, shape, sizes, aliasing) raise before C is called.
+//! The Python example `examples/integration/python` (issues 21, 29): `atl emit
+//! --python` writes a module per kernel (ctypes + numpy) into a temporary directory,
+//! and `python3 check_kernels.py DIR` imports them, calls them in float32 and float64
+//! (the module compiles each dtype's C on first use) and with Python and numpy numbers
+//! for a scalar input, compares with numpy, exactly, at 2 threads and 1, and checks
+//! that bad arguments (dtype, mixed dtypes, masked arrays, number of dimensions,
+//! layout, shape, sizes, aliasing) raise before C is called. The build modes (native
+//! by default, `ATL_PORTABLE=1`, `CFLAGS`, a compiler rejecting `-march=native`) are
+//! checked from the modules' `BUILD` record and the libraries' file names.
 //!
 //! `python3` with numpy comes from `scripts/setup.sh`. Without numpy the test says so
 //! loudly and passes, unless `ATL_REQUIRE_NUMPY` is set (CI sets it in `.ci/run`), as
@@ -53,41 +57,176 @@ fn say_skipped(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
-fn emit(dir: &Path, def: &str, name: &str, dtype: &str) {
+fn emit(dir: &Path, file: &str, def: &str, name: &str, dtype: &str) {
     run(Command::new(env!("CARGO_BIN_EXE_atl"))
         .arg("emit")
-        .arg(project().join("kernels.atl"))
+        .arg(project().join(file))
         .args(["--def", def, "--name", name, "--dtype", dtype, "--python"])
         .arg(dir));
-    for ext in ["c", "h", "py"] {
-        assert!(dir.join(format!("{name}.{ext}")).is_file(), "{name}.{ext}");
+    assert!(dir.join(format!("{name}.py")).is_file(), "{name}.py");
+    for variant in ["f32", "f64"] {
+        for ext in ["c", "h"] {
+            let file = format!("{name}_{variant}.{ext}");
+            assert!(dir.join(&file).is_file(), "{file}");
+        }
     }
+}
+
+/// Skips (returning false) when python3 with numpy is missing and not required.
+fn numpy_or_skip() -> bool {
+    if have_numpy() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("ATL_REQUIRE_NUMPY").is_none(),
+        "ATL_REQUIRE_NUMPY is set but `python3 -c 'import numpy'` fails: run scripts/setup.sh"
+    );
+    say_skipped("python3 with numpy is not installed; run scripts/setup.sh to install it");
+    false
+}
+
+/// The compiled libraries in `dir` (`libVARIANT.HASH.so`), sorted.
+fn libraries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("lib") && n.ends_with(".so"))
+        .collect();
+    v.sort();
+    v
 }
 
 #[test]
 fn emit_python_writes_a_module_that_agrees_with_numpy() {
-    if !have_numpy() {
-        assert!(
-            std::env::var_os("ATL_REQUIRE_NUMPY").is_none(),
-            "ATL_REQUIRE_NUMPY is set but `python3 -c 'import numpy'` fails: run scripts/setup.sh"
-        );
-        say_skipped("python3 with numpy is not installed; run scripts/setup.sh to install it");
+    if !numpy_or_skip() {
         return;
     }
     let dir = temp_dir("python");
-    emit(&dir, "matvec_blocked", "py_matvec", "f32");
-    emit(&dir, "rownorm", "py_rownorm", "f64");
+    emit(&dir, "kernels.atl", "matvec_blocked", "py_matvec", "f32");
+    emit(&dir, "kernels.atl", "rownorm", "py_rownorm", "f64");
+    emit(&dir, "smm.atl", "smm_tiled", "py_smm", "f32");
     let out = run(Command::new("python3")
         .arg(project().join("check_kernels.py"))
-        .arg(&dir));
+        .arg(&dir)
+        .env_remove("CFLAGS")
+        .env_remove("ATL_PORTABLE"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("ok: py_matvec and py_rownorm agree with numpy"),
+        stdout.contains(
+            "ok: py_matvec, py_rownorm and py_smm agree with numpy in float32 and float64"
+        ),
         "{stdout}"
     );
-    // The module compiled the shared objects next to itself.
-    assert!(dir.join("libpy_matvec.so").is_file());
-    assert!(dir.join("libpy_rownorm.so").is_file());
+    // The module compiled both variants' shared objects next to itself, each named
+    // with a 16-digit hash of its compile command and source.
+    let libs = libraries(&dir);
+    for variant in [
+        "py_matvec_f32",
+        "py_matvec_f64",
+        "py_rownorm_f64",
+        "py_smm_f32",
+    ] {
+        assert!(
+            libs.iter().any(|l| {
+                l.strip_prefix(&format!("lib{variant}."))
+                    .and_then(|rest| rest.strip_suffix(".so"))
+                    .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            }),
+            "{variant}: {libs:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Calls the float32 variant of the module `py_matvec` in `dir` under `env` and returns
+/// the compile command of its library, then the library's path (two lines).
+fn build_of(dir: &Path, env: &[(&str, &str)]) -> (String, String) {
+    let script = "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import py_matvec as m; \
+                  m.py_matvec(np.ones((2, 3), np.float32), np.ones(3, np.float32)); \
+                  b = m.BUILD['float32']; print(' '.join(b['command'])); print(b['library'])";
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", script])
+        .arg(dir)
+        .env_remove("CFLAGS")
+        .env_remove("ATL_PORTABLE")
+        .env_remove("CC");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = stdout.lines();
+    let command = lines.next().unwrap_or_default().to_string();
+    let library = lines.next().unwrap_or_default().to_string();
+    (command, library)
+}
+
+#[test]
+fn python_builds_for_this_machine_unless_portable() {
+    if !numpy_or_skip() {
+        return;
+    }
+    let dir = temp_dir("python-modes");
+    emit(&dir, "kernels.atl", "matvec_blocked", "py_matvec", "f32");
+    let flags = |c: &str| c.split(' ').map(str::to_string).collect::<Vec<_>>();
+
+    // The default: for this machine, with the contraction flag of `--fp fast`.
+    let (native, native_lib) = build_of(&dir, &[]);
+    let f = flags(&native);
+    for flag in ["-O3", "-march=native", "-ffp-contract=fast", "-std=c99"] {
+        assert!(f.iter().any(|a| a == flag), "{flag} in {native}");
+    }
+    // Reused, not rebuilt, by the next process with the same flags.
+    let modified = std::fs::metadata(&native_lib)
+        .and_then(|m| m.modified())
+        .expect("lib");
+    assert_eq!(build_of(&dir, &[]), (native.clone(), native_lib.clone()));
+    let again = std::fs::metadata(&native_lib)
+        .and_then(|m| m.modified())
+        .expect("lib");
+    assert_eq!(modified, again, "the cached library was rebuilt");
+
+    // Portable: -O3 without -march=native, into another library (the cache is keyed
+    // on the flags, so the native one is not reused).
+    let (portable, portable_lib) = build_of(&dir, &[("ATL_PORTABLE", "1")]);
+    let f = flags(&portable);
+    assert!(f.iter().any(|a| a == "-O3"), "{portable}");
+    assert!(!portable.contains("-march"), "{portable}");
+    assert_ne!(portable_lib, native_lib);
+
+    // CFLAGS replaces the default flags (not the contraction flag).
+    let (custom, custom_lib) = build_of(&dir, &[("CFLAGS", "-O1 -g")]);
+    let f = flags(&custom);
+    assert!(
+        f.iter().any(|a| a == "-O1") && f.iter().any(|a| a == "-g"),
+        "{custom}"
+    );
+    assert!(
+        !custom.contains("-O3") && !custom.contains("-march"),
+        "{custom}"
+    );
+    assert!(f.iter().any(|a| a == "-ffp-contract=fast"), "{custom}");
+    assert!(custom_lib != native_lib && custom_lib != portable_lib);
+
+    // A compiler that rejects -march=native: the module builds without it.
+    let cc = dir.join("cc-without-native");
+    std::fs::write(
+        &cc,
+        "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = -march=native ]; then\n    \
+         echo 'error: unsupported option -march=native' >&2; exit 1\n  fi\ndone\nexec cc \"$@\"\n",
+    )
+    .expect("write the wrapper");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let cc = cc.to_str().expect("utf-8 path").to_string();
+    let (fallback, fallback_lib) = build_of(&dir, &[("CC", &cc)]);
+    assert!(fallback.starts_with(&cc), "{fallback}");
+    assert!(!fallback.contains("-march"), "{fallback}");
+    assert!(fallback.contains("-O3"), "{fallback}");
+    assert!(std::path::Path::new(&fallback_lib).is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -116,6 +255,9 @@ fn emit_python_fp_strict_compiles_without_contraction() {
     let py = std::fs::read_to_string(dir.join("strict_k.py")).expect("the module");
     assert!(py.contains("\"-ffp-contract=off\""), "{py}");
     assert!(!py.contains("\"-ffp-contract=fast\""), "{py}");
-    let h = std::fs::read_to_string(dir.join("strict_k.h")).expect("the header");
-    assert!(h.contains("-ffp-contract=off"), "{h}");
+    for variant in ["f32", "f64"] {
+        let h =
+            std::fs::read_to_string(dir.join(format!("strict_k_{variant}.h"))).expect("the header");
+        assert!(h.contains("-ffp-contract=off"), "{h}");
+    }
 }

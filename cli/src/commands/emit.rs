@@ -10,9 +10,11 @@
 //!     --name sets the C symbol (default: the definition's name), --dtype the element
 //!     type (default f32), --ir prints the loop IR instead of C, in the full textual
 //!     form that `atl validate --ir` and `atl run --ir` read back. --python DIR writes
-//!     SYMBOL.c, SYMBOL.h and SYMBOL.py, a Python module (ctypes + numpy) that
-//!     compiles the C on first use and checks the arrays it is given
-//!     (`crate::python`). --fp strict: the kernel is meant to be compiled with
+//!     SYMBOL_f32.c/.h, SYMBOL_f64.c/.h and SYMBOL.py, a Python module (ctypes + numpy)
+//!     serving both dtypes, that compiles the C on first use (-O3 -march=native unless
+//!     ATL_PORTABLE=1 or $CFLAGS) and checks the arguments it is given
+//!     (`crate::python`); --dtype is then the dtype of a call whose arguments are all
+//!     Python numbers. --fp strict: the kernel is meant to be compiled with
 //!     -ffp-contract=off (the header says so, the Python module does it); --fp fast
 //!     (the default): -ffp-contract=fast, multiply-adds may be fused.
 //!     The kernel is validated first (`atl-validate`: it computes the definition, for
@@ -54,7 +56,9 @@ pub struct EmitArgs {
     /// The C symbol (default: the definition's name).
     #[arg(long = "name", value_name = "SYMBOL")]
     pub name: Option<String>,
-    /// Element type: f32 (default) or f64.
+    /// Element type: f32 (default) or f64. With --python the module serves both (each
+    /// call runs the variant of its arrays' dtype); this is the dtype of a call whose
+    /// arguments are all Python numbers.
     #[arg(long = "dtype", default_value = "f32")]
     pub dtype: String,
     #[arg(long = "fp", default_value = "fast", help = FP_HELP)]
@@ -62,8 +66,10 @@ pub struct EmitArgs {
     /// Print the loop IR instead of C.
     #[arg(long, conflicts_with = "python")]
     pub ir: bool,
-    /// Write SYMBOL.c, SYMBOL.h and SYMBOL.py (a Python module: ctypes + numpy, which
-    /// compiles the C on first use) into this directory.
+    /// Write SYMBOL_f32.c/.h, SYMBOL_f64.c/.h and SYMBOL.py (a Python module: ctypes +
+    /// numpy, serving float32 and float64, which compiles the C on first use with
+    /// -O3 -march=native, or -O3 when ATL_PORTABLE=1; $CFLAGS overrides) into this
+    /// directory.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "header"])]
     pub python: Option<PathBuf>,
     /// Emit the kernel even if the translation validator does not validate it (the C
@@ -121,9 +127,11 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     result.map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))
 }
 
-/// `atl emit --python DIR`: `SYMBOL.c`, `SYMBOL.h` and the Python module `SYMBOL.py`
-/// (`crate::python`) in `DIR`, created if missing (nothing is written if emission
-/// fails).
+/// `atl emit --python DIR`: the kernel's C source and header for each dtype
+/// (`SYMBOL_f32.c`/`.h`, `SYMBOL_f64.c`/`.h`, with those symbols) and the Python module
+/// `SYMBOL.py` (`crate::python`), which serves both and takes `options.dtype` for calls
+/// whose arguments are all Python numbers, in `DIR`, created if missing (nothing is
+/// written if emission fails).
 pub fn python_files(
     kernel: &Kernel,
     options: &EmitOptions,
@@ -132,23 +140,33 @@ pub fn python_files(
     validated: bool,
     note: &str,
 ) -> Result<(), Vec<Diagnostic>> {
-    let code = c_code(kernel, options)?;
+    // The module's name: `--name` (or the definition's), checked as a C name.
+    let symbol = c_code(kernel, options)?.symbol;
+    let mut files = Vec::new();
+    for (dtype, variant) in crate::python::variants(&symbol) {
+        let code = c_code(
+            kernel,
+            &EmitOptions {
+                symbol: Some(variant),
+                dtype,
+                fp: options.fp,
+            },
+        )?;
+        files.push((
+            format!("{}.c", code.symbol),
+            format!("{note}{}", code.source),
+        ));
+        files.push((
+            format!("{}.h", code.symbol),
+            format!("{note}{}", code.header),
+        ));
+    }
+    let module = crate::python::module(kernel, &symbol, options.dtype, options.fp, def, validated);
+    files.push((format!("{symbol}.py"), module));
     let fail = |path: &Path, e: std::io::Error| write_error(path, &e);
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-    let module = crate::python::module(
-        kernel,
-        &code.symbol,
-        options.dtype,
-        options.fp,
-        def,
-        validated,
-    );
-    for (ext, text) in [
-        ("c", format!("{note}{}", code.source)),
-        ("h", format!("{note}{}", code.header)),
-        ("py", module),
-    ] {
-        let path = dir.join(format!("{}.{ext}", code.symbol));
+    for (name, text) in files {
+        let path = dir.join(name);
         std::fs::write(&path, text).map_err(|e| fail(&path, e))?;
     }
     Ok(())
