@@ -148,3 +148,68 @@ fn the_checker_query_is_answered_without_z3() {
     let stats = solver.stats();
     assert_eq!((stats.fast_path_hits, stats.z3_calls), (1, 0), "{stats:?}");
 }
+
+/// A seeded random check: numerators `Σ cᵢ·monomialᵢ + c`, divisors `c·monomial`
+/// (possibly negative, possibly 0 at a point), goals `a % b == e` and `a / b == e` for
+/// right and wrong `e`; every fast-path "proved" must hold at every grid point that
+/// satisfies the facts (sizes `1..=4`, other variables `-4..=4`).
+#[test]
+fn random_divisibility_answers_hold_on_the_grid() {
+    let mut state = 0x5eed_2828_u64;
+    let mut next = move |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let var = |i: u64| VARS[i as usize];
+    let mut proved = 0;
+    for case in 0..1000 {
+        let monomial = |next: &mut dyn FnMut(u64) -> u64| {
+            let len = 1 + next(2);
+            (0..len)
+                .map(|_| var(next(4)))
+                .collect::<Vec<_>>()
+                .join(" * ")
+        };
+        let coef = |next: &mut dyn FnMut(u64) -> u64| [1, 2, 3, -1, -2, 6][next(6) as usize];
+        let divisor = format!("{} * {}", coef(&mut next), monomial(&mut next));
+        let mut terms = Vec::new();
+        for _ in 0..1 + next(3) {
+            let m = if next(2) == 0 {
+                format!("{divisor} * {}", monomial(&mut next))
+            } else {
+                monomial(&mut next)
+            };
+            terms.push(format!("{} * {m}", coef(&mut next)));
+        }
+        terms.push(format!("{}", next(5) as i64 - 2));
+        let a = terms.join(" + ");
+        let rhs = [
+            "0".to_string(),
+            "1".to_string(),
+            "k".to_string(),
+            format!("{} % ({divisor})", terms.last().unwrap()),
+            format!("({}) % ({divisor})", terms[1..].join(" + ")),
+            format!("{} + {} / ({divisor})", var(next(4)), terms.last().unwrap()),
+            format!("({}) / ({divisor})", terms[1..].join(" + ")),
+        ];
+        let op = if next(2) == 0 { "%" } else { "/" };
+        let goal = format!("({a}) {op} ({divisor}) == {}", rhs[next(7) as usize]);
+        let sizes: &[&str] = [&["n"][..], &["n", "m"], &[]][next(3) as usize];
+        let hyps: &[&str] = [&[][..], &["k >= 0"], &["n >= 2"]][next(3) as usize];
+        if fast_only()
+            .prove(&facts(sizes, hyps), &pred(&goal))
+            .is_proved()
+        {
+            proved += 1;
+            assert_eq!(
+                grid_counterexample(sizes, hyps, &goal),
+                None,
+                "case {case}: fast path proved `{goal}` (sizes {sizes:?}, facts {hyps:?})"
+            );
+        }
+    }
+    // The generator must reach the new facts, or this checks nothing.
+    assert!(proved >= 60, "only {proved} proved");
+}
