@@ -7,6 +7,10 @@
 //! `/ % cdiv min max` atoms). The hypotheses are the facts, the sizes (`n >= 1`) and
 //! *definitional facts* of the atoms (for `q = a / k`, `k > 0`: `a - k·q >= 0` and
 //! `k·q - a + k - 1 >= 0`; for `m = min(a, b)`: `a - m >= 0`, `b - m >= 0`; …).
+//! A divisor that is one monomial `c·m` (`n`, `2·n`, `n·k`) splits the numerator as
+//! a polynomial identity `a = b·Q + R` (the terms of `a` that `c·m` divides, and the
+//! rest): then `a % b = R % b` for every `b` (for `b = 0` both are `R`, as `x % 0 = x`),
+//! and `a / b = Q + R / b` once `b >= 1` is known; so `n·x % n = 0` without z3.
 //! A goal `d >= 0` is proved when
 //!
 //! 1. its interval lower bound is `>= 0`, with monomial intervals from single-term
