@@ -136,3 +136,103 @@ fn default_check_sizes_satisfy_the_assumes() {
     assert!(err.contains("--check-sizes"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `atl bench --fp strict` compiles its kernels with `-ffp-contract=off` (and the
+/// default `--fp fast` with `-ffp-contract=fast`), seen from the outside: the `atl`
+/// executable runs with `CC` pointing at a wrapper that records the compiler's
+/// arguments and then runs the real `cc`. On a derivation graded `exact` (one multiply
+/// and one add per element, where a fused multiply-add would round once), the strict
+/// kernel checks at an error of exactly 0 against the interpreter in f64. A value
+/// other than `fast` or `strict` is an argument error.
+#[test]
+fn bench_fp_strict_compiles_without_contraction_and_refuses_bad_values() {
+    let dir = std::env::temp_dir().join(format!("atl-bench-fp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let program = dir.join("fused.atl");
+    std::fs::write(
+        &program,
+        "size n\ninput f : [n]\ninput g : [n]\ninput h : [n]\n\
+         def fused = gen i < n: f[i] * g[i] + h[i]\n\
+         derive exact from fused {\n  grade exact\n}\n",
+    )
+    .expect("write");
+    let program = program.display().to_string();
+    let wrapper = dir.join("cc-wrapper.sh");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$ATL_TEST_CC_LOG\"\nexec cc \"$@\"\n",
+    )
+    .expect("write");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let bench = |fp: &str| {
+        let log = dir.join(format!("cc-{fp}.log"));
+        let _ = std::fs::remove_file(&log);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_atl"))
+            .args([
+                "bench",
+                &program,
+                "--def",
+                "exact",
+                "--sizes",
+                "n=64",
+                "--runs",
+                "1",
+                "--threads",
+                "1",
+                "--dtype",
+                "f64",
+                "--fp",
+                fp,
+            ])
+            .env("CC", &wrapper)
+            .env("ATL_TEST_CC_LOG", &log)
+            .output()
+            .expect("atl runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let compiles: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("-shared"))
+            .map(String::from)
+            .collect();
+        (out.status.code(), stdout, stderr, compiles)
+    };
+
+    let (code, out, err, compiles) = bench("strict");
+    assert_eq!(code, Some(EXIT_OK), "{out}\n{err}");
+    assert_eq!(
+        compiles.len(),
+        1,
+        "one kernel compiled through the wrapper: {compiles:?}"
+    );
+    let line = &compiles[0];
+    assert!(line.contains("-ffp-contract=off"), "{line}");
+    assert!(!line.contains("-ffp-contract=fast"), "{line}");
+    assert!(out.contains("check error 0.0e0"), "{out}");
+
+    let (code, out, err, compiles) = bench("fast");
+    assert_eq!(code, Some(EXIT_OK), "{out}\n{err}");
+    assert_eq!(compiles.len(), 1, "{compiles:?}");
+    assert!(
+        compiles[0].contains("-ffp-contract=fast"),
+        "{}",
+        compiles[0]
+    );
+    assert!(
+        !compiles[0].contains("-ffp-contract=off"),
+        "{}",
+        compiles[0]
+    );
+
+    for bad in ["exact", "STRICT", ""] {
+        let (code, out, err, compiles) = bench(bad);
+        assert_eq!(code, Some(EXIT_ARGS), "`--fp {bad}`: {out}\n{err}");
+        assert!(err.contains("expected `fast` or `strict`"), "{err}");
+        assert!(compiles.is_empty(), "nothing is compiled: {compiles:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,7 +7,9 @@
 //!
 //! Deterministic: a fixed seed and a fixed number of cases (about a minute in a debug
 //! build). `ATL_FUZZ_SEED=S` and `ATL_FUZZ_CASES=N` select another run (nightly: a large
-//! N); `ATL_FUZZ_CASE=C` replays a single case of the run; `ATL_FUZZ_MINIMIZE=K`
+//! N); `ATL_FUZZ_CASE=C` replays a single case of the run, `ATL_FUZZ_FIRST=F` runs
+//! its cases `F..N` only (a case compiled to C in the full run may not be in a
+//! slice: which derivations compile depends on the cases before); `ATL_FUZZ_MINIMIZE=K`
 //! minimizes the first K failing cases of each kind (default 1); `ATL_FUZZ_ALLOW_FAIL=1`
 //! reports failures without failing (for measuring a tree with known holes);
 //! `ATL_FUZZ_TRACE=1` prints each program before it is judged (to find a case that
@@ -398,9 +400,12 @@ fn soundness_fuzz() {
     let mut stats = Stats::default();
     let mut found: Vec<Found> = Vec::new();
     let mut slowest = (Duration::ZERO, 0u64);
+    // `ATL_FUZZ_FIRST=F`: the cases `F..N` of the run (a slice of a long run, e.g.
+    // around a case that failed, without the minutes of the cases before it).
+    let first = env_u64("ATL_FUZZ_FIRST").unwrap_or(0);
     let range: Vec<u64> = match only {
         Some(c) => vec![c],
-        None => (0..cases).collect(),
+        None => (first..cases).collect(),
     };
     for case in range {
         let t = Instant::now();

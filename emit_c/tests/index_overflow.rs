@@ -193,3 +193,44 @@ fn the_tile_id_derivation_with_a_huge_factor_runs() {
     let kernel = atl_lower::lower_def(&program, &shapes, "b", &Default::default()).expect("lowers");
     assert_eq!(run_c(&kernel, 3, 3), vec![1.0, 2.0, 3.0]);
 }
+
+/// 64-bit literals at the ends of the range are `int64_t` constants in the C: in C,
+/// `-9223372036854775808` is the negation of a literal too large for any signed type
+/// (GCC warns it is unsigned), so i64::MIN is `INT64_MIN`; the others are `INT64_C(…)`.
+/// The kernel is read from loop-IR text (where `-9223372036854775808` is the constant),
+/// compiled warning-free (`-Wall -Wextra -Werror`) and run against hand-computed values:
+/// `i + MIN < MIN + 2` holds for `i < 2`, `i - MAX >= -MAX` for every `i >= 0`.
+#[test]
+fn extreme_literals_are_int64_constants_and_compile_without_warnings() {
+    let text = "kernel h(n; f: [n]) -> out: [n]\n  requires n >= 1  # size: \"size `n` is at least 1\"\n  \
+                source: gen i < n: f[i]\n{\n  for i in 0..n {  # gen\n    \
+                out[i] = blend(i + -9223372036854775808 < -9223372036854775808 + 2 \
+                && i - 9223372036854775807 >= -9223372036854775807 \
+                && -(-9223372036854775807) > i - 9223372036854775807 - -9223372036854775807 - 1, \
+                f[i @ (i)])  @ (i)\n  }\n}\n";
+    let kernel = atl_loopir::parse_kernel(text).unwrap_or_else(|d| panic!("{d:?}"));
+    let mut options = common::compile_options();
+    options
+        .flags
+        .extend(["-Wall", "-Wextra", "-Werror"].map(String::from));
+    let compiled = compile(&kernel, &EmitOptions::default(), &options).unwrap_or_else(|d| {
+        panic!(
+            "{d:?}\n{}",
+            emit(&kernel, &EmitOptions::default())
+                .map(|c| c.source)
+                .unwrap_or_default()
+        )
+    });
+    let c = &compiled.code().source;
+    assert!(c.contains("i + INT64_MIN < INT64_MIN + 2"), "{c}");
+    assert!(c.contains("INT64_C(-9223372036854775807)"), "{c}");
+    assert!(
+        c.contains("-(INT64_C(-9223372036854775807)) > i - INT64_C(9223372036854775807) - INT64_C(-9223372036854775807) - 1"),
+        "{c}"
+    );
+    assert!(!c.contains("-9223372036854775808"), "{c}");
+    let out = compiled
+        .run(&sizes(4), &input(vec![1.0, 2.0, 3.0, 4.0]))
+        .expect("runs");
+    assert_eq!(out.output.data, vec![1.0, 2.0, 0.0, 0.0]);
+}

@@ -30,6 +30,14 @@ fn sp(r: Range<usize>) -> Span {
     Span::from(r)
 }
 
+/// An index atom as read: an expression, or the integer 2^63, which fits in 64 bits
+/// only under a minus sign.
+#[derive(Clone)]
+enum Magnitude {
+    Fits(SIndex),
+    MinAbs(Span, String),
+}
+
 fn index_bin(op: IndexOp, a: SIndex, b: SIndex) -> SIndex {
     SIndex {
         span: a.span.to(b.span),
@@ -41,16 +49,24 @@ fn index_bin(op: IndexOp, a: SIndex, b: SIndex) -> SIndex {
 /// metavariables, `cdiv/min/max(a, b)`, parentheses).
 pub fn index_parser() -> impl Parser<Token, SIndex, Error = PErr> + Clone {
     recursive(|idx| {
-        let int = select! { Token::Int(s) => s }
-            .try_map(|s: String, span: Range<usize>| {
-                s.parse::<i64>().map_err(|_| {
-                    Simple::custom(span, format!("integer `{s}` does not fit in 64 bits"))
-                })
-            })
-            .map_with_span(|v, span| SIndex {
-                kind: SIndexKind::Int(v),
-                span: sp(span),
-            });
+        // An integer is read as its magnitude; 2^63 is kept apart, since only a minus
+        // sign in front of it (i64::MIN, which the printer writes as
+        // `-9223372036854775808`) makes it fit in 64 bits.
+        let int = select! { Token::Int(s) => s }.try_map(|s: String, span: Range<usize>| {
+            match s.parse::<i64>() {
+                Ok(v) => Ok(Magnitude::Fits(SIndex {
+                    kind: SIndexKind::Int(v),
+                    span: sp(span),
+                })),
+                Err(_) if s.parse::<u64>() == Ok(i64::MIN.unsigned_abs()) => {
+                    Ok(Magnitude::MinAbs(sp(span), s))
+                }
+                Err(_) => Err(Simple::custom(
+                    span,
+                    format!("integer `{s}` does not fit in 64 bits"),
+                )),
+            }
+        });
         let name = select! { Token::Ident(s) => s }.map_with_span(|s, span| SIndex {
             kind: SIndexKind::Name(s),
             span: sp(span),
@@ -82,14 +98,44 @@ pub fn index_parser() -> impl Parser<Token, SIndex, Error = PErr> + Clone {
                 kind: SIndexKind::Paren(Box::new(e)),
                 span: sp(span),
             });
-        let atom = choice((int, name, meta, call, paren));
+        let atom = choice((int, name.or(meta).or(call).or(paren).map(Magnitude::Fits)));
         let unary = just(Token::Minus)
             .map_with_span(|_, span| sp(span))
             .repeated()
             .then(atom)
-            .foldr(|minus, e| SIndex {
-                span: minus.to(e.span),
-                kind: SIndexKind::Neg(Box::new(e)),
+            .try_map(|(mut minuses, atom), _| {
+                let mut e = match atom {
+                    Magnitude::Fits(e) => e,
+                    // `-9223372036854775808` is the constant i64::MIN, as `-3` is the
+                    // constant -3 (resolution folds a minus and an integer the same way).
+                    Magnitude::MinAbs(span, text) => match minuses.pop() {
+                        Some(minus) => SIndex {
+                            kind: SIndexKind::Int(i64::MIN),
+                            span: minus.to(span),
+                        },
+                        None => {
+                            return Err(Simple::custom(
+                                span.start..span.end,
+                                format!("integer `{text}` does not fit in 64 bits"),
+                            ));
+                        }
+                    },
+                };
+                if !minuses.is_empty() && e.kind == SIndexKind::Int(i64::MIN) {
+                    // `--9223372036854775808` negates the constant i64::MIN; the parentheses
+                    // keep resolution from folding that minus into the literal.
+                    e = SIndex {
+                        span: e.span,
+                        kind: SIndexKind::Paren(Box::new(e)),
+                    };
+                }
+                for minus in minuses.into_iter().rev() {
+                    e = SIndex {
+                        span: minus.to(e.span),
+                        kind: SIndexKind::Neg(Box::new(e)),
+                    };
+                }
+                Ok(e)
             });
         let product = unary
             .clone()

@@ -95,10 +95,36 @@ fn mutate_ix(ix: &mut Ix, rng: &mut SplitMix64) {
             };
         }
         3 => *ix = Ix::Neg(Box::new(ix.clone())),
-        4 => *ix = Ix::Const(if rng.chance(50) { i64::MIN } else { i64::MAX }),
+        4 => *ix = Ix::Const(*rng.pick(&EXTREMES)),
+        5 => {
+            // Extreme literals as operands and negated: `-(-9223372036854775808)`,
+            // `k - -9223372036854775808` (issue 28).
+            let c = Ix::Const(*rng.pick(&EXTREMES));
+            let c = if rng.chance(50) {
+                Ix::Neg(Box::new(c))
+            } else {
+                c
+            };
+            *ix = if rng.chance(50) {
+                Ix::bin(IxOp::Sub, ix.clone(), c)
+            } else {
+                Ix::bin(IxOp::Mul, c, ix.clone())
+            };
+        }
         _ => {}
     }
 }
+
+/// 64-bit literals at and next to the ends of the range: i64::MIN is the one whose
+/// magnitude alone does not fit.
+const EXTREMES: [i64; 6] = [
+    i64::MIN,
+    i64::MIN + 1,
+    i64::MAX,
+    i64::MAX - 1,
+    -4611686018427387904,
+    4611686018427387904,
+];
 
 fn mutate_val(v: &mut Val, rng: &mut SplitMix64) {
     match v {
@@ -160,6 +186,14 @@ fn mutate_coords(coords: &mut [Coord], rng: &mut SplitMix64) {
         }
         if rng.chance(30) {
             c.index = IndexExpr::Neg(Box::new(IndexExpr::Const(2)));
+        }
+        if rng.chance(15) {
+            let e = IndexExpr::Const(*rng.pick(&EXTREMES));
+            c.index = match rng.below(3) {
+                0 => e,
+                1 => IndexExpr::Neg(Box::new(e)),
+                _ => IndexExpr::sub(c.index.clone(), e),
+            };
         }
     }
 }

@@ -7,6 +7,10 @@
 //! `/ % cdiv min max` atoms). The hypotheses are the facts, the sizes (`n >= 1`) and
 //! *definitional facts* of the atoms (for `q = a / k`, `k > 0`: `a - k·q >= 0` and
 //! `k·q - a + k - 1 >= 0`; for `m = min(a, b)`: `a - m >= 0`, `b - m >= 0`; …).
+//! A divisor that is one monomial `c·m` (`n`, `2·n`, `n·k`) splits the numerator as
+//! a polynomial identity `a = b·Q + R` (the terms of `a` that `c·m` divides, and the
+//! rest): then `a % b = R % b` for every `b` (for `b = 0` both are `R`, as `x % 0 = x`),
+//! and `a / b = Q + R / b` once `b >= 1` is known; so `n·x % n = 0` without z3.
 //! A goal `d >= 0` is proved when
 //!
 //! 1. its interval lower bound is `>= 0`, with monomial intervals from single-term
@@ -266,6 +270,62 @@ struct Deferred {
     op: IndexOp,
     num: Lin,
     den: Lin,
+    /// The numerator and divisor as written.
+    a: IndexExpr,
+    b: IndexExpr,
+}
+
+/// Splits `a` as `b·Q + R` when the divisor `b` is one monomial `c·m` (`n`, `2·n`,
+/// `n·k`): `Q` collects the terms of `a` whose monomial contains `m` and whose
+/// coefficient is a multiple of `c`, `R` the others. `None` when no term of `a` is such
+/// a multiple, or `b` is not a single non-constant monomial. An identity of
+/// polynomials, so it holds for every value of the variables, `b = 0` included.
+fn split_multiple(a: &IndexExpr, b: &IndexExpr) -> Option<(Poly, Poly)> {
+    let pb = Poly::from_index(b);
+    let [(m, &c)] = pb.terms().iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    if m.is_empty() {
+        return None;
+    }
+    let mut quotient = Poly::zero();
+    let mut rest = Poly::zero();
+    for (term, &k) in Poly::from_index(a).terms() {
+        // The factors of `term` left after removing those of `m` (a multiset: both
+        // are sorted), if `m` divides `term`.
+        let mut left = term.clone();
+        let divides = m.iter().all(|f| match left.iter().position(|g| g == f) {
+            Some(i) => {
+                left.remove(i);
+                true
+            }
+            None => false,
+        });
+        let (sum, t) = match k.checked_rem(c) {
+            Some(0) if divides => (&mut quotient, term_expr(&left, k.checked_div(c)?)),
+            _ => (&mut rest, term_expr(term, k)),
+        };
+        *sum = Poly::from_index(&IndexExpr::add(sum.to_index(), t));
+    }
+    (!quotient.is_zero()).then_some((quotient, rest))
+}
+
+/// `R % b` or `R / b`; `0` when `R` is zero (`0 % b = 0 / b = 0` for every `b`, and as
+/// an atom `0 % b` would be opaque).
+fn remainder_part(op: IndexOp, rest: &Poly, b: &IndexExpr) -> IndexExpr {
+    if rest.is_zero() {
+        IndexExpr::Const(0)
+    } else {
+        IndexExpr::bin(op, rest.to_index(), b.clone())
+    }
+}
+
+/// The index expression `k·f₁·…·fₙ`.
+fn term_expr(factors: &[IndexExpr], k: i64) -> IndexExpr {
+    factors
+        .iter()
+        .cloned()
+        .fold(IndexExpr::Const(k), IndexExpr::mul)
 }
 
 /// What a monomial is, for interval arithmetic.
@@ -472,12 +532,28 @@ impl Fast {
                         self.add_eq(v);
                     }
                 }
-                (IndexOp::Div | IndexOp::Mod, None) => self.deferred.push(Deferred {
-                    id,
-                    op: *op,
-                    num: la,
-                    den: lb,
-                }),
+                (IndexOp::Div | IndexOp::Mod, None) => {
+                    if *op == IndexOp::Mod
+                        && let Some((_, rest)) = split_multiple(a, b)
+                    {
+                        // a = b·Q + R, so a % b = R % b for every b: for b = 0 the
+                        // multiple b·Q is 0 and both sides are R (`x % 0 = x`).
+                        let r = remainder_part(IndexOp::Mod, &rest, b);
+                        if let Some(lr) = self.lin(&r)
+                            && let Some(v) = lr.sub(&q)
+                        {
+                            self.add_eq(v);
+                        }
+                    }
+                    self.deferred.push(Deferred {
+                        id,
+                        op: *op,
+                        num: la,
+                        den: lb,
+                        a: (**a).clone(),
+                        b: (**b).clone(),
+                    })
+                }
                 _ => {}
             }
         }
@@ -714,6 +790,18 @@ impl Fast {
                 c0: 0,
                 terms: vec![(d.id, 1)],
             };
+            if d.op == IndexOp::Div
+                && let Some((quotient, rest)) = split_multiple(&d.a, &d.b)
+            {
+                // a = b·Q + R with b >= 1, so a / b = Q + R / b (floor division).
+                let r = remainder_part(IndexOp::Div, &rest, &d.b);
+                let e = IndexExpr::add(quotient.to_index(), r);
+                if let Some(le) = self.lin(&e)
+                    && let Some(v) = le.sub(&q)
+                {
+                    self.add_eq(v);
+                }
+            }
             match d.op {
                 IndexOp::Mod => {
                     // 0 <= a % b <= b - 1
