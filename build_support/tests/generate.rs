@@ -35,7 +35,7 @@ fn generate_writes_the_c_the_header_and_the_bindings() {
         vec![format!("rerun-if-changed={}", file.display())]
     );
     let c = std::fs::read_to_string(&built.c_file).expect("the C file");
-    assert!(c.contains("void my_rowsum(int64_t n"), "{c}");
+    assert!(c.contains("int my_rowsum(int64_t n"), "{c}");
     assert!(c.contains("double"), "{c}");
     let h = std::fs::read_to_string(&built.header).expect("the header");
     assert!(h.contains("my_rowsum_set_threads"), "{h}");

@@ -211,7 +211,7 @@ def _atl_load():
         built_with_openmp = _atl_compile()
     lib = _atl_ctypes.CDLL(_ATL_LIBRARY)
     kernel = getattr(lib, SYMBOL)
-    kernel.restype = None
+    kernel.restype = _atl_ctypes.c_int
     kernel.argtypes = [_atl_ctypes.c_int64] * {n_sizes} + [_atl_ctypes.c_void_p] * {n_arrays}
     set_threads = getattr(lib, {set_threads_lit})
     set_threads.restype = None
@@ -341,7 +341,9 @@ def {symbol}({params_sig}):
          if _atl_np.shares_memory(out, _atl_a):\n                \
          raise ValueError(\"%s: `out` shares memory with an input\" % SYMBOL)\n    \
          with _atl_lock:\n        \
-         _atl_kernel({})\n    \
+         _atl_status = _atl_kernel({})\n    \
+         if _atl_status != 0:\n        \
+         raise RuntimeError(\"%s: the kernel returned status %d after the checks passed (a bug of atl: please report it)\" % (SYMBOL, _atl_status))\n    \
          return out\n\n\n\
          {symbol}.__doc__ = __doc__",
         shape(&kernel.output.shape),
