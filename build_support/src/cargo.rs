@@ -76,7 +76,10 @@ mod tests {
         let (directives, message) = failure_output(Path::new("k.atl"), &error);
         assert_eq!(directives, ["cargo:rerun-if-changed=k.atl"]);
         assert_eq!(message.matches("E0301").count(), 1, "{message}");
-        assert!(message.starts_with("atl-build: `k.atl` was refused:\n"), "{message}");
+        assert!(
+            message.starts_with("atl-build: `k.atl` was refused:\n"),
+            "{message}"
+        );
         assert!(message.ends_with(rendered), "{message}");
         // Not a warning: the message goes to standard error as it is.
         assert!(!message.contains("cargo:"), "{message}");

@@ -303,7 +303,8 @@ fn kernels_build_without_openmp_warning_free_and_agree() {
 /// Row sums under an assumption: the kernel's preconditions are `n >= 1`, `m >= 1`
 /// (the sizes, in declaration order) and `n >= 2` (the `assume`), so its statuses are
 /// 1, 2 and 3.
-const ASSUMING: &str = "size n, m\nassume n >= 2\ninput A : [n, m]\n\ndef rows =\n  gen i < n: sum j < m: A[i, j]\n";
+const ASSUMING: &str =
+    "size n, m\nassume n >= 2\ninput A : [n, m]\n\ndef rows =\n  gen i < n: sum j < m: A[i, j]\n";
 
 /// Calls `rows` with sizes breaking each precondition (the first broken one is the
 /// status), checking that a refused call leaves the output as it was, then with valid
@@ -369,10 +370,8 @@ fn an_input_the_definition_does_not_read_is_no_parameter() {
     let dir = temp_dir("emit-unrelated");
     // The same file with one more input (and a definition reading it): `rownorm`'s C
     // must not change, byte for byte.
-    let with_more = ROWNORM.replace(
-        "input A : [n, m]\n",
-        "input A : [n, m]\ninput W : [m, n]\n",
-    ) + "\ndef other =\n  gen i < m: sum j < n: W[i, j]\n";
+    let with_more = ROWNORM.replace("input A : [n, m]\n", "input A : [n, m]\ninput W : [m, n]\n")
+        + "\ndef other =\n  gen i < m: sum j < n: W[i, j]\n";
     assert_ne!(with_more, ROWNORM);
     let mut emitted = Vec::new();
     for (tag, text) in [("plain", ROWNORM.to_string()), ("more", with_more)] {

@@ -128,7 +128,10 @@ fn run_c(kernel: &atl_lower::Kernel, n: i64, shown: usize) -> (i32, Vec<f64>) {
         .next()
         .and_then(|l| l.parse().ok())
         .expect("the status");
-    (status, lines.map(|l| l.parse().expect("a number")).collect())
+    (
+        status,
+        lines.map(|l| l.parse().expect("a number")).collect(),
+    )
 }
 
 #[test]
