@@ -5,13 +5,13 @@
  * (DESIGN §7). bench/kit.sh emits each kernel with the symbol named below. */
 #include <stdint.h>
 
-void kit_blur3x3(int64_t H, int64_t W, const float *restrict img, float *restrict out);
-void kit_matmul(int64_t M, int64_t N, int64_t K, const float *restrict A,
-                const float *restrict B, float *restrict out);
-void kit_tensor_add4d(int64_t A, int64_t B, int64_t C, int64_t D, const float *restrict t1,
-                      const float *restrict t2, float *restrict out);
-void kit_conv1d(int64_t B, int64_t C, int64_t K, int64_t W, int64_t R,
-                const float *restrict x, const float *restrict w, float *restrict out);
+int kit_blur3x3(int64_t H, int64_t W, const float *restrict img, float *restrict out);
+int kit_matmul(int64_t M, int64_t N, int64_t K, const float *restrict A,
+               const float *restrict B, float *restrict out);
+int kit_tensor_add4d(int64_t A, int64_t B, int64_t C, int64_t D, const float *restrict t1,
+                     const float *restrict t2, float *restrict out);
+int kit_conv1d(int64_t B, int64_t C, int64_t K, int64_t W, int64_t R,
+               const float *restrict x, const float *restrict w, float *restrict out);
 
 void blur3x3(const float *in, float *out, long H, long W);
 void matmul(const float *A, const float *B, float *C, long M, long N, long K);

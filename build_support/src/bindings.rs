@@ -11,7 +11,10 @@
 //! evaluated with checked 64-bit arithmetic and DESIGN §3.2's division conventions (an
 //! overflow refuses the call), then each array's length from its shape. Only then is
 //! the C function called, so no call through the safe function can make the kernel
-//! read or write outside a slice.
+//! read or write outside a slice. The C function's own status (0, or the number of the
+//! precondition it found broken, having touched nothing) is checked all the same: a
+//! non-zero status after the Rust checks passed means the two disagree, a bug of atl,
+//! and surfaces as `CallError::Refused` rather than being ignored.
 
 use std::fmt::Write;
 
@@ -296,7 +299,7 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
          /// of that.\n    \
          pub mod ffi {{\n        \
          unsafe extern \"C\" {{\n            \
-         pub fn {module}({});\n            \
+         pub fn {module}({}) -> ::core::ffi::c_int;\n            \
          pub fn {set_threads}(threads: ::core::ffi::c_int);\n        \
          }}\n    \
          }}\n",
@@ -328,6 +331,15 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
             expected: usize,
             actual: usize,
         }},
+        /// The C kernel itself refused the call with this status (its `status`-th
+        /// precondition failed; it touched no slice) although the checks of `call`
+        /// passed: the two disagree, which is a bug of atl to report.
+        Refused {{
+            /// What the kernel returned (>= 1).
+            status: ::core::ffi::c_int,
+            /// Its precondition of that number, in the language's syntax.
+            condition: &'static str,
+        }},
     }}
 
     impl ::core::fmt::Display for CallError {{
@@ -343,6 +355,10 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
                 CallError::Length {{ argument, expected, actual }} => write!(
                     f,
                     "`{sym}`: `{{argument}}` has {{actual}} elements, its shape has {{expected}} at these sizes"
+                ),
+                CallError::Refused {{ status, condition }} => write!(
+                    f,
+                    "`{sym}`: the kernel returned status {{status}} (precondition `{{condition}}`) after the call's checks passed; a bug of atl, please report it"
                 ),
             }}
         }}
@@ -447,10 +463,21 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
          // of its shape, so the kernel stays inside them (the gate and lowering prove\n        \
          // it); `{out}` is a unique borrow, so it overlaps no input; `set_threads` cannot\n        \
          // run meanwhile (the lock).\n        \
-         unsafe {{ ffi::{module}({}) }};\n        \
+         let atl__status = unsafe {{ ffi::{module}({}) }};\n        \
+         if atl__status != 0 {{\n            \
+         const PRECONDITIONS: [&str; {n_pre}] = [{}];\n            \
+         let condition = usize::try_from(atl__status).ok().and_then(|k| k.checked_sub(1)).and_then(|k| PRECONDITIONS.get(k)).copied().unwrap_or(\"(no such precondition)\");\n            \
+         return ::core::result::Result::Err(CallError::Refused {{ status: atl__status, condition }});\n        \
+         }}\n        \
          ::core::result::Result::Ok(())\n    }}",
         lit(&out),
-        ffi_args.join(", ")
+        ffi_args.join(", "),
+        k.preconditions
+            .iter()
+            .map(|p| lit(&p.pred.to_string()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        n_pre = k.preconditions.len()
     );
     // set_threads
     let _ = writeln!(

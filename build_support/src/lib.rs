@@ -6,7 +6,7 @@
 //!     .def("fast")
 //!     .name("x_fast")
 //!     .dtype(atl_build::Dtype::F32)
-//!     .build(); // prints the cargo directives; panics with the diagnostic
+//!     .build(); // prints the cargo directives; on failure the diagnostic, then exit(1)
 //! ```
 //! and in the crate, `include!(concat!(env!("OUT_DIR"), "/x_fast.rs"));` gives
 //! `x_fast(sizes…, inputs…, out) -> Result<(), x_fast::CallError>`, `x_fast::set_threads`,
@@ -221,8 +221,10 @@ impl Kernel {
     }
 
     /// The build-script one-liner: [`Kernel::compile`], then prints the directives and
-    /// warnings for Cargo; panics with the rendered diagnostics when the kernel cannot
-    /// be built (which fails the build with them). See [`cargo::build`].
+    /// warnings for Cargo. When the kernel cannot be built it prints the rendered
+    /// diagnostics once, on standard error, and exits the build script with status 1
+    /// (no panic, no backtrace), which fails the build with them. See
+    /// [`cargo::build`].
     pub fn build(&self) -> Built {
         cargo::build(self)
     }

@@ -35,7 +35,7 @@ fn generate_writes_the_c_the_header_and_the_bindings() {
         vec![format!("rerun-if-changed={}", file.display())]
     );
     let c = std::fs::read_to_string(&built.c_file).expect("the C file");
-    assert!(c.contains("void my_rowsum(int64_t n"), "{c}");
+    assert!(c.contains("int my_rowsum(int64_t n"), "{c}");
     assert!(c.contains("double"), "{c}");
     let h = std::fs::read_to_string(&built.header).expect("the header");
     assert!(h.contains("my_rowsum_set_threads"), "{h}");
@@ -43,12 +43,16 @@ fn generate_writes_the_c_the_header_and_the_bindings() {
     assert_eq!(built.bindings, dir.path().join("my_rowsum.rs"));
     for needle in [
         "pub mod my_rowsum {",
-        "pub fn my_rowsum(n: i64, m: i64, A: *const f64, out: *mut f64);",
+        "pub fn my_rowsum(n: i64, m: i64, A: *const f64, out: *mut f64) -> ::core::ffi::c_int;",
         "pub fn my_rowsum_set_threads(threads: ::core::ffi::c_int);",
         "pub fn call(n: i64, m: i64, A: &[f64], out: &mut [f64])",
         "pub fn my_rowsum(n: i64, m: i64, A: &[f64], out: &mut [f64])",
         // The program's assume is checked before the call.
         "condition: \"n >= 2\"",
+        // The C kernel's status is checked after it: its preconditions by number
+        // (`n >= 1`, `m >= 1`, the assume), a non-zero one an error.
+        "const PRECONDITIONS: [&str; 3] = [\"n >= 1\", \"m >= 1\", \"n >= 2\"];",
+        "return ::core::result::Result::Err(CallError::Refused { status: atl__status, condition });",
         "definition `rowsum` (validated)",
     ] {
         assert!(rs.contains(needle), "missing {needle:?} in:\n{rs}");

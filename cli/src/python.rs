@@ -196,7 +196,7 @@ def _atl_load(dtype):
                 info = _atl_compile(source_path, command, native, library)
         lib = _atl_ctypes.CDLL(library)
         kernel = getattr(lib, variant)
-        kernel.restype = None
+        kernel.restype = _atl_ctypes.c_int
         kernel.argtypes = [_atl_ctypes.c_int64] * _ATL_N_SIZES + [_atl_ctypes.c_void_p] * _ATL_N_ARRAYS
         set_threads_fn = getattr(lib, _ATL_SET_THREADS[dtype.name])
         set_threads_fn.restype = None
@@ -581,7 +581,9 @@ _ATL_N_ARRAYS = {n_arrays}
          raise ValueError(\"%s: `out` shares memory with an input\" % SYMBOL)\n    \
          _atl_kernel = _atl_load(_atl_dt)\n    \
          with _atl_lock:\n        \
-         _atl_kernel({})\n    \
+         _atl_status = _atl_kernel({})\n    \
+         if _atl_status != 0:\n        \
+         raise RuntimeError(\"%s: the kernel returned status %d after the checks passed (a bug of atl: please report it)\" % (SYMBOL, _atl_status))\n    \
          return out\n\n\n\
          {symbol}.__doc__ = __doc__",
         shape(&kernel.output.shape),

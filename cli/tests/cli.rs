@@ -381,7 +381,7 @@ fn emit_prints_c_and_refuses_programs_that_fail_the_gate() {
         "fused",
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(out.contains("void fused(int64_t n,"), "{out}");
+    assert!(out.contains("int fused(int64_t n,"), "{out}");
     assert!(out.contains("const float *restrict f"), "{out}");
     let (code, out, _) = atl(&[
         "emit",

@@ -92,7 +92,7 @@ fn a_user_chosen_atl_prefixed_name_is_emitted_compiled_and_called() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     let header = std::fs::read_to_string(dir.join("atl_rownorm.h")).expect("header");
-    assert!(header.contains("void atl_rownorm(int64_t n,"), "{header}");
+    assert!(header.contains("int atl_rownorm(int64_t n,"), "{header}");
     std::fs::write(dir.join("main.c"), MAIN).expect("write");
     for flags in [&[][..], &["-fopenmp"][..]] {
         let out = compile_and_run(&dir, &["main.c", "atl_rownorm.c"], flags);
@@ -128,7 +128,7 @@ fn a_name_in_the_reserved_prefix_is_refused() {
     assert!(err.contains("`atl__norm`"), "{err}");
     let (code, out, err) = atl(&["emit", reserved, "--name", "atl_norm"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("void atl_norm(int64_t n,"), "{out}");
+    assert!(out.contains("int atl_norm(int64_t n,"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -206,9 +206,10 @@ fn set_threads_is_declared_and_gives_the_same_results_at_any_thread_count() {
         " *   M            size (int64_t)\n",
         " *   A            input, shape [M, K]\n",
         " *   out          output, shape [M, N]\n",
-        " *   every size >= 1;\n",
-        "M <= 223146097665841350, N <= 223146097665841350, K <= 223146097665841350.\n",
-        "the kernel returns at once, reading and writing nothing",
+        " *   1  M >= 1  (a size)\n *   2  N >= 1  (a size)\n *   3  K >= 1  (a size)\n",
+        " *   4  M <= 223146097665841350  (int64_t index arithmetic)\n",
+        " *   6  K <= 223146097665841350  (int64_t index arithmetic)\n",
+        "returns the number of the first check\n * that fails (reading and writing nothing",
         "mm_set_threads(n) below, else OpenMP's default\n * (OMP_NUM_THREADS,",
         " *   cc -O3 -march=native -fopenmp -c mm.c       threads, SIMD\n",
         " *   cc -O3 -march=native -fopenmp-simd -c mm.c  SIMD\n",
@@ -296,5 +297,124 @@ fn kernels_build_without_openmp_warning_free_and_agree() {
     }
     assert_eq!(outputs[0], outputs[1]);
     assert_eq!(outputs[0], outputs[2]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Row sums under an assumption: the kernel's preconditions are `n >= 1`, `m >= 1`
+/// (the sizes, in declaration order) and `n >= 2` (the `assume`), so its statuses are
+/// 1, 2 and 3.
+const ASSUMING: &str =
+    "size n, m\nassume n >= 2\ninput A : [n, m]\n\ndef rows =\n  gen i < n: sum j < m: A[i, j]\n";
+
+/// Calls `rows` with sizes breaking each precondition (the first broken one is the
+/// status), checking that a refused call leaves the output as it was, then with valid
+/// sizes (status 0, sums 6 and 15 by hand).
+const STATUS_MAIN: &str = r#"#include <stdio.h>
+#include "rows.h"
+
+static int bad = 0;
+
+static void expect(int got, int want, const float *out, float a, float b)
+{
+  if (got != want || out[0] != a || out[1] != b) {
+    printf("status %d (expected %d), out = %g %g (expected %g %g)\n", got, want, out[0],
+           out[1], a, b);
+    bad = 1;
+  }
+}
+
+int main(void)
+{
+  const float a[6] = {1, 2, 3, 4, 5, 6};
+  float out[2] = {-7, -7};
+  expect(rows(1, 3, a, out), 3, out, -7, -7);   /* n >= 2 broken */
+  expect(rows(2, 0, a, out), 2, out, -7, -7);   /* m >= 1 broken */
+  expect(rows(0, 0, a, out), 1, out, -7, -7);   /* n >= 1 first */
+  expect(rows(-5, 3, a, out), 1, out, -7, -7);
+  expect(rows(2, 3, a, out), 0, out, 6, 15);
+  printf("%s\n", bad ? "wrong" : "ok");
+  return bad;
+}
+"#;
+
+#[test]
+fn a_refused_call_returns_the_number_of_its_precondition_and_touches_nothing() {
+    let dir = temp_dir("emit-status");
+    let file = dir.join("rows.atl");
+    std::fs::write(&file, ASSUMING).expect("write");
+    let (code, _, err) = atl(&[
+        "emit",
+        file.to_str().unwrap(),
+        "-o",
+        dir.join("rows.c").to_str().unwrap(),
+        "--header",
+        dir.join("rows.h").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let header = std::fs::read_to_string(dir.join("rows.h")).expect("header");
+    assert!(header.contains("int rows(int64_t n,"), "{header}");
+    // The header numbers the statuses in the order the C checks them.
+    let listed = " *   1  n >= 1  (a size)\n *   2  m >= 1  (a size)\n \
+                  *   3  n >= 2  (the program's assumption)\n";
+    assert!(header.contains(listed), "{header}");
+    std::fs::write(dir.join("main.c"), STATUS_MAIN).expect("write");
+    for flags in [&[][..], &["-fopenmp"][..]] {
+        let out = compile_and_run(&dir, &["main.c", "rows.c"], flags);
+        assert_eq!(out.trim(), "ok", "{flags:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_input_the_definition_does_not_read_is_no_parameter() {
+    let dir = temp_dir("emit-unrelated");
+    // The same file with one more input (and a definition reading it): `rownorm`'s C
+    // must not change, byte for byte.
+    let with_more = ROWNORM.replace("input A : [n, m]\n", "input A : [n, m]\ninput W : [m, n]\n")
+        + "\ndef other =\n  gen i < m: sum j < n: W[i, j]\n";
+    assert_ne!(with_more, ROWNORM);
+    let mut emitted = Vec::new();
+    for (tag, text) in [("plain", ROWNORM.to_string()), ("more", with_more)] {
+        let file = dir.join(format!("{tag}.atl"));
+        std::fs::write(&file, text).expect("write");
+        let c = dir.join(format!("{tag}.c"));
+        let h = dir.join(format!("{tag}.h"));
+        let (code, _, err) = atl(&[
+            "emit",
+            file.to_str().unwrap(),
+            "--def",
+            "rownorm",
+            "-o",
+            c.to_str().unwrap(),
+            "--header",
+            h.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{tag}: {err}");
+        emitted.push((
+            std::fs::read_to_string(&c).expect("c"),
+            std::fs::read_to_string(&h).expect("h"),
+        ));
+    }
+    assert_eq!(emitted[0], emitted[1]);
+    // The parameters: the sizes, then A only (W is neither read nor passed).
+    let header = &emitted[0].1;
+    assert!(!header.contains(" W "), "{header}");
+    // `other` reads W only: it takes W and not A.
+    let (code, out, err) = atl(&[
+        "emit",
+        dir.join("more.atl").to_str().unwrap(),
+        "--def",
+        "other",
+        "--header",
+        dir.join("other.h").to_str().unwrap(),
+        "-o",
+        dir.join("other.c").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let other = std::fs::read_to_string(dir.join("other.h")).expect("h");
+    assert!(
+        other.contains("int other(int64_t n,\n          int64_t m,\n          const float *ATL__RESTRICT W,\n          float *ATL__RESTRICT out);"),
+        "{other}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -307,7 +307,7 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     assert!(text.contains("directives that apply"), "{text}");
     assert!(text.contains("gate: passes"), "{text}");
     assert!(text.contains("kernel __current"), "{text}");
-    assert!(text.contains("void tiled(int64_t n"), "{text}");
+    assert!(text.contains("int tiled(int64_t n"), "{text}");
     // Validated, so printed without the note; `--no-validate` prints it with the note,
     // anything else is a usage line.
     assert!(!text.contains("NOT VALIDATED"), "{text}");
@@ -569,7 +569,7 @@ fn c_after_a_directive_of_several_rule_steps_passes_the_checker() {
         ":focus rows\nsplit k by 4 into ko, ki tail separate\n:c\n",
     );
     assert!(!text.contains("E0847"), "{text}");
-    assert!(text.contains("void rows(int64_t n"), "{text}");
+    assert!(text.contains("int rows(int64_t n"), "{text}");
     assert_eq!(
         session.step_texts(),
         ["split k by 4 into ko, ki tail separate"]

@@ -132,8 +132,8 @@ fn compiler(options: &CompileOptions) -> Result<cc::Tool, Diagnostic> {
 }
 
 /// The harness executable's `main`: reads sizes and inputs from `argv[1]`, calls the
-/// kernel through its packed entry point, writes the elapsed nanoseconds and the
-/// output to `argv[2]`. Every buffer has its exact size, so a sanitizer sees any
+/// kernel through its packed entry point, writes the elapsed nanoseconds, the kernel's
+/// status and the output to `argv[2]`. Every buffer has its exact size, so a sanitizer sees any
 /// out-of-range access; the output starts as NaN so that an unwritten element shows.
 fn harness_source(symbol: &str, dtype: Dtype) -> String {
     let t = dtype.c_type();
@@ -141,7 +141,7 @@ fn harness_source(symbol: &str, dtype: Dtype) -> String {
     format!(
         r#"/* atl test harness for `{symbol}`. File format (native endianness):
  * in:  u64 n, i64 sizes[n], u64 m, m x (u64 len, T data[len]), u64 out_len
- * out: u64 nanoseconds, T out[out_len] */
+ * out: u64 nanoseconds, i64 status (what the kernel returned), T out[out_len] */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdio.h>
@@ -149,7 +149,7 @@ fn harness_source(symbol: &str, dtype: Dtype) -> String {
 #include <string.h>
 #include <time.h>
 
-void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);
+int {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);
 
 static void *alloc_exact(uint64_t bytes)
 {{
@@ -192,13 +192,14 @@ int main(int argc, char **argv)
   memset(out, 0xff, (size_t)(out_len * sizeof({t})));
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  {packed}(sizes, (const {t} *const *)inputs, out);
+  int64_t status = {packed}(sizes, (const {t} *const *)inputs, out);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
   FILE *o = fopen(argv[2], "wb");
   if (o == NULL)
     return 73;
-  if (fwrite(&ns, sizeof ns, 1, o) != 1 || fwrite(out, sizeof({t}), (size_t)out_len, o) != out_len)
+  if (fwrite(&ns, sizeof ns, 1, o) != 1 || fwrite(&status, sizeof status, 1, o) != 1
+      || fwrite(out, sizeof({t}), (size_t)out_len, o) != out_len)
     return 74;
   fclose(o);
   for (uint64_t k = 0; k < m; ++k)

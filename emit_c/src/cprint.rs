@@ -1,10 +1,12 @@
 //! The C99 printer: a [`Kernel`] becomes one function with the ABI of DESIGN §7,
 //!
 //! ```c
-//! void NAME(int64_t <sizes…>, const T *restrict <inputs…>, T *restrict out);
+//! int NAME(int64_t <sizes…>, const T *restrict <inputs…>, T *restrict out);
 //! ```
 //!
-//! plus a header documenting the shapes and preconditions. Index arithmetic is
+//! returning 0, or `k` >= 1 when the `k`-th precondition (`Kernel::preconditions`
+//! order) failed and nothing was touched; plus a header documenting the shapes, the
+//! preconditions and the statuses. Index arithmetic is
 //! `int64_t`; the floor-division helpers (and `min`/`max`, `cdiv`, the allocation
 //! helper) are emitted only when the kernel uses them, which lowering arranges to be
 //! only where a numerator may be negative or a divisor is not a positive constant.
@@ -241,39 +243,7 @@ impl<'k> CPrinter<'k> {
             " *\n * The kernel writes every element of the output (it need not be zeroed);\n",
         );
         s.push_str(" * the output must not overlap any input.\n");
-        let listed = |kinds: &[PreconditionKind]| -> Vec<String> {
-            k.preconditions
-                .iter()
-                .filter(|p| kinds.contains(&p.kind))
-                .map(|p| p.pred.to_string())
-                .collect()
-        };
-        s.push_str(" * Checked on entry:\n *   every size >= 1");
-        let groups = [
-            (
-                "the program's assumptions",
-                listed(&[PreconditionKind::Assume]),
-            ),
-            (
-                "valid shapes",
-                listed(&[PreconditionKind::Amount, PreconditionKind::InputExtent]),
-            ),
-            (
-                "sizes small enough for the int64_t index arithmetic",
-                listed(&[PreconditionKind::IndexRange]),
-            ),
-        ];
-        for (what, items) in groups {
-            if !items.is_empty() {
-                let _ = write!(s, ";\n *   {what}:\n{}", wrap_list(&items, " *     "));
-            }
-        }
-        s.push_str(
-            ".\n * When a check fails the kernel returns at once, reading and writing nothing\n \
-             * (the output keeps its contents): check the sizes before the call if the\n \
-             * caller cannot otherwise know. The caller guarantees what the kernel cannot\n \
-             * check: each pointer points to at least the elements of its shape.\n",
-        );
+        s.push_str(&status_list(k));
         if heap_allocates(k) {
             s.push_str(" * Temporaries are allocated with malloc/calloc; the kernel aborts if an\n * allocation fails.\n");
         }
@@ -368,9 +338,9 @@ impl<'k> CPrinter<'k> {
         let params = self.params("ATL__RESTRICT");
         let _ = writeln!(
             s,
-            "void {}({});\n",
+            "int {}({});\n",
             self.symbol,
-            params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
+            params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 5)))
         );
         let _ = writeln!(
             s,
@@ -416,23 +386,23 @@ impl<'k> CPrinter<'k> {
         let params = self.params("restrict");
         let _ = writeln!(
             s,
-            "void {}({})\n{{",
+            "int {}({})\n{{",
             self.symbol,
-            params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 6)))
+            params.join(&format!(",\n{}", " ".repeat(self.symbol.len() + 5)))
         );
         if !checks.is_empty() {
-            let _ = writeln!(
-                s,
-                "  /* Preconditions: with invalid sizes, touch no memory. */\n  if (!({}))\n    return;",
-                checks
-                    .iter()
-                    .map(|c| format!("({c})"))
-                    .collect::<Vec<_>>()
-                    .join(" && ")
+            // One `if` per precondition, in order: each is evaluated only when the
+            // earlier ones hold (so none overflows), and its number is the status.
+            s.push_str(
+                "  /* Preconditions, in order: with invalid sizes, touch no memory and\n     \
+                 return the number of the first that fails. */\n",
             );
+            for (n, c) in checks.iter().enumerate() {
+                let _ = writeln!(s, "  if (!({c}))\n    return {};", n + 1);
+            }
         }
-        // Parameters the body never reads (an input a definition ignores, a size no
-        // extent mentions) are still part of the ABI.
+        // Parameters the body never reads (a size no extent mentions, an input only a
+        // discarded subterm read) are still part of the ABI.
         let used = used_names(k);
         let unused: Vec<&str> = k
             .sizes
@@ -446,7 +416,7 @@ impl<'k> CPrinter<'k> {
             let _ = writeln!(s, "  (void){};", self.names.get(n));
         }
         s.push_str(&body);
-        s.push_str("}\n");
+        s.push_str("  return 0;\n}\n");
         s
     }
 
@@ -1175,28 +1145,34 @@ fn used_names(k: &Kernel) -> HashSet<String> {
     used
 }
 
-/// `items` joined by commas, in lines of at most 80 characters (one item may be
-/// longer), each starting with `prefix`.
-fn wrap_list(items: &[String], prefix: &str) -> String {
-    let mut out = String::new();
-    let mut line = prefix.to_string();
-    for (i, item) in items.iter().enumerate() {
-        let piece = if i + 1 < items.len() {
-            format!("{item},")
-        } else {
-            item.clone()
-        };
-        if line.len() > prefix.len() && line.len() + 1 + piece.len() > 80 {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = prefix.to_string();
-        } else if line.len() > prefix.len() {
-            line.push(' ');
-        }
-        line.push_str(&piece);
+/// The statuses of the kernel, for its documentation comment: 0, then one number per
+/// precondition in [`Kernel::preconditions`] order (the order the C checks them), each
+/// with its condition in the program's names and what it is for.
+fn status_list(k: &Kernel) -> String {
+    let mut s = String::from(
+        " * Returns 0 when it has written the output. Before touching any memory it\n \
+         * checks the sizes, in this order, and returns the number of the first check\n \
+         * that fails (reading and writing nothing: the output keeps its contents):\n",
+    );
+    if k.preconditions.is_empty() {
+        s.push_str(" *   (none: the kernel has no condition on its sizes)\n");
     }
-    out.push_str(&line);
-    out
+    let width = k.preconditions.len().to_string().len();
+    for (n, p) in k.preconditions.iter().enumerate() {
+        let what = match p.kind {
+            PreconditionKind::Size => "a size",
+            PreconditionKind::Assume => "the program's assumption",
+            PreconditionKind::Amount => "a valid shape",
+            PreconditionKind::InputExtent => "a valid input shape",
+            PreconditionKind::IndexRange => "int64_t index arithmetic",
+        };
+        let _ = writeln!(s, " *   {:>width$}  {}  ({what})", n + 1, p.pred);
+    }
+    s.push_str(
+        " * The caller guarantees what the kernel cannot check: each pointer points to\n \
+         * at least the elements of its shape.\n",
+    );
+    s
 }
 
 /// Whether the kernel has a temporary that is not a stack array (printed as one).

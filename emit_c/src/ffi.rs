@@ -37,16 +37,17 @@ impl Library {
         })
     }
 
-    /// Calls `atl__packed_SYMBOL(sizes, inputs, out)` and returns the time it took.
+    /// Calls `atl__packed_SYMBOL(sizes, inputs, out)` and returns the time it took and
+    /// the kernel's status (0, or the number of the precondition that failed).
     pub(crate) fn call<T: Element>(
         &self,
         symbol: &str,
         args: &mut Args<T>,
-    ) -> Result<Duration, String> {
-        type Packed<T> = unsafe extern "C" fn(*const i64, *const *const T, *mut T);
+    ) -> Result<(Duration, i32), String> {
+        type Packed<T> = unsafe extern "C" fn(*const i64, *const *const T, *mut T) -> i32;
         let name = format!("{}\0", crate::packed_symbol(symbol));
         // SAFETY: `crate::packed_wrapper` defines this symbol with exactly the C
-        // signature `void(const int64_t *, const T *const *, T *)`, and `Compiled::run`
+        // signature `int(const int64_t *, const T *const *, T *)`, and `Compiled::run`
         // only calls `call::<T>` with the `T` (f32 = float, f64 = double) the library
         // was generated for.
         let f: libloading::Symbol<'_, Packed<T>> = unsafe {
@@ -68,8 +69,8 @@ impl Library {
         // guarded), which the loop-IR interpreter and the AddressSanitizer runs of the
         // differential tests check. The buffers are distinct allocations, as
         // `restrict` requires, and outlive the call; the kernel keeps no pointer.
-        unsafe { f(args.sizes.as_ptr(), inputs.as_ptr(), args.out.as_mut_ptr()) };
-        Ok(start.elapsed())
+        let status = unsafe { f(args.sizes.as_ptr(), inputs.as_ptr(), args.out.as_mut_ptr()) };
+        Ok((start.elapsed(), status))
     }
 
     /// Calls `SYMBOL_set_threads(n)`, the kernel's own thread control.

@@ -1,9 +1,11 @@
 //! `atl-emit-c`: C99 for lowered ATL kernels, and the means to compile and run it.
 //!
 //! - [`emit`] prints a [`Kernel`] as a C source and a header with DESIGN §7's ABI:
-//!   `void NAME(int64_t <sizes…>, const T *restrict <inputs…>, T *restrict out)`,
+//!   `int NAME(int64_t <sizes…>, const T *restrict <inputs…>, T *restrict out)`,
 //!   row-major and dense, `T` = `float` or `double` ([`Dtype`]); the kernel writes
-//!   every element of `out` itself.
+//!   every element of `out` itself and returns 0, or returns `k` >= 1 without touching
+//!   memory when its `k`-th precondition fails. The inputs are those the definition
+//!   reads, in declaration order.
 //! - [`compile`] builds it with the platform's C compiler, found by the `cc` crate's
 //!   detection (so `CC` and `CFLAGS` are honoured, as in any Cargo build), either into
 //!   a shared object that is loaded in-process ([`Backend::SharedObject`]) or into a
@@ -163,8 +165,8 @@ pub(crate) fn packed_symbol(symbol: &str) -> String {
     format!("{RESERVED_PREFIX}packed_{symbol}")
 }
 
-/// The packed entry point the runner calls: `void atl__packed_SYMBOL(const int64_t
-/// *sizes, const T *const *inputs, T *out)`, forwarding to the kernel. Appended to
+/// The packed entry point the runner calls: `int atl__packed_SYMBOL(const int64_t
+/// *sizes, const T *const *inputs, T *out)`, forwarding to the kernel (and its status). Appended to
 /// the source only when compiling for [`Compiled::run`]; the emitted file for users
 /// has the plain ABI only.
 fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
@@ -176,9 +178,9 @@ fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
     args.push("out".to_string());
     format!(
         "\n/* Entry point for the atl runner: the same call with packed arguments. */\n\
-         void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
-         void {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
-         {{\n  (void)sizes;\n  (void)inputs;\n  {sym}({args});\n}}\n",
+         int {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
+         int {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
+         {{\n  (void)sizes;\n  (void)inputs;\n  return {sym}({args});\n}}\n",
         sym = code.symbol,
         packed = packed_symbol(&code.symbol),
         args = args.join(", ")

@@ -135,13 +135,38 @@ impl Compiled {
         let mut args = Args::<T>::new(self, sizes, inputs)?;
         match &self.artifact {
             Artifact::Library(lib) => {
-                let elapsed = lib.call(&self.code.symbol, &mut args).map_err(|e| {
+                let (elapsed, status) = lib.call(&self.code.symbol, &mut args).map_err(|e| {
                     Diagnostic::error("E0933", format!("cannot call the kernel: {e}"))
                 })?;
+                if status != 0 {
+                    return Err(self.status_error(i64::from(status), "E0933"));
+                }
                 args.into_output(elapsed)
             }
             Artifact::Executable(exe) => self.run_harness(exe, args),
         }
+    }
+
+    /// A non-zero status of a call that `atl_lower::check_call` accepted: the C
+    /// checks and the Rust ones disagree, which is a bug, never an answer.
+    fn status_error(&self, status: i64, code: &'static str) -> Diagnostic {
+        let which = usize::try_from(status)
+            .ok()
+            .and_then(|k| k.checked_sub(1))
+            .and_then(|k| self.kernel.preconditions.get(k))
+            .map_or_else(
+                || "which is no precondition of the kernel".to_string(),
+                |p| format!("its precondition `{}` failed", p.pred),
+            );
+        Diagnostic::error(
+            code,
+            format!(
+                "the compiled kernel `{}` returned status {status} ({which}) on a call \
+                 whose sizes the checks before the call accepted",
+                self.code.symbol
+            ),
+        )
+        .with_help("this is a bug of atl (the C checks and atl's disagree): please report it")
     }
 
     fn run_harness<T: Element>(
@@ -190,16 +215,21 @@ impl Compiled {
         }
         let out =
             std::fs::read(&out_path).map_err(|e| fail(format!("cannot read the output: {e}")))?;
-        if out.len() != 8 + args.out.len() * T::SIZE {
+        if out.len() != 16 + args.out.len() * T::SIZE {
             return Err(fail(format!("the harness wrote {} bytes", out.len())));
         }
-        let ns = u64::from_ne_bytes(
-            out[..8]
-                .try_into()
-                .map_err(|_| fail("short output".into()))?,
-        );
+        let word = |at: usize| -> [u8; 8] {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&out[at..at + 8]);
+            w
+        };
+        let ns = u64::from_ne_bytes(word(0));
+        let status = i64::from_ne_bytes(word(8));
+        if status != 0 {
+            return Err(self.status_error(status, "E0934"));
+        }
         for (k, slot) in args.out.iter_mut().enumerate() {
-            *slot = T::read_bytes(&out[8 + k * T::SIZE..]);
+            *slot = T::read_bytes(&out[16 + k * T::SIZE..]);
         }
         args.into_output(Duration::from_nanos(ns))
     }
@@ -278,7 +308,12 @@ impl PreparedCall<'_> {
             PreparedArgs::F32(a) => lib.call(symbol, a),
             PreparedArgs::F64(a) => lib.call(symbol, a),
         };
-        r.map_err(|e| Diagnostic::error("E0933", format!("cannot call the kernel: {e}")))
+        let (elapsed, status) =
+            r.map_err(|e| Diagnostic::error("E0933", format!("cannot call the kernel: {e}")))?;
+        if status != 0 {
+            return Err(self.compiled.status_error(i64::from(status), "E0933"));
+        }
+        Ok(elapsed)
     }
 
     /// The output of the last call.

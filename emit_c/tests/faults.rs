@@ -161,7 +161,7 @@ fn symbols_must_be_usable_c_identifiers() {
         compiled
             .code()
             .header
-            .contains("void scale_by_two(int64_t n,")
+            .contains("int scale_by_two(int64_t n,")
     );
     let out = compiled.run(&sizes(3), &inputs(3)).expect("runs").output;
     let want: Vec<f64> = inputs(3)["f"].data.iter().map(|x| x * 2.0).collect();

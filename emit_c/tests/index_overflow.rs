@@ -68,15 +68,17 @@ fn helpers_used_only_by_assumes_are_emitted() {
 }
 
 /// Compiles `kernel` with a `main` that calls it at size `n` on `f = 1, 2, …` (at
-/// most 4 elements are read) with the output filled with -7, and prints the first
-/// `shown` output elements. Sanitized under `ATL_SANITIZE=1`; `-O2` otherwise (the
+/// most 4 elements are read) with the output filled with -7, and prints the kernel's
+/// status, then the first `shown` output elements (returned as the status and the
+/// elements). Sanitized under `ATL_SANITIZE=1`; `-O2` otherwise (the
 /// optimizer is what turns an overflowing loop bound into a hang).
-fn run_c(kernel: &atl_lower::Kernel, n: i64, shown: usize) -> Vec<f64> {
+fn run_c(kernel: &atl_lower::Kernel, n: i64, shown: usize) -> (i32, Vec<f64>) {
     let code = emit(kernel, &EmitOptions::default()).expect("emits");
     let dir = tempfile::tempdir().expect("temp dir");
     let main = format!(
         "{}\n#include <stdio.h>\nint main(void) {{\n  float f[4] = {{1, 2, 3, 4}};\n  \
-         float out[4] = {{-7, -7, -7, -7}};\n  {sym}(INT64_C({n}), f, out);\n  \
+         float out[4] = {{-7, -7, -7, -7}};\n  \
+         printf(\"%d\\n\", {sym}(INT64_C({n}), f, out));\n  \
          for (int k = 0; k < {shown}; ++k)\n    printf(\"%g\\n\", out[k]);\n  return 0;\n}}\n",
         code.source,
         sym = code.symbol
@@ -120,18 +122,29 @@ fn run_c(kernel: &atl_lower::Kernel, n: i64, shown: usize) -> Vec<f64> {
         "n = {n}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.parse().expect("a number"))
-        .collect()
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.parse().ok())
+        .expect("the status");
+    (
+        status,
+        lines.map(|l| l.parse().expect("a number")).collect(),
+    )
 }
 
 #[test]
 fn a_size_beyond_the_entry_bound_is_refused_on_entry() {
     let kernel = lowered(&fixture("entry_bound.atl"), "a").expect("lowers");
-    assert_eq!(run_c(&kernel, 3, 4), vec![1.0, 2.0, 3.0, 4.0]);
-    // n = 7e18 would compute `n + n / 2` beyond 2^63: refused, out untouched.
-    assert_eq!(run_c(&kernel, 7_000_000_000_000_000_000, 4), vec![-7.0; 4]);
+    assert_eq!(run_c(&kernel, 3, 4), (0, vec![1.0, 2.0, 3.0, 4.0]));
+    // n = 7e18 would compute `n + n / 2` beyond 2^63: refused by the second check
+    // (status 2), out untouched; n = 0 by the first.
+    assert_eq!(
+        run_c(&kernel, 7_000_000_000_000_000_000, 4),
+        (2, vec![-7.0; 4])
+    );
+    assert_eq!(run_c(&kernel, 0, 4), (1, vec![-7.0; 4]));
     let err = atl_lower::check_call(
         &kernel,
         &sizes(7_000_000_000_000_000_000),
@@ -143,7 +156,7 @@ fn a_size_beyond_the_entry_bound_is_refused_on_entry() {
         .expect("emits")
         .header;
     assert!(
-        header.contains("sizes small enough for the int64_t index arithmetic:\n *     n <= "),
+        header.contains(" *   1  n >= 1  (a size)\n *   2  n <= "),
         "{header}"
     );
 }
@@ -191,7 +204,7 @@ fn the_tile_id_derivation_with_a_huge_factor_runs() {
     let (program, shapes) =
         atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
     let kernel = atl_lower::lower_def(&program, &shapes, "b", &Default::default()).expect("lowers");
-    assert_eq!(run_c(&kernel, 3, 3), vec![1.0, 2.0, 3.0]);
+    assert_eq!(run_c(&kernel, 3, 3), (0, vec![1.0, 2.0, 3.0]));
 }
 
 /// 64-bit literals at the ends of the range are `int64_t` constants in the C: in C,

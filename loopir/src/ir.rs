@@ -33,7 +33,8 @@ pub struct Kernel {
     pub name: String,
     /// Size parameters, in declaration order (the ABI order).
     pub sizes: Vec<String>,
-    /// Input buffers, in declaration order (the ABI order).
+    /// Input buffers: the inputs the definition reads, in declaration order (the ABI
+    /// order); an input it does not read is no parameter.
     pub inputs: Vec<BufferDecl>,
     /// The output buffer.
     pub output: BufferDecl,

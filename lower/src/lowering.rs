@@ -24,7 +24,7 @@
 //! Guards, bounds checks and truncation guards that the solver proves true are
 //! dropped; ones it proves false remove the code they protect.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -112,8 +112,17 @@ pub(crate) fn lower(
         preconditions: Vec::new(),
     };
     l.size_preconditions(program);
+    // The kernel's inputs are those the definition reads (after inlining the
+    // definitions it uses), in declaration order: an input the file declares for
+    // another definition is no parameter, so adding one changes no other kernel.
+    let mut read = HashSet::new();
+    expr.walk(&mut |e| {
+        if let ExprKind::Input(name) = &e.kind {
+            read.insert(name.clone());
+        }
+    });
     let mut inputs = Vec::new();
-    for input in &program.inputs {
+    for input in program.inputs.iter().filter(|i| read.contains(&i.name)) {
         let dims: Vec<IndexExpr> = input.shape.iter().map(normalize).collect();
         for d in &dims {
             let nonneg = Pred::cmp(CmpOp::Ge, d.clone(), IndexExpr::Const(0));

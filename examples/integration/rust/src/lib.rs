@@ -5,10 +5,10 @@
 //!   `matvec_blocked` (rows in blocks of 4, the blocks on parallel threads);
 //! - [`demo_rownorm`] (`f64`): `out[i, j] = A[i, j] / sum_k A[i, k]`.
 //!
-//! Each takes the sizes `n`, `m` (`i64`), then every input of the program as a slice
-//! (`A`: `n * m` elements, row-major; `x`: `m`; `demo_rownorm` ignores `x` but, like
-//! the C ABI, takes it), then the output slice, and returns `Err(CallError)` instead of
-//! calling the kernel when a size or a length is wrong.
+//! Each takes the sizes `n`, `m` (`i64`), then the inputs its definition reads as slices
+//! (`A`: `n * m` elements, row-major; `x`: `m`, read by `demo_matvec` only), then the
+//! output slice, and returns `Err(CallError)` instead of calling the kernel when a size
+//! or a length is wrong.
 
 include!(concat!(env!("OUT_DIR"), "/demo_matvec.rs"));
 include!(concat!(env!("OUT_DIR"), "/demo_rownorm.rs"));

@@ -80,15 +80,14 @@ fn rownorm_matches_naive_loops() {
     // [1 3] / 4 and [2 2 ...]: hand-checked first.
     let a = [1., 3., 2., 6.];
     let mut out = [0.0f64; 4];
-    demo_rownorm(2, 2, &a, &[0.0, 0.0], &mut out).expect("a valid call");
+    demo_rownorm(2, 2, &a, &mut out).expect("a valid call");
     assert_eq!(out, [0.25, 0.75, 0.25, 0.75]);
 
     for (n, m) in [(1, 1), (2, 3), (5, 7), (8, 4)] {
         // Positive entries, so no row sums to zero.
         let a: Vec<f64> = data(n * m, 3).into_iter().map(|v| v + 5.0).collect();
-        let x = vec![0.0; m];
         let mut out = vec![f64::NAN; n * m];
-        demo_rownorm(n as i64, m as i64, &a, &x, &mut out).expect("a valid call");
+        demo_rownorm(n as i64, m as i64, &a, &mut out).expect("a valid call");
         let want = naive_rownorm(n, m, &a);
         for (k, (got, want)) in out.iter().zip(&want).enumerate() {
             // The same additions in the same order, then one division: exact.
@@ -155,5 +154,28 @@ fn a_wrong_length_is_an_error_not_a_crash() {
     assert_eq!(long, [-7.0; 4]);
     // The lengths a caller should allocate.
     assert_eq!(demo_matvec::lengths(3, 4), Ok(([12, 4], 3)));
-    assert_eq!(demo_rownorm::lengths(3, 4), Ok(([12, 4], 12)));
+    // `demo_rownorm` reads `A` only, so it takes `A` only.
+    assert_eq!(demo_rownorm::lengths(3, 4), Ok(([12], 12)));
+}
+
+/// The C function itself (what `call` calls after its checks) returns the number of
+/// the precondition that sizes break, in the order its header lists them (`n >= 1`,
+/// then `m >= 1`), and touches nothing; 0 after writing the output.
+#[test]
+#[allow(unsafe_code)]
+fn the_c_kernel_returns_the_number_of_the_broken_precondition() {
+    let a = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let x = [1.0f32, 0.0, -1.0];
+    let mut out = [-7.0f32; 2];
+    let call = |n: i64, m: i64, out: &mut [f32; 2]| {
+        // SAFETY: `a` holds n * m, `x` m and `out` n elements at every size called with
+        // (2 x 3), or the kernel refuses the sizes before touching any of them.
+        unsafe { demo_matvec::ffi::demo_matvec(n, m, a.as_ptr(), x.as_ptr(), out.as_mut_ptr()) }
+    };
+    assert_eq!(call(2, 0, &mut out), 2);
+    assert_eq!(call(0, 3, &mut out), 1);
+    assert_eq!(call(-1, -1, &mut out), 1);
+    assert_eq!(out, [-7.0; 2]);
+    assert_eq!(call(2, 3, &mut out), 0);
+    assert_eq!(out, [1.0 - 3.0, 4.0 - 6.0]);
 }
