@@ -254,6 +254,7 @@ impl Kernel {
             &mut observer,
             &self.file,
             self.def.as_deref(),
+            self.fp,
             validation,
             false,
         )

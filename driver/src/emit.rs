@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use atl_emit_c::EmitOptions;
+use atl_emit_c::{EmitOptions, Fp};
 use atl_lang::diag::Diagnostic;
 use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
@@ -14,7 +14,7 @@ use atl_lower::Kernel;
 
 use crate::failure::Failure;
 use crate::load::{Loaded, load_derived, pick_loaded_def};
-use crate::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
+use crate::lowering::{Validation, gate_and_lower_loaded_for, validate_loaded};
 use crate::observer::Observer;
 
 /// A definition of a file, lowered and (unless [`Validation::Off`]) validated: what
@@ -30,19 +30,20 @@ pub struct Lowered {
 
 /// The pipeline of `atl emit` up to printing: load, check and replay the derivations
 /// (each re-checked independently), pick the definition, the pad-type and safety gate,
-/// lowering, and translation validation (unless `validation` is [`Validation::Off`]).
-/// Warnings go to the observer as they arise; with `explain`, the validator's report
-/// too.
+/// lowering for the floating-point mode `fp` (`crate::lowering::lower_options`), and
+/// translation validation (unless `validation` is [`Validation::Off`]). Warnings go to
+/// the observer as they arise; with `explain`, the validator's report too.
 pub fn lower_for_emit(
     observer: &mut dyn Observer,
     file: &Path,
     def: Option<&str>,
+    fp: Fp,
     validation: Validation,
     explain: bool,
 ) -> Result<Lowered, Failure> {
     let loaded = load_derived(observer, file)?;
     let name = pick_loaded_def(&loaded, file, def)?;
-    let kernel = gate_and_lower_loaded(observer, file, &loaded, &name)?;
+    let kernel = gate_and_lower_loaded_for(observer, file, &loaded, &name, fp)?;
     validate_loaded(observer, file, &loaded, &name, &kernel, validation, explain)?;
     Ok(Lowered {
         loaded,

@@ -11,10 +11,11 @@
 
 use std::path::Path;
 
+use atl_emit_c::Fp;
 use atl_lang::diag::{self, Diagnostic};
 use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
-use atl_lower::Kernel;
+use atl_lower::{Kernel, LowerOptions};
 
 use crate::failure::{Failure, Located};
 use crate::load::Loaded;
@@ -48,9 +49,15 @@ impl<'p> Gated<'p> {
         self.program
     }
 
-    /// Lowers the definition to the loop IR.
+    /// Lowers the definition to the loop IR (for `--fp fast`).
     pub fn lower(&self) -> Result<Kernel, Vec<Diagnostic>> {
-        lower_ungated(self.program, self.shapes, &self.name)
+        self.lower_for(Fp::Fast)
+    }
+
+    /// Lowers the definition to the loop IR for a floating-point mode
+    /// ([`lower_options`]).
+    pub fn lower_for(&self, fp: Fp) -> Result<Kernel, Vec<Diagnostic>> {
+        lower_ungated_with(self.program, self.shapes, &self.name, &lower_options(fp))
     }
 }
 
@@ -94,14 +101,27 @@ pub fn lower_ungated(
     shapes: &ShapeEnv,
     def: &str,
 ) -> Result<Kernel, Vec<Diagnostic>> {
-    atl_lower::lower_def_with(
-        program,
-        shapes,
-        def,
-        &atl_solver::Solver::new(),
-        &atl_lower::LowerOptions::default(),
-    )
-    .map_err(|d| vec![d])
+    lower_ungated_with(program, shapes, def, &LowerOptions::default())
+}
+
+fn lower_ungated_with(
+    program: &Program,
+    shapes: &ShapeEnv,
+    def: &str,
+    options: &LowerOptions,
+) -> Result<Kernel, Vec<Diagnostic>> {
+    atl_lower::lower_def_with(program, shapes, def, &atl_solver::Solver::new(), options)
+        .map_err(|d| vec![d])
+}
+
+/// How a kernel compiled in floating-point mode `fp` is lowered: under
+/// [`Fp::Strict`], every nested sum keeps its own accumulator, so the kernel rounds as
+/// the definition is written (`LowerOptions::group_sums_as_written`).
+pub fn lower_options(fp: Fp) -> LowerOptions {
+    LowerOptions {
+        group_sums_as_written: fp == Fp::Strict,
+        ..LowerOptions::default()
+    }
 }
 
 /// The commands' gate on a definition of a loaded file: warnings are rendered now; a
@@ -128,15 +148,27 @@ pub fn gate_loaded<'l>(
     }
 }
 
-/// [`gate_loaded`], then lowering; a lowering failure is its diagnostics.
+/// [`gate_loaded`], then lowering (for `--fp fast`); a lowering failure is its
+/// diagnostics.
 pub fn gate_and_lower_loaded(
     observer: &mut dyn Observer,
     file: &Path,
     loaded: &Loaded,
     name: &str,
 ) -> Result<Kernel, Failure> {
+    gate_and_lower_loaded_for(observer, file, loaded, name, Fp::Fast)
+}
+
+/// [`gate_and_lower_loaded`] for a floating-point mode ([`lower_options`]).
+pub fn gate_and_lower_loaded_for(
+    observer: &mut dyn Observer,
+    file: &Path,
+    loaded: &Loaded,
+    name: &str,
+    fp: Fp,
+) -> Result<Kernel, Failure> {
     gate_loaded(observer, file, loaded, name)?
-        .lower()
+        .lower_for(fp)
         .map_err(|diags| {
             let diags = diags
                 .into_iter()

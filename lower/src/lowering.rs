@@ -54,12 +54,20 @@ pub struct LowerOptions {
     /// Simplify flat indices that contain division or modulo with the solver's rewrite
     /// rules (so that `split`/`flatten` index algebra collapses).
     pub simplify_indices: bool,
+    /// Give every scalar `sum` reached while accumulating into an outer one its own
+    /// accumulator (`t = 0; for j: t += …; dest += t`), so that the kernel adds in the
+    /// grouping the definition (and the interpreter) uses. Off, the terms of nested
+    /// sums are added into one accumulator, which is equal over the reals but may
+    /// round differently. On under `--fp strict`, where kernels of `exact` derivations
+    /// are then bit-identical to the interpreter in `f64`.
+    pub group_sums_as_written: bool,
 }
 
 impl Default for LowerOptions {
     fn default() -> LowerOptions {
         LowerOptions {
             simplify_indices: true,
+            group_sums_as_written: false,
         }
     }
 }
@@ -646,6 +654,15 @@ impl Lowerer<'_, '_> {
                 self.for_loop(var, lo, hi, LoopOrigin::Gen, move |l| {
                     l.stmt(body, &dest, mode, &theta)
                 })
+            }
+            // A scalar sum added into an outer accumulation: its own accumulator first,
+            // as the definition groups it (`LowerOptions::group_sums_as_written`).
+            ExprKind::Sum { .. }
+                if shape.is_empty()
+                    && mode == StoreOp::Accumulate
+                    && self.options.group_sums_as_written =>
+            {
+                self.store_with(dest, StoreOp::Accumulate, theta, |l| l.scalar(e))
             }
             ExprKind::Sum { var, lo, hi, body }
                 if !shape.is_empty() || mode == StoreOp::Accumulate =>

@@ -116,7 +116,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let mut kernels = Vec::new();
     for g in &gated {
         let kernel = g
-            .lower()
+            .lower_for(fp)
             .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
         validate_loaded(ctx, file, loaded, g.name(), &kernel, validation, false)?;
         kernels.push(kernel);

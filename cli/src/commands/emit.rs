@@ -85,13 +85,14 @@ pub struct EmitArgs {
 pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
     let dtype = parse_dtype(&args.dtype)?;
+    let fp = parse_fp(&args.fp)?;
     let validation = Validation::from_flag(args.no_validate);
-    let lowered = lower_for_emit(ctx, file, args.def.as_deref(), validation, args.explain)?;
+    let lowered = lower_for_emit(ctx, file, args.def.as_deref(), fp, validation, args.explain)?;
     let (loaded, kernel) = (&lowered.loaded, &lowered.kernel);
     let options = EmitOptions {
         symbol: args.name.clone(),
         dtype,
-        fp: parse_fp(&args.fp)?,
+        fp,
     };
     let note = match validation {
         Validation::On => "",

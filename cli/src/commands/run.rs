@@ -50,7 +50,7 @@ use crate::ctx::Ctx;
 use atl_driver::compare::{Comparison, RunReport, WorstElement, compare, compare_outputs};
 use atl_driver::failure::Failure;
 use atl_driver::inputs::{parse_dtype, parse_fp, prepare};
-use atl_driver::lowering::{Validation, gate_and_lower_loaded, validate_loaded};
+use atl_driver::lowering::{Validation, gate_and_lower_loaded_for, validate_loaded};
 use atl_emit_c::EmitOptions;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -94,7 +94,7 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         )));
     }
     let mut prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &args.inputs)?;
-    let mut kernel = gate_and_lower_loaded(ctx, file, &prepared.loaded, &prepared.name)?;
+    let mut kernel = gate_and_lower_loaded_for(ctx, file, &prepared.loaded, &prepared.name, fp)?;
     if let Some(ir) = &args.ir {
         kernel = super::validate::read_kernel_for(ir, &kernel)?;
     }
