@@ -182,9 +182,12 @@ impl Report {
     }
 }
 
-/// `e` with every `a % b` written `a - b * (a / b)`: an identity for all integers
-/// under ATL's floor conventions (also for `b = 0`: `a % 0 = a`, `a / 0 = 0`), which
-/// lets polynomial normal forms see that `(a / b) * b + a % b` is `a`.
+/// `e` with every `a % b` written `a - b * (a / b)`, and every `cdiv(a, c)` by a
+/// constant `c >= 0` written `(a + c - 1) / c`: identities for all integers under
+/// ATL's floor conventions (also for a zero divisor: `a % 0 = a`, `a / 0 = 0`,
+/// `cdiv(a, 0) = 0`; not for a negative one, which is left alone). They let
+/// polynomial normal forms see that `(a / b) * b + a % b` is `a`, and that an
+/// allocation of `16 * (K * ((N + 15) / 16))` elements is `cdiv(N, 16) * K * 16`.
 fn without_modulo(e: &IndexExpr) -> IndexExpr {
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => e.clone(),
@@ -196,6 +199,14 @@ fn without_modulo(e: &IndexExpr) -> IndexExpr {
                 IndexExpr::mul(b.clone(), IndexExpr::bin(IndexOp::Div, a, b)),
             )
         }
+        IndexExpr::Bin(IndexOp::CDiv, a, b) => match **b {
+            IndexExpr::Const(c) if c >= 0 => IndexExpr::bin(
+                IndexOp::Div,
+                IndexExpr::add(without_modulo(a), IndexExpr::Const(c - 1)),
+                IndexExpr::Const(c),
+            ),
+            _ => IndexExpr::bin(IndexOp::CDiv, without_modulo(a), without_modulo(b)),
+        },
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, without_modulo(a), without_modulo(b)),
     }
 }
@@ -560,5 +571,49 @@ impl fmt::Display for Report {
             writeln!(f, "  {:<8} {}", c.verdict.to_string(), c.obligation)?;
         }
         write!(f, "verdict: {}", self.verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use atl_lang::index::apply_index_op;
+
+    fn c(v: i64) -> IndexExpr {
+        IndexExpr::Const(v)
+    }
+
+    #[test]
+    fn a_rounded_up_allocation_is_identical_to_its_recorded_length() {
+        let (n, k) = (IndexExpr::var("N"), IndexExpr::var("K"));
+        let allocated = IndexExpr::mul(
+            c(16),
+            IndexExpr::mul(
+                k.clone(),
+                IndexExpr::bin(IndexOp::Div, IndexExpr::add(n.clone(), c(15)), c(16)),
+            ),
+        );
+        let recorded = IndexExpr::mul(
+            IndexExpr::mul(IndexExpr::bin(IndexOp::CDiv, n.clone(), c(16)), k),
+            c(16),
+        );
+        assert!(identical(&allocated, &recorded));
+        // A negative divisor is not rewritten: cdiv(1, -1) = -1, (1 - 2) / -1 = 1.
+        let by_minus_one = IndexExpr::bin(IndexOp::CDiv, n.clone(), c(-1));
+        let wrong = IndexExpr::bin(IndexOp::Div, IndexExpr::add(n, c(-2)), c(-1));
+        assert!(!identical(&by_minus_one, &wrong));
+    }
+
+    /// The rewrite is an identity for every divisor it applies to (0 included) and
+    /// every numerator, by the language's own evaluation.
+    #[test]
+    fn ceiling_division_by_a_natural_constant_is_a_floor_division() {
+        for d in 0..=9 {
+            for a in -40..=40 {
+                let want = apply_index_op(IndexOp::CDiv, a, d);
+                let got = apply_index_op(IndexOp::Div, a + d - 1, d);
+                assert_eq!(got, want, "cdiv({a}, {d})");
+            }
+        }
     }
 }
