@@ -10,6 +10,7 @@ pub mod emit;
 pub mod eval;
 pub mod explain;
 pub mod fmt;
+pub mod json;
 pub mod prove;
 pub mod repl;
 pub mod rules;
