@@ -1,7 +1,8 @@
 //! One module per `atl` subcommand. Each has the clap arguments of its command and
 //! `pub fn run(args, ctx: &mut Ctx) -> Result<(), Failure>`; [`crate::run`] parses the
 //! command line, calls it, and renders a failure. Adding a command: a module here, a
-//! variant of `crate::Command` and its line in `crate::run`'s dispatch.
+//! variant of `crate::Command` and its line in `crate::run`'s dispatch. [`json`] is not
+//! a command: it is what the commands' `--json` output shares (docs/json.md).
 
 pub mod bench;
 pub mod check;
