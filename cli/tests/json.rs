@@ -163,6 +163,11 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
 /// Runs `atl ARGS…` (with `--json` among them); asserts the exit status, that stdout
 /// is one JSON document (nothing else) and that it satisfies the schema of `heading`.
 fn json_of(heading: &str, args: &[&str], status: i32) -> Value {
+    json_and_stderr(heading, args, status).0
+}
+
+/// [`json_of`], and what the command wrote on stderr.
+fn json_and_stderr(heading: &str, args: &[&str], status: i32) -> (Value, String) {
     let (code, out, err) = atl(args);
     assert_eq!(code, status, "atl {args:?}\nstdout:\n{out}\nstderr:\n{err}");
     // `from_str` refuses trailing non-whitespace: stdout holds one document only.
@@ -171,7 +176,7 @@ fn json_of(heading: &str, args: &[&str], status: i32) -> Value {
     if let Err(why) = check(&schema(heading), &doc, "$") {
         panic!("atl {args:?}: the output breaks the schema of `{heading}`: {why}\n{out}");
     }
-    doc
+    (doc, err)
 }
 
 fn count(v: &Value) -> usize {
@@ -573,8 +578,13 @@ fn validate_json_rejected_and_not_validated() {
     // Right for K <= 30 only: nothing refuted, the value obligation unknown.
     let ir = edited_tiled("min.ir", "for k in 0..K {", "for k in 0..min(K, 30) {");
     let args = ["validate", &file, "--def", "tiled", "--ir", &ir, "--json"];
-    let doc = json_of("atl validate --json", &args, EXIT_USER);
+    let (doc, err) = json_and_stderr("atl validate --json", &args, EXIT_USER);
     assert_eq!(doc["verdict"], "not_validated");
+    // The error on stderr points into the document, not "above".
+    assert!(
+        err.contains("is not validated (`reasons` in the JSON document)"),
+        "{err}"
+    );
     assert!(count(&doc["reasons"]) > 0);
     let unknown: Vec<&Value> = doc["obligations"]
         .as_array()

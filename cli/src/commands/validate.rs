@@ -73,19 +73,29 @@ pub fn run(args: &ValidateArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     } else {
         let _ = writeln!(ctx.stdout, "{report}");
     }
+    // Where the details are: above in the text report, in the document with --json.
+    let (wrong, counterexample, reasons) = if args.json {
+        (
+            "`disagreement` in the JSON document",
+            "`refuted` in the JSON document",
+            "`reasons` in the JSON document",
+        )
+    } else {
+        ("above", "counterexample above", "the reasons are above")
+    };
     match &report.verdict {
         KernelVerdict::Validated => Ok(()),
         KernelVerdict::Rejected {
             disagreement: Some(_),
             ..
         } => Err(Failure::message(format!(
-            "error: the kernel of `{name}` is rejected: it computes a wrong result (above)"
+            "error: the kernel of `{name}` is rejected: it computes a wrong result ({wrong})"
         ))),
         KernelVerdict::Rejected { .. } => Err(Failure::message(format!(
-            "error: the kernel of `{name}` is rejected: an obligation is false (counterexample above)"
+            "error: the kernel of `{name}` is rejected: an obligation is false ({counterexample})"
         ))),
         KernelVerdict::NotValidated { .. } => Err(Failure::message(format!(
-            "error: the kernel of `{name}` is not validated (the reasons are above)"
+            "error: the kernel of `{name}` is not validated ({reasons})"
         ))),
     }
 }
