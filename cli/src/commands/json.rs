@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Writes `doc` as the command's one JSON document (pretty, then a newline).
 pub fn print(out: &mut dyn Write, doc: &Value) {
@@ -57,8 +57,5 @@ pub fn grade(g: atl_rewrites::rule::Grade) -> &'static str {
 
 /// A diagnostic's code and message (its rendering, with spans, stays on stderr).
 pub fn diagnostic(d: &atl_lang::diag::Diagnostic) -> Value {
-    let mut m = Map::new();
-    m.insert("code".into(), json!(d.code));
-    m.insert("message".into(), json!(d.message));
-    Value::Object(m)
+    json!({"code": d.code, "message": d.message})
 }
