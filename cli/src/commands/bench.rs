@@ -23,22 +23,28 @@
 //! 19 unless `--check-sizes` is given) on random inputs and must agree with the
 //! interpreter within the element type's tolerance; a disagreement is E0936 and
 //! nothing is timed.
+//!
+//! `--json` prints the report as one document (docs/json.md; times in milliseconds);
+//! a failure before the timing (a refused kernel, a failed check) prints only its
+//! diagnostics.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use atl_emit_c::Fp;
 use atl_lang::interp::EvalOptions;
 use clap::Args;
+use serde_json::{Value, json};
 
-use super::FP_HELP;
+use super::{FP_HELP, json};
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::inputs::{parse_dtype, parse_fp, parse_sizes, prepare};
 use atl_driver::load::pick_def;
 use atl_driver::lowering::{Validation, gate_loaded, validate_loaded};
-use atl_driver::timing::{BenchOptions, BenchReport, bench, default_check_sizes};
+use atl_driver::timing::{BenchOptions, BenchReport, KernelTiming, bench, default_check_sizes};
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -69,6 +75,9 @@ pub struct BenchArgs {
     /// Time the kernels even if the translation validator does not validate them.
     #[arg(long = "no-validate")]
     pub no_validate: bool,
+    /// Print one JSON document (docs/json.md) instead of the text report.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `atl bench`.
@@ -143,8 +152,39 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         &options,
     )
     .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
-    let _ = write_report(&report, ctx.stdout);
+    if args.json {
+        json::print(ctx.stdout, &report_json(&report, fp, args.runs));
+    } else {
+        let _ = write_report(&report, ctx.stdout);
+    }
     Ok(())
+}
+
+/// The `--json` document of `atl bench` (docs/json.md): the settings, each kernel's
+/// times in milliseconds, and the ratio `median(vs) / median(def)`.
+fn report_json(report: &BenchReport, fp: Fp, runs: usize) -> Value {
+    let kernel = |t: &KernelTiming| {
+        json!({
+            "def": t.def,
+            "median_ms": json::ms(t.median()),
+            "min_ms": json::ms(t.min()),
+            "times_ms": t.times.iter().map(|d| json::ms(*d)).collect::<Vec<_>>(),
+            "check_error": json::number(t.check_error),
+            "compile_ms": json::ms(t.compile_time),
+        })
+    };
+    json!({
+        "command": "bench",
+        "sizes": json::sizes(&report.sizes),
+        "check_sizes": json::sizes(&report.check_sizes),
+        "dtype": super::run::dtype_word(report.dtype),
+        "fp": super::run::fp_word(fp),
+        "threads": report.threads,
+        "runs": runs,
+        "main": kernel(&report.main),
+        "vs": report.vs.as_ref().map_or(Value::Null, kernel),
+        "ratio": report.ratio().map_or(Value::Null, json::number),
+    })
 }
 
 /// Prints a bench report.

@@ -1,14 +1,17 @@
 //! `atl check`: the whole file through the front end, its derivations replayed (and
 //! re-checked independently), and every definition through the pad-type and
 //! access-safety gate; prints each definition's shape (and each derivation's steps and
-//! grade).
+//! grade). With `--json`, one document (docs/json.md) when the file checks; a file
+//! that does not check prints only its diagnostics.
 
 use std::path::PathBuf;
 
 use atl_lang::diag;
 use clap::Args;
+use serde_json::{Value, json};
 
 use super::derive::grade_word;
+use super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::load::load_derived;
@@ -17,6 +20,9 @@ use atl_driver::load::load_derived;
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     pub file: PathBuf,
+    /// Print one JSON document (docs/json.md) instead of the text report.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `atl check`.
@@ -34,6 +40,40 @@ pub fn run(args: &CheckArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         ctx.warn(&gate, file, &loaded.source);
     }
     let p = &loaded.program;
+    if args.json {
+        let definitions: Vec<Value> = p
+            .defs
+            .iter()
+            .map(|def| {
+                let shape: Vec<String> = loaded
+                    .shapes
+                    .globals
+                    .get(&def.name)
+                    .map(|s| s.iter().map(|d| d.to_string()).collect())
+                    .unwrap_or_default();
+                let derivation = loaded
+                    .derivations
+                    .iter()
+                    .find(|d| d.name == def.name)
+                    .map_or(Value::Null, |d| {
+                        json!({
+                            "from": d.from,
+                            "steps": d.steps.len(),
+                            "grade": json::grade(d.grade()),
+                        })
+                    });
+                json!({"name": def.name, "shape": shape, "derivation": derivation})
+            })
+            .collect();
+        let doc = json!({
+            "command": "check",
+            "file": file.display().to_string(),
+            "ok": true,
+            "definitions": definitions,
+        });
+        json::print(ctx.stdout, &doc);
+        return Ok(());
+    }
     for def in &p.defs {
         let shape = loaded
             .shapes

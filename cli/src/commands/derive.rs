@@ -1,13 +1,19 @@
 //! `atl derive`: runs a file's derivations and prints one derived program; `--trace`
 //! prints every step (rule, site, side conditions, program after) and the grade,
-//! `--cert` writes the derivation's certificate (JSON, checked by `atl verify`).
+//! `--cert` writes the derivation's certificate (JSON, checked by `atl verify`),
+//! `--json` prints the derivation, its steps and its grade as one document
+//! (docs/json.md; none when the file does not check or the derivation is missing).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use atl_driver::load::Loaded;
 use atl_lang::diag::Diagnostic;
 use atl_lang::pretty::Style;
+use atl_rewrites::derivation::Derivation;
 use clap::Args;
+use serde_json::{Value, json};
 
+use super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::load::load_derived;
@@ -28,6 +34,10 @@ pub struct DeriveArgs {
     /// Print with the Unicode aliases `⊞ Σ ·`.
     #[arg(long)]
     pub unicode: bool,
+    /// Print one JSON document (docs/json.md): the derivation, every step and the
+    /// grade, instead of the text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// How a derivation's grade reads in `derive --trace` and `check`.
@@ -65,6 +75,17 @@ pub fn run(args: &DeriveArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         unicode: args.unicode,
     };
     let show = |e: &atl_lang::ir::Expr| atl_lang::pretty::body_to_string(e, style, "  ");
+    // The certificate is written before the JSON so that the document can say where.
+    if let Some(path) = &args.cert {
+        write_certificate(path, d, &loaded)?;
+    }
+    if args.json {
+        json::print(
+            ctx.stdout,
+            &derivation_json(file, d, style, args.cert.as_deref()),
+        );
+        return Ok(());
+    }
     let out = &mut *ctx.stdout;
     if args.trace {
         let _ = writeln!(out, "derive {} from {}", d.name, d.from);
@@ -95,17 +116,65 @@ pub fn run(args: &DeriveArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         let _ = writeln!(out, "grade: {}", grade_word(d.grade()));
     }
     let _ = writeln!(out, "def {} =\n{}", d.name, show(&d.result));
-    if let Some(path) = &args.cert {
-        let certificate = atl_rewrites::cert::Certificate::chained(
-            d,
-            &loaded.derivations,
-            &loaded.program,
-            &loaded.library,
-        );
-        let text = serde_json::to_string_pretty(&certificate)
-            .map_err(|e| Failure::usage(format!("cannot serialize the certificate: {e}")))?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| Failure::usage(format!("cannot write `{}`: {e}", path.display())))?;
-    }
     Ok(())
+}
+
+/// Writes the certificate of `d` (JSON, checked by `atl verify`) to `path`.
+fn write_certificate(path: &Path, d: &Derivation, loaded: &Loaded) -> Result<(), Failure> {
+    let certificate = atl_rewrites::cert::Certificate::chained(
+        d,
+        &loaded.derivations,
+        &loaded.program,
+        &loaded.library,
+    );
+    let text = serde_json::to_string_pretty(&certificate)
+        .map_err(|e| Failure::usage(format!("cannot serialize the certificate: {e}")))?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Failure::usage(format!("cannot write `{}`: {e}", path.display())))
+}
+
+/// The `--json` document of a derivation (docs/json.md, `atl derive --json`).
+fn derivation_json(file: &Path, d: &Derivation, style: Style, cert: Option<&Path>) -> Value {
+    // Not indented: the text's indentation is for a terminal.
+    let show = |e: &atl_lang::ir::Expr| atl_lang::pretty::body_to_string(e, style, "");
+    let steps: Vec<Value> = d
+        .steps
+        .iter()
+        .map(|step| {
+            let conditions: Vec<Value> = step
+                .conditions
+                .iter()
+                .map(|c| {
+                    // The recorded verdict is a solver verdict's text (`proved`, or
+                    // `refuted: …`/`unknown: …`): its first word is the verdict.
+                    let word = c.verdict.split(':').next().unwrap_or_default().trim();
+                    json!({"name": c.name, "goal": c.goal, "verdict": word})
+                })
+                .collect();
+            json!({
+                "command": step.command,
+                "rule": step.rule,
+                "direction": step.direction,
+                "path": step.path,
+                "instantiation": step.instantiation,
+                "conditions": conditions,
+                "grade": json::grade(step.grade),
+                "before": step.before,
+                "after_site": step.after_site,
+                "after": step.after,
+                "origin": step.origin,
+            })
+        })
+        .collect();
+    json!({
+        "command": "derive",
+        "file": file.display().to_string(),
+        "name": d.name,
+        "from": d.from,
+        "grade": json::grade(d.grade()),
+        "initial": show(&d.initial),
+        "result": show(&d.result),
+        "steps": steps,
+        "certificate": cert.map(|p| p.display().to_string()),
+    })
 }

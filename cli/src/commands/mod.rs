@@ -1,7 +1,8 @@
 //! One module per `atl` subcommand. Each has the clap arguments of its command and
 //! `pub fn run(args, ctx: &mut Ctx) -> Result<(), Failure>`; [`crate::run`] parses the
 //! command line, calls it, and renders a failure. Adding a command: a module here, a
-//! variant of `crate::Command` and its line in `crate::run`'s dispatch.
+//! variant of `crate::Command` and its line in `crate::run`'s dispatch. [`json`] is not
+//! a command: it is what the commands' `--json` output shares (docs/json.md).
 
 pub mod bench;
 pub mod check;
@@ -10,6 +11,7 @@ pub mod emit;
 pub mod eval;
 pub mod explain;
 pub mod fmt;
+pub mod json;
 pub mod prove;
 pub mod repl;
 pub mod rules;

@@ -1,7 +1,8 @@
 //! `atl rules`: the rule library, listed (this module), checked by bounded semantic
 //! testing (`--check`, [`check`]), read from a `.rules` file or a program's user rules
 //! (`--file`, [`program`] for `.atl` programs), or exported as Rocq statements
-//! (`--export-rocq`, [`rocq`]).
+//! (`--export-rocq`, [`rocq`]). `--json` prints the listing or the check as one
+//! document (docs/json.md); no rule matching the filter prints only the error.
 
 pub mod check;
 pub mod program;
@@ -10,7 +11,9 @@ pub mod rocq;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use serde_json::{Value, json};
 
+use super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::load::{rules_file, standard_library};
@@ -32,8 +35,12 @@ pub struct RulesArgs {
     pub file: Option<PathBuf>,
     /// Write the library's Rocq statements (one file per rule file, and `All.v`)
     /// into this directory.
-    #[arg(long = "export-rocq", value_name = "DIR", conflicts_with_all = ["check", "filter"])]
+    #[arg(long = "export-rocq", value_name = "DIR", conflicts_with_all = ["check", "filter", "json"])]
     pub export_rocq: Option<PathBuf>,
+    /// Print one JSON document (docs/json.md): the listing, or with `--check` each
+    /// rule's result (exit status unchanged).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `atl rules`: picks the part the arguments ask for.
@@ -42,11 +49,11 @@ pub fn run(args: &RulesArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     if let Some(dir) = &args.export_rocq {
         rocq::export(dir, ctx)
     } else if let Some(path) = args.file.as_deref().filter(|p| program::is_program_file(p)) {
-        program::run(path, filter, args.check, ctx)
+        program::run(path, filter, args.check, args.json, ctx)
     } else if args.check {
-        check::run(filter, args.attempts, args.file.as_deref(), ctx)
+        check::run(filter, args.attempts, args.file.as_deref(), args.json, ctx)
     } else {
-        list(filter, args.file.as_deref(), ctx)
+        list(filter, args.file.as_deref(), args.json, ctx)
     }
 }
 
@@ -58,13 +65,52 @@ fn library_or_file(file: Option<&Path>) -> Result<atl_rewrites::Library, Failure
     }
 }
 
+/// What a listing says of one rule, for `--json` (docs/json.md): `status` is
+/// `proved` (in Rocq), `checked` (by bounded testing) or `user` (a program's rule).
+pub(crate) fn rule_json(r: &atl_rewrites::rule::Rule, status: &str, reason: Option<&str>) -> Value {
+    let conditions: Vec<Value> = r
+        .conditions
+        .iter()
+        .map(|c| json!({"name": c.name(), "text": c.text()}))
+        .collect();
+    json!({
+        "name": r.name,
+        "equation": r.equation.to_string(),
+        "grade": json::grade(r.grade),
+        "status": status,
+        "not_proved_reason": reason,
+        "doc": r.doc,
+        "conditions": conditions,
+    })
+}
+
+/// The `--json` document of a listing.
+pub(crate) fn listing_json(source: &str, rules: Vec<Value>) -> Value {
+    json!({"command": "rules", "source": source, "rules": rules})
+}
+
 /// Lists the rules whose name contains `filter`: equation, grade, status, doc and
 /// side conditions.
-fn list(filter: Option<&str>, file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
+fn list(
+    filter: Option<&str>,
+    file: Option<&Path>,
+    as_json: bool,
+    ctx: &mut Ctx<'_>,
+) -> Result<(), Failure> {
     let lib = library_or_file(file)?;
     let mut shown = 0;
+    let mut listed = Vec::new();
     for r in lib.rules() {
         if filter.is_some_and(|f| !r.name.contains(f)) {
+            continue;
+        }
+        if as_json {
+            let (status, reason) = match &r.status {
+                atl_rewrites::rule::Status::Proved => ("proved", None),
+                atl_rewrites::rule::Status::Checked(reason) => ("checked", reason.as_deref()),
+            };
+            listed.push(rule_json(r, status, reason));
+            shown += 1;
             continue;
         }
         let grade = match r.grade {
@@ -94,6 +140,10 @@ fn list(filter: Option<&str>, file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<
             "no rule matches `{}`",
             filter.unwrap_or("")
         )));
+    }
+    if as_json {
+        let source = file.map_or("library".to_string(), |p| p.display().to_string());
+        json::print(ctx.stdout, &listing_json(&source, listed));
     }
     Ok(())
 }

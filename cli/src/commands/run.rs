@@ -17,7 +17,9 @@
 //!     Prints the output shape, the maximum absolute and relative error, and the
 //!     compile, kernel and interpreter times (`write_run_report`); exits 1 with E0939
 //!     (naming the worst element) when the kernel disagrees with the interpreter by
-//!     more than the tolerance.
+//!     more than the tolerance. --json prints one document instead (docs/json.md),
+//!     also on a disagreement (then with the verdict `disagrees`, and exit 1); what
+//!     fails before the comparison prints only diagnostics.
 //! ```
 //!
 //! The comparison: the error of an element is `|kernel - interpreter|` divided by the
@@ -44,8 +46,9 @@ use atl_emit_c::{Dtype, Fp};
 use atl_lang::diag::Diagnostic;
 use atl_lang::interp::Tensor;
 use clap::Args;
+use serde_json::{Value, json};
 
-use super::FP_HELP;
+use super::{FP_HELP, json};
 use crate::ctx::Ctx;
 use atl_driver::compare::{Comparison, RunReport, WorstElement, compare, compare_outputs};
 use atl_driver::failure::Failure;
@@ -79,6 +82,10 @@ pub struct RunArgs {
     pub no_validate: bool,
     #[arg(long = "fp", default_value = "fast", help = FP_HELP)]
     pub fp: String,
+    /// Print one JSON document (docs/json.md) instead of the text report (also when
+    /// the kernel disagrees with the interpreter; exit status unchanged).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `atl run`.
@@ -145,7 +152,9 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         &options,
     )
     .map_err(|diags| Failure::diagnostics(diags, file, &prepared.loaded.source))?;
-    let _ = write_run_report(&report, ctx.stdout);
+    if !args.json {
+        let _ = write_run_report(&report, ctx.stdout);
+    }
     let tolerance = args.tolerance.unwrap_or_else(|| {
         default_tolerance(dtype, summation_length(&kernel.source, &prepared.sizes))
     });
@@ -166,11 +175,31 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
                 .map_err(|d| Failure::diagnostics(vec![d], file, &prepared.loaded.source))?,
         ),
     };
-    let _ = write_bit_check(&report, bits, loop_ir.as_ref(), &prepared.name, ctx.stdout);
+    if !args.json {
+        let _ = write_bit_check(&report, bits, loop_ir.as_ref(), &prepared.name, ctx.stdout);
+    }
     let diag = loop_ir
         .as_ref()
         .and_then(|c| bit_disagreement(&report.def, c, &prepared.sizes));
-    if let Some(diag) = diag.or_else(|| disagreement(&report, &prepared.sizes, tolerance)) {
+    let diag = diag.or_else(|| disagreement(&report, &prepared.sizes, tolerance));
+    if args.json {
+        let verdict = if diag.is_some() {
+            "disagrees"
+        } else {
+            "agrees"
+        };
+        let doc = run_json(
+            &report,
+            &prepared.sizes,
+            fp,
+            tolerance,
+            bits,
+            loop_ir.as_ref(),
+            verdict,
+        );
+        json::print(ctx.stdout, &doc);
+    }
+    if let Some(diag) = diag {
         return Err(Failure::diagnostics(
             vec![diag],
             file,
@@ -178,6 +207,83 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// The `--json` document of `atl run` (docs/json.md): the report, the tolerance, the
+/// bit checks and the verdict (`agrees` or `disagrees`).
+fn run_json(
+    report: &RunReport,
+    sizes: &BTreeMap<String, i64>,
+    fp: Fp,
+    tolerance: f64,
+    bits: BitCheck,
+    loop_ir: Option<&Comparison>,
+    verdict: &str,
+) -> Value {
+    let c = &report.comparison;
+    let element = |w: &WorstElement| {
+        json!({
+            "coordinates": w.coordinates,
+            "kernel": json::number(w.kernel),
+            "interpreter": json::number(w.interpreter),
+        })
+    };
+    // Errors are over the elements finite on both sides: none without such elements.
+    let error = |v: f64| {
+        if c.finite == 0 {
+            Value::Null
+        } else {
+            json::number(v)
+        }
+    };
+    let (bit_check, bit_identical) = match bits {
+        BitCheck::Fast => ("fast", Value::Null),
+        BitCheck::Float => ("float", Value::Null),
+        BitCheck::Real => ("real", Value::Null),
+        BitCheck::On => ("on", json!(c.finite - c.bit_differences)),
+    };
+    json!({
+        "command": "run",
+        "def": report.def,
+        "dtype": dtype_word(report.dtype),
+        "fp": fp_word(fp),
+        "sizes": json::sizes(sizes),
+        "output_shape": report.output.shape,
+        "elements": report.output.data.len(),
+        "finite": c.finite,
+        "non_finite": c.non_finite,
+        "mismatches": c.mismatches,
+        "max_abs_error": error(c.max_abs_error),
+        "max_rel_error": error(c.max_rel_error),
+        "max_scaled_error": error(c.max_scaled_error),
+        "scale": json::number(c.scale),
+        "tolerance": json::number(tolerance),
+        "worst": c.worst.as_ref().map_or(Value::Null, element),
+        "first_mismatch": c.first_mismatch.as_ref().map_or(Value::Null, element),
+        "bit_check": bit_check,
+        "bit_identical_to_interpreter": bit_identical,
+        "bit_identical_to_loop_ir": loop_ir.map(|l| l.finite - l.bit_differences),
+        "compile_ms": json::ms(report.compile_time),
+        "kernel_ms": json::ms(report.kernel_time),
+        "interpreter_ms": json::ms(report.interp_time),
+        "verdict": verdict,
+    })
+}
+
+/// The element type as its option word (`f32`, `f64`).
+pub(crate) fn dtype_word(d: Dtype) -> &'static str {
+    match d {
+        Dtype::F32 => "f32",
+        Dtype::F64 => "f64",
+    }
+}
+
+/// The floating-point mode as its option word (`fast`, `strict`).
+pub(crate) fn fp_word(fp: Fp) -> &'static str {
+    match fp {
+        Fp::Fast => "fast",
+        Fp::Strict => "strict",
+    }
 }
 
 /// What `atl run` compares bit for bit.

@@ -10,6 +10,8 @@
 //!     kernel is validated (every obligation proved, the values against the
 //!     definition included); 1 when it is rejected (a counterexample, or a wrong
 //!     result found by running it at small sizes) or not validated (the reasons).
+//!     --json prints the same as one document (docs/json.md), with the same exit
+//!     status; a file that does not check or lower prints only diagnostics.
 //! ```
 //!
 //! With `--ir`, the kernel text must declare the definition's sizes, inputs and output
@@ -21,9 +23,12 @@ use std::path::{Path, PathBuf};
 
 use atl_lang::diag::Diagnostic;
 use atl_lower::Kernel;
-use atl_validate::KernelVerdict;
+use atl_validate::concrete::{Difference, Disagreement};
+use atl_validate::{KernelVerdict, Method, ObligationKind};
 use clap::Args;
+use serde_json::{Value, json};
 
+use super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::load::{load_derived, pick_loaded_def, read_source};
@@ -41,6 +46,10 @@ pub struct ValidateArgs {
     /// lowering produces; it must be a kernel of the definition.
     #[arg(long = "ir", value_name = "KERNEL.ir")]
     pub ir: Option<PathBuf>,
+    /// Print one JSON document (docs/json.md): every obligation with its verdict, and
+    /// the kernel's verdict (also when it is not validated; exit status unchanged).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `atl validate`.
@@ -59,21 +68,153 @@ pub fn run(args: &ValidateArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         def: &name,
     };
     let report = atl_validate::validate(&kernel, Some(&source), &atl_solver::Solver::new());
-    let _ = writeln!(ctx.stdout, "{report}");
+    if args.json {
+        json::print(ctx.stdout, &report_json(&name, &report));
+    } else {
+        let _ = writeln!(ctx.stdout, "{report}");
+    }
+    // Where the details are: above in the text report, in the document with --json.
+    let (wrong, counterexample, reasons) = if args.json {
+        (
+            "`disagreement` in the JSON document",
+            "`refuted` in the JSON document",
+            "`reasons` in the JSON document",
+        )
+    } else {
+        ("above", "counterexample above", "the reasons are above")
+    };
     match &report.verdict {
         KernelVerdict::Validated => Ok(()),
         KernelVerdict::Rejected {
             disagreement: Some(_),
             ..
         } => Err(Failure::message(format!(
-            "error: the kernel of `{name}` is rejected: it computes a wrong result (above)"
+            "error: the kernel of `{name}` is rejected: it computes a wrong result ({wrong})"
         ))),
         KernelVerdict::Rejected { .. } => Err(Failure::message(format!(
-            "error: the kernel of `{name}` is rejected: an obligation is false (counterexample above)"
+            "error: the kernel of `{name}` is rejected: an obligation is false ({counterexample})"
         ))),
         KernelVerdict::NotValidated { .. } => Err(Failure::message(format!(
-            "error: the kernel of `{name}` is not validated (the reasons are above)"
+            "error: the kernel of `{name}` is not validated ({reasons})"
         ))),
+    }
+}
+
+/// The `--json` document of a validation report (docs/json.md, `atl validate
+/// --json`).
+pub fn report_json(def: &str, report: &atl_validate::Report) -> Value {
+    let obligations: Vec<Value> = report
+        .obligations
+        .iter()
+        .map(|c| {
+            let (verdict, counterexample, reason) = json::verdict(&c.verdict);
+            json!({
+                "kind": obligation_kind(&c.obligation.kind),
+                "description": c.obligation.kind.to_string(),
+                "goal": c.obligation.goal.to_string(),
+                "location": c.obligation.location,
+                "verdict": verdict,
+                "method": method_word(c.method),
+                "counterexample": counterexample,
+                "reason": reason,
+            })
+        })
+        .collect();
+    let (proved, refuted, unknown) = report.counts();
+    let (verdict, rejections, disagreement, reasons) = match &report.verdict {
+        KernelVerdict::Validated => ("validated", Vec::new(), Value::Null, Vec::new()),
+        KernelVerdict::Rejected {
+            refuted,
+            disagreement,
+        } => (
+            "rejected",
+            refuted
+                .iter()
+                .map(|r| {
+                    json!({
+                        "obligation": r.obligation.to_string(),
+                        "counterexample": json::counterexample(&r.counterexample),
+                    })
+                })
+                .collect(),
+            disagreement.as_ref().map_or(Value::Null, disagreement_json),
+            Vec::new(),
+        ),
+        KernelVerdict::NotValidated { reasons } => {
+            ("not_validated", Vec::new(), Value::Null, reasons.clone())
+        }
+    };
+    json!({
+        "command": "validate",
+        "def": def,
+        "kernel": report.kernel,
+        "verdict": verdict,
+        "counts": {"proved": proved, "refuted": refuted, "unknown": unknown},
+        "obligations": obligations,
+        "refuted": rejections,
+        "disagreement": disagreement,
+        "reasons": reasons,
+        "elapsed_ms": json::ms(report.elapsed),
+    })
+}
+
+/// A wrong result found by running the kernel at small sizes.
+fn disagreement_json(d: &Disagreement) -> Value {
+    let (element, expected, computed, fault) = match &d.what {
+        Difference::Element {
+            index,
+            expected,
+            computed,
+        } => (
+            json!(index),
+            json::number(*expected),
+            json::number(*computed),
+            Value::Null,
+        ),
+        Difference::Fault(why) => (Value::Null, Value::Null, Value::Null, json!(why)),
+    };
+    json!({
+        "sizes": json::sizes(&d.sizes),
+        "seed": d.seed,
+        "element": element,
+        "expected": expected,
+        "computed": computed,
+        "fault": fault,
+        "text": d.to_string(),
+    })
+}
+
+/// The obligation's kind as a fixed snake_case word (docs/json.md lists them).
+fn obligation_kind(kind: &ObligationKind) -> &'static str {
+    match kind {
+        ObligationKind::Bounds { .. } => "bounds",
+        ObligationKind::RecordedExtent { .. } => "recorded_extent",
+        ObligationKind::Flattening { .. } => "flattening",
+        ObligationKind::NaturalDivision { .. } => "natural_division",
+        ObligationKind::AllocLength { .. } => "alloc_length",
+        ObligationKind::Int64 { .. } => "int64",
+        ObligationKind::FillLength { .. } => "fill_length",
+        ObligationKind::WellFormed { .. } => "well_formed",
+        ObligationKind::CName { .. } => "c_name",
+        ObligationKind::Race { .. } => "race",
+        ObligationKind::DoubleWrite { .. } => "double_write",
+        ObligationKind::Coverage { .. } => "coverage",
+        ObligationKind::Initialised { .. } => "initialised",
+        ObligationKind::Value { .. } => "value",
+        ObligationKind::SourceShape { .. } => "source_shape",
+        ObligationKind::PreconditionText { .. } => "precondition_text",
+        ObligationKind::Precondition { .. } => "precondition",
+    }
+}
+
+/// How an obligation was decided, as a fixed word.
+fn method_word(m: Method) -> &'static str {
+    match m {
+        Method::Identity => "identity",
+        Method::Solver => "solver",
+        Method::Lemma => "lemma",
+        Method::Counting => "counting",
+        Method::Magnitude => "magnitude",
     }
 }
 

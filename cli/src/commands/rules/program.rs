@@ -8,6 +8,7 @@ use std::path::Path;
 use atl_rewrites::rule::Grade;
 use atl_rewrites::user_rules::{USER_RULE_ATTEMPTS, library_with_user_rules, load_user_rule};
 
+use super::super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::load::{load_front_end, standard_library};
@@ -23,6 +24,7 @@ pub fn run(
     file: &Path,
     filter: Option<&str>,
     check: bool,
+    as_json: bool,
     ctx: &mut Ctx<'_>,
 ) -> Result<(), Failure> {
     let (source, checked) = load_front_end(ctx, file)?;
@@ -46,7 +48,25 @@ pub fn run(
         let standard = standard_library()?;
         let solver = atl_solver::Solver::new();
         let (lib, diags) = library_with_user_rules(&standard, &checked.program, &name, &solver);
-        for item in &items {
+        if as_json {
+            let results = items
+                .iter()
+                .map(|item| {
+                    let ok = lib.user_source(&item.name.name).is_some();
+                    // Checked as `atl check` checks it: its examples, then
+                    // USER_RULE_ATTEMPTS random instances (how many applied is not
+                    // reported by the loader).
+                    let (result, tried) = if ok {
+                        ("ok", Some(USER_RULE_ATTEMPTS))
+                    } else {
+                        ("refused", None)
+                    };
+                    super::check::check_json(&item.name.name, result, None, tried, Vec::new(), None)
+                })
+                .collect();
+            json::print(ctx.stdout, &super::check::check_document(&name, results));
+        }
+        for item in items.iter().filter(|_| !as_json) {
             if lib.user_source(&item.name.name).is_some() {
                 let _ = writeln!(
                     ctx.stdout,
@@ -63,8 +83,10 @@ pub fn run(
         return Ok(());
     }
     let mut failed = Vec::new();
+    let mut listed = Vec::new();
     for item in items {
         match load_user_rule(item, &name) {
+            Ok(r) if as_json => listed.push(super::rule_json(&r, "user", None)),
             Ok(r) => {
                 let grade = match r.grade {
                     Grade::Exact => "exact",
@@ -85,6 +107,9 @@ pub fn run(
     }
     if !failed.is_empty() {
         return Err(Failure::diagnostics(failed, file, &source));
+    }
+    if as_json {
+        json::print(ctx.stdout, &super::listing_json(&name, listed));
     }
     Ok(())
 }
