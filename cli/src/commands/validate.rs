@@ -4,12 +4,14 @@
 //! prints), checked by `atl-validate` for every size the preconditions allow.
 //!
 //! ```text
-//! atl validate FILE [--def NAME] [--ir KERNEL.ir]
+//! atl validate FILE [--def NAME] [--ir KERNEL.ir] [--fp fast|strict]
 //!     Prints every obligation with its verdict (proved, refuted with a
 //!     counterexample, unknown), then the kernel's verdict. Exits 0 only when the
 //!     kernel is validated (every obligation proved, the values against the
 //!     definition included); 1 when it is rejected (a counterexample, or a wrong
 //!     result found by running it at small sizes) or not validated (the reasons).
+//!     --fp strict validates the kernel `atl emit --fp strict` writes (nested sums
+//!     keep their own accumulators); the default is the `--fp fast` one.
 //!     --json prints the same as one document (docs/json.md), with the same exit
 //!     status; a file that does not check or lower prints only diagnostics.
 //! ```
@@ -32,7 +34,8 @@ use super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
 use atl_driver::load::{load_derived, pick_loaded_def, read_source};
-use atl_driver::lowering::gate_and_lower_loaded;
+use atl_driver::inputs::parse_fp;
+use atl_driver::lowering::gate_and_lower_loaded_for;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
 #[derive(Args, Debug)]
@@ -46,6 +49,8 @@ pub struct ValidateArgs {
     /// lowering produces; it must be a kernel of the definition.
     #[arg(long = "ir", value_name = "KERNEL.ir")]
     pub ir: Option<PathBuf>,
+    #[arg(long = "fp", default_value = "fast", help = super::FP_HELP)]
+    pub fp: String,
     /// Print one JSON document (docs/json.md): every obligation with its verdict, and
     /// the kernel's verdict (also when it is not validated; exit status unchanged).
     #[arg(long)]
@@ -55,9 +60,10 @@ pub struct ValidateArgs {
 /// `atl validate`.
 pub fn run(args: &ValidateArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let file = args.file.as_path();
+    let fp = parse_fp(&args.fp)?;
     let loaded = load_derived(ctx, file)?;
     let name = pick_loaded_def(&loaded, file, args.def.as_deref())?;
-    let lowered = gate_and_lower_loaded(ctx, file, &loaded, &name)?;
+    let lowered = gate_and_lower_loaded_for(ctx, file, &loaded, &name, fp)?;
     let kernel = match &args.ir {
         Some(ir) => read_kernel_for(ir, &lowered)?,
         None => lowered,
