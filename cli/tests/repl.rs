@@ -39,7 +39,7 @@ rw get_gen
 :redo
 rw get_gen
 :history
-:save mytiled
+:save! mytiled
 ";
     let text = session_output(&mut session, script);
     // After fusion the program is the thesis's fused pipeline.
@@ -276,6 +276,9 @@ fn terminal_session_completes_and_recalls_history() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let screen = capture();
+    // The steps are unsaved: the first Ctrl-D warns, the second leaves.
+    tmux(&["send-keys", "-t", &name, "C-d"]);
+    assert!(wait_for("not saved"), "unsaved warning:\n{}", capture());
     tmux(&["send-keys", "-t", &name, "C-d"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     tmux(&["kill-session", "-t", &name]);
@@ -306,7 +309,9 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     // Directives are tried and listed as typed.
     assert!(text.contains("directives that apply"), "{text}");
     assert!(text.contains("gate: passes"), "{text}");
-    assert!(text.contains("kernel __current"), "{text}");
+    // The kernel is named after the focus, never the session's internal name.
+    assert!(text.contains("kernel tiled(n; f: [n])"), "{text}");
+    assert!(!text.contains("__current"), "{text}");
     assert!(text.contains("void tiled(int64_t n"), "{text}");
     // Validated, so printed without the note; `--no-validate` prints it with the note,
     // anything else is a usage line.
@@ -341,7 +346,22 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     assert_eq!(shown.len(), 2, "{text}");
     assert_eq!(
         shown[0].split("tiled>").next(),
-        shown[1].split("tiled>").next()
+        shown[1].split("  (the program's text").next()
+    );
+    // What the step did is said, and `:show` and `:loops` show the annotation.
+    assert!(
+        text.contains("(the program's text is unchanged; loop annotations added: unroll ii)"),
+        "{text}"
+    );
+    let text = session_output(&mut session, ":show\n:loops\n");
+    assert!(text.contains("  loop annotations: unroll ii\n"), "{text}");
+    assert!(
+        text.contains("gen ii < 8  [stage (the definition)]  {unroll}"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("gen io < cdiv(n, 8)  [stage (the definition)]  {"),
+        "{text}"
     );
     // Refused: a second, conflicting annotation of `ii`; `vectorize` of a loop that is
     // not innermost; an annotation of a loop the program does not have.
@@ -351,10 +371,10 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     assert!(text.contains("[E0821]"), "{text}");
     assert_eq!(session.step_texts(), ["unroll ii"]);
     // The C has the unroll pragma, and the saved derivation replays from the file.
-    let text = session_output(&mut session, ":c\n:save tiled_unrolled\n");
+    let text = session_output(&mut session, ":c\n:save! tiled_unrolled\n");
     assert!(text.contains("ATL__UNROLL(GCC unroll 8)"), "{text}");
     assert!(
-        text.contains("saved `derive tiled_unrolled from tiled` (1 steps)"),
+        text.contains("saved `derive tiled_unrolled from tiled` (1 step)"),
         "{text}"
     );
     let saved = std::fs::read_to_string(&file).expect("saved file");
@@ -602,7 +622,7 @@ fn grade_exact_refuses_a_focus_whose_base_is_real() {
     // Saved from the session: a split makes `mine` real.
     let text = session_output(
         &mut session,
-        ":focus rows\nsplit k by 4 into ko, ki\n:save mine\n:focus mine\ngrade exact\n",
+        ":focus rows\nsplit k by 4 into ko, ki\n:save! mine\n:focus mine\ngrade exact\n",
     );
     assert!(text.contains("saved `derive mine from rows`"), "{text}");
     assert!(
