@@ -698,3 +698,183 @@ fn a_reorder_already_in_order_changes_nothing() {
     assert_eq!(session.step_texts(), ["reorder j, i"]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A session on a copy of the matmul example, focused on `matmul`.
+fn matmul_session(name: &str) -> (Session, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("atl-repl-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("matmul.atl");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/matmul/matmul.atl");
+    std::fs::copy(src, &file).expect("copy example");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    session_output(&mut session, ":focus matmul\n");
+    (session, file)
+}
+
+/// `:save NAME FILE` writes a new file (the program and the derivation) that `atl
+/// check` replays and that `atl derive` replays to the session's program; it never
+/// touches the loaded file, refuses to overwrite, and `:save NAME` alone only says how.
+#[test]
+fn save_writes_where_the_user_says_and_never_appends_silently() {
+    let (mut session, file) = matmul_session("save-file");
+    let original = std::fs::read_to_string(&file).expect("file");
+    let target = file.parent().expect("dir").join("mine.atl");
+    let text = session_output(
+        &mut session,
+        &format!(
+            "rw gen_sum\nsplit j by 8 into jo, ji\n:save mine\n:save mine {}\n",
+            target.display()
+        ),
+    );
+    assert!(text.contains("not saved: `:save mine FILE`"), "{text}");
+    assert!(
+        text.contains("saved `derive mine from matmul` (2 steps) to"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("file"),
+        original,
+        "the loaded file is unchanged"
+    );
+    let saved = std::fs::read_to_string(&target).expect("new file");
+    assert!(saved.starts_with(&original), "{saved}");
+    assert!(
+        saved.ends_with("derive mine from matmul {\n  rw gen_sum\n  split j by 8 into jo, ji\n}\n"),
+        "{saved}"
+    );
+    let run = |args: &[&str]| {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let code = atl_cli::run(args.iter().copied(), &mut stdout, &mut stderr, false);
+        (
+            code,
+            String::from_utf8(stdout).expect("UTF-8"),
+            String::from_utf8(stderr).expect("UTF-8"),
+        )
+    };
+    let target_s = target.display().to_string();
+    let (code, _, err) = run(&["atl", "check", &target_s]);
+    assert_eq!(code, 0, "{err}");
+    let (code, derived, err) = run(&["atl", "derive", &target_s, "--def", "mine"]);
+    assert_eq!(code, 0, "{err}");
+    let printed = atl_lang::pretty::body_to_string(
+        session.current_program().expect("a program"),
+        Default::default(),
+        "  ",
+    );
+    assert!(derived.contains(&printed), "{derived}\n{printed}");
+    // An existing file is refused; `:save!` overwrites it.
+    let text = session_output(&mut session, &format!(":save other {target_s}\n"));
+    assert!(text.contains("exists; `:save! other"), "{text}");
+    assert!(
+        !std::fs::read_to_string(&target)
+            .expect("file")
+            .contains("other")
+    );
+    let text = session_output(&mut session, &format!(":save! other {target_s}\n"));
+    assert!(text.contains("saved `derive other from matmul`"), "{text}");
+    let (code, _, err) = run(&["atl", "check", &target_s]);
+    assert_eq!(code, 0, "{err}");
+    // Saved: leaving does not ask.
+    assert_eq!(session.unsaved_steps(), 0);
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// Leaving with unsaved steps asks once; `:quit!` leaves at once; after an undo of
+/// every step there is nothing to lose.
+#[test]
+fn quit_with_unsaved_steps_asks_once() {
+    use atl_cli::repl::Control;
+    let (mut session, file) = matmul_session("quit");
+    let mut out = Vec::new();
+    assert_eq!(session.handle(":quit", &mut out), Control::Quit);
+    session_output(&mut session, "rw gen_sum\n");
+    assert_eq!(session.unsaved_steps(), 1);
+    let mut out = Vec::new();
+    assert_eq!(session.handle(":quit", &mut out), Control::Continue);
+    let text = String::from_utf8(out).expect("UTF-8");
+    assert!(
+        text.contains("1 step on `matmul` not saved: `:save NAME FILE` writes it"),
+        "{text}"
+    );
+    assert_eq!(session.leave(&mut Vec::new()), Control::Quit);
+    // A new step asks again; `:quit!` does not.
+    session_output(&mut session, "split j by 8 into jo, ji\n");
+    assert_eq!(session.handle(":quit", &mut Vec::new()), Control::Continue);
+    session_output(&mut session, "rw gen_sum\n");
+    assert_eq!(session.handle(":quit!", &mut Vec::new()), Control::Quit);
+    session_output(&mut session, ":undo\n:undo\n:undo\n");
+    assert_eq!(session.unsaved_steps(), 0);
+    assert_eq!(session.handle(":quit", &mut Vec::new()), Control::Quit);
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// The REPL's own wording and names: `:eval` size errors name `:eval`, unknown steps
+/// and commands get a did-you-mean, completion after `parallel` offers only gens, and
+/// `:help` stays within 100 columns.
+#[test]
+fn the_sessions_own_words() {
+    let (mut session, file) = matmul_session("words");
+    let text = session_output(&mut session, ":eval M=7\nvectorise j\n:sav x\n:eval x\n");
+    assert!(text.contains("`:eval N=…,K=…`"), "{text}");
+    assert!(!text.contains("--sizes"), "{text}");
+    assert!(text.contains("did you mean `vectorize`?"), "{text}");
+    assert!(
+        text.contains("unknown command `:sav` (did you mean `:save`?)"),
+        "{text}"
+    );
+    assert!(text.contains("usage: :eval M=4,N=4,K=4"), "{text}");
+    // `parallel` and `vectorize` take gens only: `k` (a sum) is not offered.
+    assert_eq!(session.completions("parallel "), ["i", "j"]);
+    assert_eq!(session.completions("unroll "), ["i", "j", "k"]);
+    let help = session_output(&mut session, ":help\n");
+    for line in help.lines().skip(1) {
+        assert!(line.chars().count() <= 100, "too wide: {line:?}");
+    }
+    assert!(help.contains("  :bench [SIZES]"), "{help}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// A line that is not UTF-8 in a script is reported and skipped; the session goes on.
+#[test]
+fn a_line_that_is_not_utf8_does_not_end_the_session() {
+    let (mut session, file) = matmul_session("bytes");
+    let mut out = Vec::new();
+    atl_cli::repl::run_script_bytes(
+        &mut session,
+        b"rw gen_sum\n\xff\xfeabc\n:history\n",
+        &mut out,
+    );
+    let text = String::from_utf8(out).expect("UTF-8");
+    assert!(
+        text.contains("line 2 is not UTF-8 text (byte 0xff at column 1); skipped"),
+        "{text}"
+    );
+    assert!(text.contains("1. rw gen_sum"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// `:bench` compiles and times the current program against the focus's original, as
+/// `atl bench` does: both names, their medians and the ratio.
+#[test]
+fn bench_times_the_current_program_against_the_original() {
+    let (mut session, file) = matmul_session("bench");
+    let text = session_output(
+        &mut session,
+        "rw gen_sum\n:bench M=32,N=32,K=32 --runs 3\n:bench --vs tiled M=16,N=16,K=16 --runs 2\n:bench Q=3\n:bench --vs nope\n",
+    );
+    assert!(
+        text.contains("sizes K=32,M=32,N=32 (float, 1 thread); checked against the interpreter at K=19,M=19,N=19"),
+        "{text}"
+    );
+    assert!(text.contains("matmul_current           median"), "{text}");
+    assert!(text.contains("ratio matmul / matmul_current = "), "{text}");
+    assert!(text.contains("ratio tiled / matmul_current = "), "{text}");
+    assert!(
+        text.contains("the program has no size `Q`; its sizes: K, M, N"),
+        "{text}"
+    );
+    assert!(text.contains("no definition named `nope`"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}

@@ -55,7 +55,8 @@ fn ctrl_c_stops_a_command_and_keeps_the_session() {
     interrupt_after(&mut p, Duration::from_secs(3));
     p.exp_string("interrupted; the session and its 1 step are kept")
         .expect("the evaluation stops and the session says so");
-    p.exp_string("matmul> ").expect("prompt after the interrupted :eval");
+    p.exp_string("matmul> ")
+        .expect("prompt after the interrupted :eval");
     p.send_line(":history").expect(":history");
     p.exp_string("1. rw gen_sum").expect("the step is kept");
     p.exp_string("matmul> ").expect("prompt");
@@ -67,7 +68,8 @@ fn ctrl_c_stops_a_command_and_keeps_the_session() {
     interrupt_after(&mut p, Duration::from_secs(5));
     p.exp_string("interrupted; the session and its 1 step are kept")
         .expect("the benchmark stops and the session says so");
-    p.exp_string("matmul> ").expect("prompt after the interrupted :bench");
+    p.exp_string("matmul> ")
+        .expect("prompt after the interrupted :bench");
     p.send_line(":show").expect(":show");
     p.exp_string("gen i < M: sum k < K: gen j < N: A[i, k] * B[k, j]")
         .expect("the program after the step is kept");
@@ -79,7 +81,8 @@ fn ctrl_c_stops_a_command_and_keeps_the_session() {
     tty.flush().expect("flush");
     p.exp_string("not UTF-8").expect("the byte is reported");
     p.send_line(":history").expect(":history");
-    p.exp_string("1. rw gen_sum").expect("still alive, with the step");
+    p.exp_string("1. rw gen_sum")
+        .expect("still alive, with the step");
     p.exp_string("matmul> ").expect("prompt");
 
     // Ctrl-D with an unsaved step warns; the second leaves.
