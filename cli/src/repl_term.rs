@@ -146,9 +146,13 @@ pub(crate) fn run_repl(file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<(), Fai
         match editor.readline(&prompt) {
             Ok(line) => {
                 let _ = editor.add_history_entry(line.as_str());
+                let columns = editor.dimensions().map(|(c, _)| usize::from(c));
                 let Some(helper) = editor.helper_mut() else {
                     break;
                 };
+                if let Some(c) = columns {
+                    helper.session.set_width(c);
+                }
                 if helper.session.handle(&line, stdout) == Control::Quit {
                     break;
                 }

@@ -833,6 +833,17 @@ fn the_sessions_own_words() {
         assert!(line.chars().count() <= 100, "too wide: {line:?}");
     }
     assert!(help.contains("  :bench [SIZES]"), "{help}");
+    // On a narrow terminal the table is laid out narrower.
+    session.set_width(72);
+    let help = session_output(&mut session, ":help\n");
+    for line in help.lines().skip(1) {
+        assert!(line.chars().count() <= 72, "too wide: {line:?}");
+    }
+    let text = session_output(&mut session, ":eval M=2,N=2,K=2,Q=3\n");
+    assert!(
+        text.contains("the program has no size `Q`; its sizes: M, N, K"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
 

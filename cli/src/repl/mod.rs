@@ -255,6 +255,8 @@ pub struct Session {
     quit_warned: bool,
     /// The running command was typed with `!` (`:save!`, `:quit!`).
     forced: bool,
+    /// The columns `:help` lays its table out for.
+    width: usize,
 }
 
 impl Session {
@@ -283,6 +285,7 @@ impl Session {
             unsaved: false,
             quit_warned: false,
             forced: false,
+            width: view::HELP_WIDTH,
         })
     }
 
@@ -304,6 +307,12 @@ impl Session {
         } else {
             crate::progress::show(&self.monitor, false, std::io::sink())
         }
+    }
+
+    /// The terminal's width: `:help` lays its table out for it (at most
+    /// [`view::HELP_WIDTH`] columns, at least [`view::MIN_WIDTH`]).
+    pub fn set_width(&mut self, columns: usize) {
+        self.width = columns.clamp(view::MIN_WIDTH, view::HELP_WIDTH);
     }
 
     /// How many steps would be lost by leaving now (0 after a `:save`).
@@ -751,7 +760,7 @@ impl Session {
     fn cmd_help(&mut self, _: &str, out: &mut dyn Write) -> Control {
         let _ = writeln!(
             out,
-            "Type a derivation step to apply it to the program in focus, or a command:"
+            "Type a step to apply it to the program in focus, or a command:"
         );
         for c in COMMANDS {
             let head = if c.args.is_empty() {
@@ -759,12 +768,12 @@ impl Session {
             } else {
                 format!(":{} {}", c.name, c.args)
             };
-            view::help_entry(&head, 22, c.help, out);
+            view::help_entry(&head, 22, c.help, self.width, out);
         }
         // The steps and directives, from the step table (docs/directives.md has more).
         let _ = writeln!(out, "Steps and directives:");
         for s in STEPS {
-            view::help_entry(s.synopsis, 30, s.help, out);
+            view::help_entry(s.synopsis, 30, s.help, self.width, out);
         }
         Control::Continue
     }
@@ -1134,8 +1143,22 @@ impl Session {
                 .split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim().parse::<i64>()))
             {
-                Some((k, Ok(v))) => {
+                Some((k, Ok(v))) if checked.program.sizes.iter().any(|s| s.name == k) => {
                     sizes.insert(k.to_string(), v);
+                }
+                Some((k, Ok(_))) => {
+                    let known: Vec<&str> = checked
+                        .program
+                        .sizes
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "the program has no size `{k}`; its sizes: {}",
+                        known.join(", ")
+                    );
+                    return Control::Continue;
                 }
                 _ => {
                     let _ = writeln!(out, "usage: :eval {}", self.size_example("4"));

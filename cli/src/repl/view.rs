@@ -10,22 +10,25 @@ use atl_lang::pretty::body_to_string;
 
 use super::{Control, Session, Taken};
 
-/// The width `:help` lays its entries out for: entries that do not fit on one line get
-/// their text on the following lines, indented and wrapped, instead of wrapping at the
-/// terminal's edge.
+/// The widest `:help` lays its entries out for (narrower on a narrower terminal):
+/// entries that do not fit on one line get their text on the following lines, indented
+/// and wrapped, instead of wrapping at the terminal's edge.
 pub const HELP_WIDTH: usize = 100;
 
-/// One `:help` entry: `head` padded to `column`, then the text; when the head is wider
-/// than the column or the line would pass [`HELP_WIDTH`], the text goes below it,
-/// wrapped at word boundaries.
-pub fn help_entry(head: &str, column: usize, text: &str, out: &mut dyn Write) {
-    let width = head.chars().count();
-    if width < column && 2 + column + 1 + text.chars().count() <= HELP_WIDTH {
+/// The narrowest layout (a narrower terminal wraps what does not fit).
+pub const MIN_WIDTH: usize = 60;
+
+/// One `:help` entry for a `width`-column layout: `head` padded to `column`, then the
+/// text; when the head is wider than the column or the line would pass `width`, the
+/// text goes below it, wrapped at word boundaries.
+pub fn help_entry(head: &str, column: usize, text: &str, width: usize, out: &mut dyn Write) {
+    let head_width = head.chars().count();
+    if head_width < column && 2 + column + 1 + text.chars().count() <= width {
         let _ = writeln!(out, "  {head:<column$} {text}");
         return;
     }
     let _ = writeln!(out, "  {head}");
-    for line in wrap(text, HELP_WIDTH - 6) {
+    for line in wrap(text, width - 6) {
         let _ = writeln!(out, "      {line}");
     }
 }
@@ -239,8 +242,14 @@ mod tests {
     #[test]
     fn help_entries_fit_the_width() {
         let mut out = Vec::new();
-        help_entry(":x", 10, "short", &mut out);
-        help_entry(":save NAME [FILE]", 10, &"word ".repeat(60), &mut out);
+        help_entry(":x", 10, "short", HELP_WIDTH, &mut out);
+        help_entry(
+            ":save NAME [FILE]",
+            10,
+            &"word ".repeat(60),
+            HELP_WIDTH,
+            &mut out,
+        );
         let text = String::from_utf8(out).expect("UTF-8");
         assert!(text.starts_with("  :x         short\n"), "{text:?}");
         assert!(
