@@ -51,6 +51,17 @@ impl Drop for Guard {
 /// lives, if `enabled` (the caller passes whether the sink is a terminal); otherwise
 /// does nothing.
 pub fn show<W: Write + Send + 'static>(monitor: &Arc<Monitor>, enabled: bool, sink: W) -> Guard {
+    show_labelled(monitor, "working", enabled, sink)
+}
+
+/// [`show`], with `label` shown while the monitor names no stage (the interpreter
+/// counts its outermost loop without naming it).
+pub fn show_labelled<W: Write + Send + 'static>(
+    monitor: &Arc<Monitor>,
+    label: &str,
+    enabled: bool,
+    sink: W,
+) -> Guard {
     if !enabled {
         return Guard { running: None };
     }
@@ -58,9 +69,10 @@ pub fn show<W: Write + Send + 'static>(monitor: &Arc<Monitor>, enabled: bool, si
     let monitor = Arc::clone(monitor);
     let flag = Arc::clone(&stop);
     let mut sink = sink;
+    let label = label.to_string();
     let spawned = std::thread::Builder::new()
         .name("atl-progress".to_string())
-        .spawn(move || draw_until(&monitor, &flag, &mut sink));
+        .spawn(move || draw_until(&monitor, &label, &flag, &mut sink));
     Guard {
         running: spawned.ok().map(|t| (stop, t)),
     }
@@ -68,18 +80,23 @@ pub fn show<W: Write + Send + 'static>(monitor: &Arc<Monitor>, enabled: bool, si
 
 /// [`show`] on the process's standard error, enabled when it is a terminal.
 pub fn on_stderr(monitor: &Arc<Monitor>) -> Guard {
+    on_stderr_labelled(monitor, "working")
+}
+
+/// [`show_labelled`] on the process's standard error, enabled when it is a terminal.
+pub fn on_stderr_labelled(monitor: &Arc<Monitor>, label: &str) -> Guard {
     let stderr = std::io::stderr();
     if !stderr.is_terminal() {
         return Guard { running: None };
     }
     match stderr.as_fd().try_clone_to_owned() {
-        Ok(fd) => show(monitor, true, std::fs::File::from(fd)),
+        Ok(fd) => show_labelled(monitor, label, true, std::fs::File::from(fd)),
         Err(_) => Guard { running: None },
     }
 }
 
 /// The display's loop: wait [`DELAY`], then redraw every [`TICK`] until `stop`.
-fn draw_until(monitor: &Monitor, stop: &AtomicBool, sink: &mut dyn Write) {
+fn draw_until(monitor: &Monitor, label: &str, stop: &AtomicBool, sink: &mut dyn Write) {
     let start = Instant::now();
     let mut drawn = false;
     let mut frame = 0usize;
@@ -91,7 +108,7 @@ fn draw_until(monitor: &Monitor, stop: &AtomicBool, sink: &mut dyn Write) {
         if start.elapsed() < DELAY {
             continue;
         }
-        let line = render(&monitor.progress(), SPINNER[frame % SPINNER.len()]);
+        let line = render(&monitor.progress(), label, SPINNER[frame % SPINNER.len()]);
         frame += 1;
         // `\r` and "erase line" redraw in place.
         let _ = write!(sink, "\r\x1b[2K{line}");
@@ -104,11 +121,11 @@ fn draw_until(monitor: &Monitor, stop: &AtomicBool, sink: &mut dyn Write) {
     }
 }
 
-/// The text of one frame: the spinner, the stage (or "working") and, when the total is
-/// known, `done/total`.
-pub fn render(progress: &Progress, spinner: char) -> String {
+/// The text of one frame: the spinner, the stage (or `label` when it has no name) and,
+/// when the total is known, `done/total`.
+pub fn render(progress: &Progress, label: &str, spinner: char) -> String {
     let stage = if progress.stage.is_empty() {
-        "working"
+        label
     } else {
         progress.stage.as_str()
     };
@@ -151,13 +168,13 @@ mod tests {
             done: 3,
             total: 22,
         };
-        assert_eq!(render(&p, '*'), "* timing  3/22");
+        assert_eq!(render(&p, "working", '*'), "* timing  3/22");
         let unknown = Progress {
             stage: String::new(),
             done: 0,
             total: 0,
         };
-        assert_eq!(render(&unknown, '*'), "* working");
+        assert_eq!(render(&unknown, "evaluating", '*'), "* evaluating");
     }
 
     #[test]

@@ -52,7 +52,10 @@ fn ctrl_c_stops_a_command_and_keeps_the_session() {
 
     // The interpreter at 1000^3 (a billion multiply-adds) runs for minutes.
     p.send_line(":eval M=1000,N=1000,K=1000").expect(":eval");
-    interrupt_after(&mut p, Duration::from_secs(3));
+    // On a terminal a progress line counts the outermost loop's iterations.
+    p.exp_regex(r"evaluating  \d+/1000")
+        .expect("the progress line");
+    interrupt_after(&mut p, Duration::from_secs(2));
     p.exp_string("interrupted; the session and its 1 step are kept")
         .expect("the evaluation stops and the session says so");
     p.exp_string("matmul> ")

@@ -140,7 +140,7 @@ impl Session {
             );
             return Control::Continue;
         }
-        let progress = self.progress_display();
+        let progress = self.progress_display("benchmarking");
         let mut gated = Vec::new();
         let mut kernels = Vec::new();
         for def in [name.as_str(), vs.as_str()] {

@@ -300,10 +300,11 @@ impl Session {
         self.progress = on;
     }
 
-    /// A progress display for a long computation, if enabled; drop it before printing.
-    fn progress_display(&self) -> crate::progress::Guard {
+    /// A progress display for a long computation, if enabled, showing `label` while
+    /// the computation names no stage; drop it before printing.
+    fn progress_display(&self, label: &str) -> crate::progress::Guard {
         if self.progress {
-            crate::progress::on_stderr(&self.monitor)
+            crate::progress::on_stderr_labelled(&self.monitor, label)
         } else {
             crate::progress::show(&self.monitor, false, std::io::sink())
         }
@@ -1197,10 +1198,11 @@ impl Session {
             .enumerate()
             .map(|(k, (n, s))| (n, Tensor::random(s, 1 + k as u64)))
             .collect();
-        let progress = self.progress_display();
-        self.monitor.begin("evaluating the original", 0);
+        // The interpreter counts the iterations of the outermost loop.
+        let progress = self.progress_display("evaluating");
+        self.monitor.begin("", 0);
         let original = eval_def(&program, "__original", &sizes, &inputs, &options);
-        self.monitor.begin("evaluating the current program", 0);
+        self.monitor.begin("", 0);
         let current = match &original {
             Ok(_) => eval_def(&program, "__current", &sizes, &inputs, &options),
             // Interrupted or failed: the second evaluation would only repeat it.
@@ -1444,7 +1446,7 @@ impl Session {
             let note = if unchecked {
                 atl_driver::lowering::NOT_VALIDATED_NOTE
             } else {
-                let progress = self.progress_display();
+                let progress = self.progress_display("validating");
                 let validated = atl_driver::lowering::validate_kernel_monitored(
                     &program,
                     &shapes,
