@@ -320,7 +320,7 @@ impl Session {
     }
 
     /// The terminal's width: `:help` lays its table out for it (at most
-    /// [`view::HELP_WIDTH`] columns, at least [`view::MIN_WIDTH`]).
+    /// 100 columns, at least 60).
     pub fn set_width(&mut self, columns: usize) {
         self.width = columns.clamp(view::MIN_WIDTH, view::HELP_WIDTH);
     }
