@@ -16,6 +16,7 @@
 
 pub mod commands;
 pub mod ctx;
+pub mod progress;
 pub mod python;
 pub mod repl;
 mod repl_term;

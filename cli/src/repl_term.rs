@@ -2,10 +2,18 @@
 //! completion of commands, rule names and definitions, persistent history
 //! (`$HOME/.atl_history`), and multi-line input while brackets are open. When standard
 //! input is not a terminal the session reads it as a script instead.
+//!
+//! Ctrl-C while a command runs sets the session's cancellation flag (a `signal-hook`
+//! handler on SIGINT): the command stops at its next check and the session goes on. A
+//! second Ctrl-C before the first is seen ends the process, as Ctrl-C does without the
+//! handler. At the prompt the line editor reads Ctrl-C as a key (it clears the line).
+//! Ctrl-D with unsaved steps says so and leaves on the next Ctrl-D; input that is not
+//! UTF-8 is reported and the session goes on.
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustyline::completion::{Completer, Pair};
 use rustyline::highlight::Highlighter;
@@ -16,7 +24,7 @@ use rustyline::{Context, Editor, Helper};
 
 use crate::EXIT_USER;
 use crate::ctx::Ctx;
-use crate::repl::{Control, Session, run_script};
+use crate::repl::{Control, Session, run_script_bytes};
 use atl_driver::failure::{Failure, Report};
 
 struct ReplHelper {
@@ -100,12 +108,23 @@ pub(crate) fn run_repl(file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<(), Fai
     {
         return Err(Failure::status(EXIT_USER));
     }
+    session.set_progress(std::io::stderr().is_terminal());
+    // Ctrl-C stops the running command: the first sets the flag the command checks
+    // (`register`); one more while it is still set ends the process
+    // (`register_conditional_shutdown`, which runs first and sees the flag set).
+    let flag = session.monitor().cancel_flag();
+    let _ = signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        130,
+        Arc::clone(&flag),
+    );
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, flag);
     if !std::io::stdin().is_terminal() {
-        let mut input = String::new();
-        if std::io::stdin().read_to_string(&mut input).is_err() {
-            return Err(Failure::usage("standard input is not UTF-8 text"));
+        let mut input = Vec::new();
+        if let Err(e) = std::io::stdin().read_to_end(&mut input) {
+            return Err(Failure::usage(format!("cannot read standard input: {e}")));
         }
-        run_script(&mut session, &input, stdout);
+        run_script_bytes(&mut session, &input, stdout);
         return Ok(());
     }
     let mut editor: Editor<ReplHelper, DefaultHistory> =
@@ -117,7 +136,7 @@ pub(crate) fn run_repl(file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<(), Fai
     }
     let _ = writeln!(
         stdout,
-        "atl repl: type a step (`rw get_gen`) or `:help`; Ctrl-D quits"
+        "atl repl: type a step (`rw get_gen`) or `:help`; Ctrl-C stops a command, Ctrl-D quits"
     );
     loop {
         let prompt = editor
@@ -127,16 +146,43 @@ pub(crate) fn run_repl(file: Option<&Path>, ctx: &mut Ctx<'_>) -> Result<(), Fai
         match editor.readline(&prompt) {
             Ok(line) => {
                 let _ = editor.add_history_entry(line.as_str());
+                let columns = editor.dimensions().map(|(c, _)| usize::from(c));
                 let Some(helper) = editor.helper_mut() else {
                     break;
                 };
+                if let Some(c) = columns {
+                    helper.session.set_width(c);
+                }
                 if helper.session.handle(&line, stdout) == Control::Quit {
                     break;
                 }
                 let _ = stdout.flush();
             }
             Err(rustyline::error::ReadlineError::Interrupted) => continue,
-            Err(_) => break,
+            Err(rustyline::error::ReadlineError::Eof) => {
+                let Some(helper) = editor.helper_mut() else {
+                    break;
+                };
+                if helper.session.leave(stdout) == Control::Quit {
+                    break;
+                }
+                let _ = stdout.flush();
+            }
+            // The line editor refuses a byte that is not UTF-8 (and the line typed so
+            // far); the session goes on.
+            Err(rustyline::error::ReadlineError::Io(e))
+                if e.kind() == std::io::ErrorKind::InvalidData =>
+            {
+                let _ = writeln!(
+                    stdout,
+                    "the input is not UTF-8 text: the line was dropped; type it again"
+                );
+                let _ = stdout.flush();
+            }
+            Err(e) => {
+                let _ = writeln!(stdout, "cannot read the terminal: {e}");
+                break;
+            }
         }
     }
     if let Some(h) = &history {

@@ -39,7 +39,7 @@ rw get_gen
 :redo
 rw get_gen
 :history
-:save mytiled
+:save! mytiled
 ";
     let text = session_output(&mut session, script);
     // After fusion the program is the thesis's fused pipeline.
@@ -276,6 +276,9 @@ fn terminal_session_completes_and_recalls_history() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let screen = capture();
+    // The steps are unsaved: the first Ctrl-D warns, the second leaves.
+    tmux(&["send-keys", "-t", &name, "C-d"]);
+    assert!(wait_for("not saved"), "unsaved warning:\n{}", capture());
     tmux(&["send-keys", "-t", &name, "C-d"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     tmux(&["kill-session", "-t", &name]);
@@ -306,7 +309,9 @@ fn pads_ir_and_c_show_the_lowering_of_the_current_program() {
     // Directives are tried and listed as typed.
     assert!(text.contains("directives that apply"), "{text}");
     assert!(text.contains("gate: passes"), "{text}");
-    assert!(text.contains("kernel __current"), "{text}");
+    // The kernel is named after the focus, never the session's internal name.
+    assert!(text.contains("kernel tiled(n; f: [n])"), "{text}");
+    assert!(!text.contains("__current"), "{text}");
     assert!(text.contains("int tiled(int64_t n"), "{text}");
     // Validated, so printed without the note; `--no-validate` prints it with the note,
     // anything else is a usage line.
@@ -341,7 +346,22 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     assert_eq!(shown.len(), 2, "{text}");
     assert_eq!(
         shown[0].split("tiled>").next(),
-        shown[1].split("tiled>").next()
+        shown[1].split("  (the program's text").next()
+    );
+    // What the step did is said, and `:show` and `:loops` show the annotation.
+    assert!(
+        text.contains("(the program's text is unchanged; loop annotations added: unroll ii)"),
+        "{text}"
+    );
+    let text = session_output(&mut session, ":show\n:loops\n");
+    assert!(text.contains("  loop annotations: unroll ii\n"), "{text}");
+    assert!(
+        text.contains("gen ii < 8  [stage (the definition)]  {unroll}"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("gen io < cdiv(n, 8)  [stage (the definition)]  {"),
+        "{text}"
     );
     // Refused: a second, conflicting annotation of `ii`; `vectorize` of a loop that is
     // not innermost; an annotation of a loop the program does not have.
@@ -351,10 +371,10 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     assert!(text.contains("[E0821]"), "{text}");
     assert_eq!(session.step_texts(), ["unroll ii"]);
     // The C has the unroll pragma, and the saved derivation replays from the file.
-    let text = session_output(&mut session, ":c\n:save tiled_unrolled\n");
+    let text = session_output(&mut session, ":c\n:save! tiled_unrolled\n");
     assert!(text.contains("ATL__UNROLL(GCC unroll 8)"), "{text}");
     assert!(
-        text.contains("saved `derive tiled_unrolled from tiled` (1 steps)"),
+        text.contains("saved `derive tiled_unrolled from tiled` (1 step)"),
         "{text}"
     );
     let saved = std::fs::read_to_string(&file).expect("saved file");
@@ -602,7 +622,7 @@ fn grade_exact_refuses_a_focus_whose_base_is_real() {
     // Saved from the session: a split makes `mine` real.
     let text = session_output(
         &mut session,
-        ":focus rows\nsplit k by 4 into ko, ki\n:save mine\n:focus mine\ngrade exact\n",
+        ":focus rows\nsplit k by 4 into ko, ki\n:save! mine\n:focus mine\ngrade exact\n",
     );
     assert!(text.contains("saved `derive mine from rows`"), "{text}");
     assert!(
@@ -677,4 +697,195 @@ fn a_reorder_already_in_order_changes_nothing() {
     assert!(text.contains("transpose"), "{text}");
     assert_eq!(session.step_texts(), ["reorder j, i"]);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A session on a copy of the matmul example, focused on `matmul`.
+fn matmul_session(name: &str) -> (Session, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("atl-repl-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("matmul.atl");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/matmul/matmul.atl");
+    std::fs::copy(src, &file).expect("copy example");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    session_output(&mut session, ":focus matmul\n");
+    (session, file)
+}
+
+/// `:save NAME FILE` writes a new file (the program and the derivation) that `atl
+/// check` replays and that `atl derive` replays to the session's program; it never
+/// touches the loaded file, refuses to overwrite, and `:save NAME` alone only says how.
+#[test]
+fn save_writes_where_the_user_says_and_never_appends_silently() {
+    let (mut session, file) = matmul_session("save-file");
+    let original = std::fs::read_to_string(&file).expect("file");
+    let target = file.parent().expect("dir").join("mine.atl");
+    let text = session_output(
+        &mut session,
+        &format!(
+            "rw gen_sum\nsplit j by 8 into jo, ji\n:save mine\n:save mine {}\n",
+            target.display()
+        ),
+    );
+    assert!(text.contains("not saved: `:save mine FILE`"), "{text}");
+    assert!(
+        text.contains("saved `derive mine from matmul` (2 steps) to"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("file"),
+        original,
+        "the loaded file is unchanged"
+    );
+    let saved = std::fs::read_to_string(&target).expect("new file");
+    assert!(saved.starts_with(&original), "{saved}");
+    assert!(
+        saved.ends_with("derive mine from matmul {\n  rw gen_sum\n  split j by 8 into jo, ji\n}\n"),
+        "{saved}"
+    );
+    let run = |args: &[&str]| {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let code = atl_cli::run(args.iter().copied(), &mut stdout, &mut stderr, false);
+        (
+            code,
+            String::from_utf8(stdout).expect("UTF-8"),
+            String::from_utf8(stderr).expect("UTF-8"),
+        )
+    };
+    let target_s = target.display().to_string();
+    let (code, _, err) = run(&["atl", "check", &target_s]);
+    assert_eq!(code, 0, "{err}");
+    let (code, derived, err) = run(&["atl", "derive", &target_s, "--def", "mine"]);
+    assert_eq!(code, 0, "{err}");
+    let printed = atl_lang::pretty::body_to_string(
+        session.current_program().expect("a program"),
+        Default::default(),
+        "  ",
+    );
+    assert!(derived.contains(&printed), "{derived}\n{printed}");
+    // An existing file is refused; `:save!` overwrites it.
+    let text = session_output(&mut session, &format!(":save other {target_s}\n"));
+    assert!(text.contains("exists; `:save! other"), "{text}");
+    assert!(
+        !std::fs::read_to_string(&target)
+            .expect("file")
+            .contains("other")
+    );
+    let text = session_output(&mut session, &format!(":save! other {target_s}\n"));
+    assert!(text.contains("saved `derive other from matmul`"), "{text}");
+    let (code, _, err) = run(&["atl", "check", &target_s]);
+    assert_eq!(code, 0, "{err}");
+    // Saved: leaving does not ask.
+    assert_eq!(session.unsaved_steps(), 0);
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// Leaving with unsaved steps asks once; `:quit!` leaves at once; after an undo of
+/// every step there is nothing to lose.
+#[test]
+fn quit_with_unsaved_steps_asks_once() {
+    use atl_cli::repl::Control;
+    let (mut session, file) = matmul_session("quit");
+    let mut out = Vec::new();
+    assert_eq!(session.handle(":quit", &mut out), Control::Quit);
+    session_output(&mut session, "rw gen_sum\n");
+    assert_eq!(session.unsaved_steps(), 1);
+    let mut out = Vec::new();
+    assert_eq!(session.handle(":quit", &mut out), Control::Continue);
+    let text = String::from_utf8(out).expect("UTF-8");
+    assert!(
+        text.contains("1 step on `matmul` not saved: `:save NAME FILE` writes it"),
+        "{text}"
+    );
+    assert_eq!(session.leave(&mut Vec::new()), Control::Quit);
+    // A new step asks again; `:quit!` does not.
+    session_output(&mut session, "split j by 8 into jo, ji\n");
+    assert_eq!(session.handle(":quit", &mut Vec::new()), Control::Continue);
+    session_output(&mut session, "rw gen_sum\n");
+    assert_eq!(session.handle(":quit!", &mut Vec::new()), Control::Quit);
+    session_output(&mut session, ":undo\n:undo\n:undo\n");
+    assert_eq!(session.unsaved_steps(), 0);
+    assert_eq!(session.handle(":quit", &mut Vec::new()), Control::Quit);
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// The REPL's own wording and names: `:eval` size errors name `:eval`, unknown steps
+/// and commands get a did-you-mean, completion after `parallel` offers only gens, and
+/// `:help` stays within 100 columns.
+#[test]
+fn the_sessions_own_words() {
+    let (mut session, file) = matmul_session("words");
+    let text = session_output(&mut session, ":eval M=7\nvectorise j\n:sav x\n:eval x\n");
+    assert!(text.contains("`:eval N=…,K=…`"), "{text}");
+    assert!(!text.contains("--sizes"), "{text}");
+    assert!(text.contains("did you mean `vectorize`?"), "{text}");
+    assert!(
+        text.contains("unknown command `:sav` (did you mean `:save`?)"),
+        "{text}"
+    );
+    assert!(text.contains("usage: :eval M=4,N=4,K=4"), "{text}");
+    // `parallel` and `vectorize` take gens only: `k` (a sum) is not offered.
+    assert_eq!(session.completions("parallel "), ["i", "j"]);
+    assert_eq!(session.completions("unroll "), ["i", "j", "k"]);
+    let help = session_output(&mut session, ":help\n");
+    for line in help.lines().skip(1) {
+        assert!(line.chars().count() <= 100, "too wide: {line:?}");
+    }
+    assert!(help.contains("  :bench [SIZES]"), "{help}");
+    // On a narrow terminal the table is laid out narrower.
+    session.set_width(72);
+    let help = session_output(&mut session, ":help\n");
+    for line in help.lines().skip(1) {
+        assert!(line.chars().count() <= 72, "too wide: {line:?}");
+    }
+    let text = session_output(&mut session, ":eval M=2,N=2,K=2,Q=3\n");
+    assert!(
+        text.contains("the program has no size `Q`; its sizes: M, N, K"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// A line that is not UTF-8 in a script is reported and skipped; the session goes on.
+#[test]
+fn a_line_that_is_not_utf8_does_not_end_the_session() {
+    let (mut session, file) = matmul_session("bytes");
+    let mut out = Vec::new();
+    atl_cli::repl::run_script_bytes(
+        &mut session,
+        b"rw gen_sum\n\xff\xfeabc\n:history\n",
+        &mut out,
+    );
+    let text = String::from_utf8(out).expect("UTF-8");
+    assert!(
+        text.contains("line 2 is not UTF-8 text (byte 0xff at column 1); skipped"),
+        "{text}"
+    );
+    assert!(text.contains("1. rw gen_sum"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+/// `:bench` compiles and times the current program against the focus's original, as
+/// `atl bench` does: both names, their medians and the ratio.
+#[test]
+fn bench_times_the_current_program_against_the_original() {
+    let (mut session, file) = matmul_session("bench");
+    let text = session_output(
+        &mut session,
+        "rw gen_sum\n:bench M=32,N=32,K=32 --runs 3\n:bench --vs tiled M=16,N=16,K=16 --runs 2\n:bench Q=3\n:bench --vs nope\n",
+    );
+    assert!(
+        text.contains("sizes K=32,M=32,N=32 (float, 1 thread); checked against the interpreter at K=19,M=19,N=19"),
+        "{text}"
+    );
+    assert!(text.contains("matmul_current           median"), "{text}");
+    assert!(text.contains("ratio matmul / matmul_current = "), "{text}");
+    assert!(text.contains("ratio tiled / matmul_current = "), "{text}");
+    assert!(
+        text.contains("the program has no size `Q`; its sizes: K, M, N"),
+        "{text}"
+    );
+    assert!(text.contains("no definition named `nope`"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }

@@ -33,8 +33,8 @@ use serde_json::{Value, json};
 use super::json;
 use crate::ctx::Ctx;
 use atl_driver::failure::Failure;
-use atl_driver::load::{load_derived, pick_loaded_def, read_source};
 use atl_driver::inputs::parse_fp;
+use atl_driver::load::{load_derived, pick_loaded_def, read_source};
 use atl_driver::lowering::gate_and_lower_loaded_for;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.

@@ -5,27 +5,45 @@
 //!
 //! A failed step never ends the session: the program stays as it was and the
 //! diagnostic (goal, context, counterexample) is printed.
+//!
+//! This module holds the command table, the steps, loading and focus; the commands
+//! with more to them have modules of their own: `applicable` (`:applicable`), `eval`
+//! (`:eval`), `lower` (`:pads`, `:ir`, `:c`), `bench` (`:bench`), `save` (`:save`) and
+//! `view` (how the program, a step's effect, `:loops` and `:help` are shown). The
+//! session owns a [`Monitor`]: Ctrl-C (through the terminal front) sets its flag, the
+//! long commands pass it down and stop, and the session reports the interruption and
+//! goes on.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use atl_lang::Checked;
 use atl_lang::diag::{self, Diagnostic};
-use atl_lang::interp::{EvalOptions, Tensor, eval_def, input_shapes};
-use atl_lang::ir::{Def, Expr, LoopHint, Program};
-use atl_lang::pretty::{Style, body_to_string};
+use atl_lang::ir::{Expr, LoopHint};
+use atl_lang::monitor::Monitor;
+use atl_lang::pretty::Style;
 use atl_lang::shapes::show_shape;
-use atl_lang::span::Span;
 use atl_lang::steps::{STEPS, StepClass};
 use atl_rewrites::cert::StepRecord;
 use atl_rewrites::context::StepOutcome;
 use atl_rewrites::derivation::{check_exact_steps, exact_from_real_base, real_base};
 use atl_rewrites::directives::{check_hints, declared_exact};
 use atl_rewrites::engine::{list_sites, run_step_expanded};
-use atl_rewrites::rule::Grade;
 use atl_rewrites::{Env, Library};
 use atl_solver::Solver;
+
+mod applicable;
+mod bench;
+mod eval;
+mod lower;
+mod save;
+mod view;
+
+/// The directives that take only a `gen` loop (a `sum` is refused: E0840, E0841, E0822),
+/// so completion offers them no sum and no stage.
+const GEN_ONLY_DIRECTIVES: &[&str] = &["parallel", "vectorize", "partition"];
 
 /// What the caller should do after an input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,9 +148,15 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "save",
-        args: "NAME",
-        help: "append `derive NAME from … { steps }` to the file",
+        args: "NAME [FILE]",
+        help: "write `derive NAME from FOCUS { steps }`: with FILE, to a new file holding the program and the derivation (`:save!` overwrites); `:save! NAME` appends to the loaded file",
         run: Session::cmd_save,
+    },
+    Command {
+        name: "bench",
+        args: "[SIZES] [--vs DEF] [--runs R] [--threads N]",
+        help: "compile and time the current program against the focus's original (or DEF), as `atl bench` does; sizes default to 256 each",
+        run: Session::cmd_bench,
     },
     Command {
         name: "pads",
@@ -161,7 +185,7 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "quit",
         args: "",
-        help: "leave (also Ctrl-D)",
+        help: "leave (also Ctrl-D); with unsaved steps, asks once (`:quit!` leaves at once)",
         run: Session::cmd_quit,
     },
 ];
@@ -228,6 +252,20 @@ pub struct Session {
     undone: Vec<Taken>,
     style: Style,
     color: bool,
+    /// Watches the running command: Ctrl-C sets its cancellation flag (the terminal
+    /// front registers the signal), and evaluation, validation and timing stop at their
+    /// next check; a progress display polls it.
+    monitor: Arc<Monitor>,
+    /// Whether to draw a progress line on stderr during long commands.
+    progress: bool,
+    /// Whether steps were taken, undone or redone since the last `:save`.
+    unsaved: bool,
+    /// Leaving was refused once for unsaved steps: the next attempt leaves.
+    quit_warned: bool,
+    /// The running command was typed with `!` (`:save!`, `:quit!`).
+    forced: bool,
+    /// The columns `:help` lays its table out for.
+    width: usize,
 }
 
 impl Session {
@@ -251,7 +289,65 @@ impl Session {
             undone: Vec::new(),
             style: Style::default(),
             color,
+            monitor: Arc::new(Monitor::new()),
+            progress: false,
+            unsaved: false,
+            quit_warned: false,
+            forced: false,
+            width: view::HELP_WIDTH,
         })
+    }
+
+    /// The monitor of the session's commands (for a Ctrl-C handler).
+    pub fn monitor(&self) -> Arc<Monitor> {
+        Arc::clone(&self.monitor)
+    }
+
+    /// Draws a progress line on stderr during long commands (the terminal front turns
+    /// it on when stderr is a terminal).
+    pub fn set_progress(&mut self, on: bool) {
+        self.progress = on;
+    }
+
+    /// A progress display for a long computation, if enabled, showing `label` while
+    /// the computation names no stage; drop it before printing.
+    fn progress_display(&self, label: &str) -> crate::progress::Guard {
+        if self.progress {
+            crate::progress::on_stderr_labelled(&self.monitor, label)
+        } else {
+            crate::progress::show(&self.monitor, false, std::io::sink())
+        }
+    }
+
+    /// The terminal's width: `:help` lays its table out for it (at most
+    /// 100 columns, at least 60).
+    pub fn set_width(&mut self, columns: usize) {
+        self.width = columns.clamp(view::MIN_WIDTH, view::HELP_WIDTH);
+    }
+
+    /// How many steps would be lost by leaving now (0 after a `:save`).
+    pub fn unsaved_steps(&self) -> usize {
+        if self.unsaved { self.steps.len() } else { 0 }
+    }
+
+    /// Leaving (Ctrl-D, `:quit`): with unsaved steps, the first attempt says how many
+    /// and how to keep them, and the session goes on; the next attempt leaves.
+    pub fn leave(&mut self, out: &mut dyn Write) -> Control {
+        let n = self.unsaved_steps();
+        if n == 0 || self.quit_warned {
+            return Control::Quit;
+        }
+        self.quit_warned = true;
+        let focus = self.focus.as_deref().unwrap_or("the focus");
+        let _ = writeln!(
+            out,
+            "{} on `{focus}` not saved: `:save NAME FILE` writes {} as `derive NAME from \
+             {focus}` to a new file (`:save! NAME` appends to the loaded file); Ctrl-D again \
+             or `:quit!` leaves without saving",
+            plural(n, "step"),
+            if n == 1 { "it" } else { "them" }
+        );
+        Control::Continue
     }
 
     /// The prompt to show: the focused definition's name.
@@ -305,11 +401,17 @@ impl Session {
                     if names_loops && let Some(current) = self.current() {
                         let program = self.checked.as_ref().map(|c| &c.program);
                         let all = atl_rewrites::loops::loops(current);
+                        // These take only a `gen` (a sum's iterations accumulate into
+                        // one element) and name no stage.
+                        let gens_only = GEN_ONLY_DIRECTIVES.contains(&step.name);
                         candidates.extend(
                             all.iter()
+                                .filter(|l| l.is_gen || !gens_only)
                                 .map(|l| atl_rewrites::loops::user_name(l, &all, program)),
                         );
-                        candidates.extend(atl_rewrites::loops::stages(current));
+                        if !gens_only {
+                            candidates.extend(atl_rewrites::loops::stages(current));
+                        }
                     }
                     candidates.extend(step.keywords.iter().map(|k| k.to_string()));
                 }
@@ -333,24 +435,61 @@ impl Session {
             return Control::Continue;
         }
         if let Some(rest) = trimmed.strip_prefix(':') {
-            let (name, args) = match rest.split_once(char::is_whitespace) {
+            let (typed, args) = match rest.split_once(char::is_whitespace) {
                 Some((n, a)) => (n, a.trim()),
                 None => (rest, ""),
             };
-            return match COMMANDS.iter().find(|c| c.name == name) {
-                Some(c) => (c.run)(self, args, out),
-                None => {
-                    let _ = writeln!(out, "unknown command `:{name}`; `:help` lists them");
-                    Control::Continue
-                }
+            // `!` forces the commands that ask first.
+            let (name, forced) = match typed.strip_suffix('!') {
+                Some(n) if ["save", "quit"].contains(&n) => (n, true),
+                _ => (typed, false),
             };
+            let Some(command) = COMMANDS.iter().find(|c| c.name == name) else {
+                let hint = atl_lang::suggest::closest(name, COMMANDS.iter().map(|c| c.name), 2)
+                    .map(|s| format!(" (did you mean `:{s}`?)"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "unknown command `:{typed}`{hint}; `:help` lists them");
+                return Control::Continue;
+            };
+            self.monitor.clear_cancel();
+            self.forced = forced;
+            let control = (command.run)(self, args, out);
+            self.forced = false;
+            self.after_interrupt(out);
+            return control;
         }
+        self.monitor.clear_cancel();
         self.apply_steps(trimmed, out);
+        self.after_interrupt(out);
         Control::Continue
     }
 
+    /// After a command that Ctrl-C stopped: says so (the session is intact) and clears
+    /// the flag for the next command.
+    fn after_interrupt(&mut self, out: &mut dyn Write) {
+        if self.monitor.is_cancelled() {
+            let kept = match self.steps.len() {
+                0 => "the session is kept (no steps yet)".to_string(),
+                1 => "the session and its 1 step are kept".to_string(),
+                n => format!("the session and its {n} steps are kept"),
+            };
+            let _ = writeln!(out, "interrupted; {kept}");
+            self.monitor.clear_cancel();
+        }
+    }
+
+    /// Renders diagnostics; the one an interrupted computation stops with (E0609) is
+    /// left to [`Session::after_interrupt`].
     fn render(&self, diags: &[Diagnostic], name: &str, source: &str, out: &mut dyn Write) {
-        let _ = diag::render(diags, name, source, self.color, out);
+        let diags: Vec<Diagnostic> = diags
+            .iter()
+            .filter(|d| !(d.code == "E0609" && self.monitor.is_cancelled()))
+            .cloned()
+            .collect();
+        if diags.is_empty() {
+            return;
+        }
+        let _ = diag::render(&diags, name, source, self.color, out);
     }
 
     fn current(&self) -> Option<&Expr> {
@@ -358,17 +497,6 @@ impl Session {
             .last()
             .map(Taken::result)
             .or(self.original.as_ref())
-    }
-
-    fn print_program(&self, out: &mut dyn Write) {
-        match (self.current(), &self.focus) {
-            (Some(e), Some(name)) => {
-                let _ = writeln!(out, "{name} =\n{}", body_to_string(e, self.style, "  "));
-            }
-            _ => {
-                let _ = writeln!(out, "no program in focus: `:load FILE`, then `:focus NAME`");
-            }
-        }
     }
 
     /// The rewrite environment of the loaded program: the program, its shapes, the
@@ -460,6 +588,7 @@ impl Session {
         };
         let (steps, diags) = atl_lang::parser::parse_steps(text);
         if !diags.is_empty() {
+            let diags: Vec<Diagnostic> = diags.into_iter().map(suggest_step).collect();
             self.render(&diags, "<input>", text, out);
             return;
         }
@@ -482,7 +611,7 @@ impl Session {
                 .flat_map(Taken::hints)
                 .collect();
             let in_input = |d: Diagnostic| Refusal {
-                diagnostic: d,
+                diagnostic: suggest_step(d),
                 name: "<input>",
                 source: text.to_string(),
             };
@@ -540,9 +669,13 @@ impl Session {
                 let _ = writeln!(out, "  {}: {} -- {}", c.name, c.goal, c.verdict);
             }
         }
+        let before = self.current().cloned();
+        let hints_before = self.hints();
         self.steps.extend(applied);
         self.undone.clear();
-        self.print_program(out);
+        self.unsaved = true;
+        self.quit_warned = false;
+        self.print_step_effect(before.as_ref(), &hints_before, out);
     }
 
     fn load_text(&mut self, file: Option<PathBuf>, source: String, out: &mut dyn Write) -> bool {
@@ -618,6 +751,9 @@ impl Session {
                 self.original = Some(e.clone());
                 self.steps.clear();
                 self.undone.clear();
+                // Nothing is left to save (the steps of the previous focus are gone).
+                self.unsaved = false;
+                self.quit_warned = false;
                 self.print_program(out);
             }
             None => {
@@ -634,15 +770,20 @@ impl Session {
     fn cmd_help(&mut self, _: &str, out: &mut dyn Write) -> Control {
         let _ = writeln!(
             out,
-            "Type a derivation step to apply it to the program in focus, or a command:"
+            "Type a step to apply it to the program in focus, or a command:"
         );
         for c in COMMANDS {
-            let _ = writeln!(out, "  :{:<8} {:<10} {}", c.name, c.args, c.help);
+            let head = if c.args.is_empty() {
+                format!(":{}", c.name)
+            } else {
+                format!(":{} {}", c.name, c.args)
+            };
+            view::help_entry(&head, 22, c.help, self.width, out);
         }
         // The steps and directives, from the step table (docs/directives.md has more).
         let _ = writeln!(out, "Steps and directives:");
         for s in STEPS {
-            let _ = writeln!(out, "  {:<52} {}", s.synopsis, s.help);
+            view::help_entry(s.synopsis, 30, s.help, self.width, out);
         }
         Control::Continue
     }
@@ -670,209 +811,6 @@ impl Session {
         Control::Continue
     }
 
-    /// What applies here: every rule of the library (left to right) with the places
-    /// where its step would succeed, then the rules that match but need a `with`.
-    /// The rules whose step succeeds somewhere in the current program (with their
-    /// sites), then those that match but need a `with`; `None` without a program.
-    fn applicable_rules(&self) -> Option<(Vec<String>, Vec<String>)> {
-        let (Some(env), Some(current)) = (self.env(), self.current()) else {
-            return None;
-        };
-        let mut applies = Vec::new();
-        let mut needs_with = Vec::new();
-        for rule in self.library.rules() {
-            let Ok(sites) = list_sites(&env, current, &rule.name, false) else {
-                continue;
-            };
-            let ok: Vec<String> = sites
-                .iter()
-                .filter(|s| s.outcome.is_ok())
-                .map(|s| {
-                    let path: Vec<String> = s.path.iter().map(usize::to_string).collect();
-                    format!("[{}]", path.join(", "))
-                })
-                .collect();
-            // The doc comment starts with the rule's name (and its parameters).
-            let doc = rule
-                .doc
-                .split_once(": ")
-                .filter(|(head, _)| head.starts_with(&rule.name))
-                .map_or(rule.doc.as_str(), |(_, rest)| rest);
-            if !ok.is_empty() {
-                let shown = if ok.len() > 4 {
-                    format!("{} … ({} sites)", ok[..4].join(" "), ok.len())
-                } else {
-                    ok.join(" ")
-                };
-                applies.push(format!("  {:<20} at {shown}  — {doc}", rule.name));
-            } else if sites.iter().any(|s| {
-                s.outcome.as_ref().is_err_and(|d| {
-                    d.message.contains("with")
-                        || d.help.as_deref().is_some_and(|h| h.contains("with"))
-                })
-            }) {
-                needs_with.push(format!("  {:<20} — {doc}", rule.name));
-            }
-        }
-        Some((applies, needs_with))
-    }
-
-    fn print_applicable_rules(&self, out: &mut dyn Write) -> bool {
-        let Some((applies, needs_with)) = self.applicable_rules() else {
-            let _ = writeln!(out, "no program in focus");
-            return false;
-        };
-        if applies.is_empty() {
-            let _ = writeln!(out, "no rule applies as it stands");
-        } else {
-            let _ = writeln!(
-                out,
-                "rules that apply (`rw RULE in [PATH]`):\n{}",
-                applies.join("\n")
-            );
-        }
-        if !needs_with.is_empty() {
-            let _ = writeln!(
-                out,
-                "rules that match but need `with` (`:sites RULE` shows where):\n{}",
-                needs_with.join("\n")
-            );
-        }
-        true
-    }
-
-    /// Whether `text` (one step or directive) succeeds on the current program, and
-    /// into how many primitive steps it expands; the session is not changed.
-    fn try_step(&self, text: &str) -> Option<usize> {
-        let env = self.env()?;
-        let current = self.current()?;
-        let (steps, diags) = atl_lang::parser::parse_steps(text);
-        let [step] = steps.as_slice() else {
-            return None;
-        };
-        if !diags.is_empty() {
-            return None;
-        }
-        let shape = self.original_shape()?;
-        let outcomes = run_step_expanded(&env, current, step, &shape, &self.derived).ok()?;
-        // Refused as typed too: a reassociation after `grade exact`, a conflicting hint.
-        let step_text = text.get(step.span.range()).unwrap_or(text).trim();
-        self.check_exact(&[], step_text, &outcomes).ok()?;
-        let mut hints: Vec<LoopHint> = self.steps.iter().flat_map(Taken::hints).collect();
-        for o in &outcomes {
-            if let Some(h) = &o.record.hint {
-                hints.push(h.clone());
-                check_hints(env.shapes, &o.expr, &hints).ok()?;
-            }
-        }
-        Some(outcomes.len())
-    }
-
-    /// The directives, as the user would type them, that succeed on the current
-    /// program (each tried on a copy), and the parameterized ones with templates.
-    fn applicable_directives(&self) -> (Vec<String>, Vec<String>) {
-        let Some(current) = self.current() else {
-            return (Vec::new(), Vec::new());
-        };
-        let program = self.checked.as_ref().map(|c| &c.program);
-        let all = atl_rewrites::loops::loops(current);
-        let names: Vec<String> = all
-            .iter()
-            .map(|l| atl_rewrites::loops::user_name(l, &all, program))
-            .collect();
-        let mut candidates: Vec<String> = Vec::new();
-        for (k, l) in all.iter().enumerate() {
-            let name = &names[k];
-            if l.is_gen {
-                candidates.push(format!("parallel {name}"));
-                candidates.push(format!("vectorize {name}"));
-                candidates.push(format!("partition {name}"));
-            }
-            // The loop directly inside this one (the next in pre-order, one deeper).
-            if all.get(k + 1).is_some_and(|m| m.depth == l.depth + 1) {
-                candidates.push(format!("reorder {}, {name}", names[k + 1]));
-            }
-        }
-        let stages = atl_rewrites::loops::stages(current);
-        for s in &stages {
-            candidates.push(format!("compute_root {s}"));
-            candidates.push(format!("compute_inline {s}"));
-            for name in &names {
-                candidates.push(format!("compute_at {s} at {name}"));
-            }
-        }
-        let mut found = Vec::new();
-        for c in candidates {
-            if let Some(n) = self.try_step(&c) {
-                let what = if n == 1 {
-                    "1 step".to_string()
-                } else {
-                    format!("{n} steps")
-                };
-                found.push(format!("  {c:<36} ({what})"));
-            }
-        }
-        let mut templates = Vec::new();
-        if let Some((k, l)) = all.iter().enumerate().find(|(_, l)| l.is_gen) {
-            // New loop names are plain words (no `stage.`).
-            let plain = |n: &str| n.rsplit('.').next().unwrap_or(n).to_string();
-            let n = &names[k];
-            let b = plain(n);
-            templates.push(format!("  split {n} by K into {b}o, {b}i [tail separate]"));
-            if all
-                .get(k + 1)
-                .is_some_and(|m| m.is_gen && m.depth == l.depth + 1)
-            {
-                let m = &names[k + 1];
-                let c = plain(m);
-                templates.push(format!(
-                    "  tile {n}, {m} by A, B into {b}o, {c}o, {b}i, {c}i"
-                ));
-            }
-        }
-        templates.push("  pack X by Q into XP   (X a matrix input or stage)".to_string());
-        (found, templates)
-    }
-
-    fn cmd_applicable(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        if !self.print_applicable_rules(out) {
-            return Control::Continue;
-        }
-        let (found, templates) = self.applicable_directives();
-        if found.is_empty() {
-            let _ = writeln!(out, "no directive without parameters applies as it stands");
-        } else {
-            let _ = writeln!(
-                out,
-                "directives that apply (each tried on a copy):\n{}",
-                found.join("\n")
-            );
-        }
-        let _ = writeln!(
-            out,
-            "directives with parameters (`:help` has them all; `:loops` lists the loops):\n{}",
-            templates.join("\n")
-        );
-        Control::Continue
-    }
-
-    fn cmd_loops(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        match self.current() {
-            Some(e) => {
-                let program = self.checked.as_ref().map(|c| &c.program);
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    atl_rewrites::loops::listing_written(&atl_rewrites::loops::loops(e), program)
-                );
-            }
-            None => {
-                let _ = writeln!(out, "no program in focus");
-            }
-        }
-        Control::Continue
-    }
-
     fn cmd_shape(&mut self, _: &str, out: &mut dyn Write) -> Control {
         match (self.current(), &self.checked) {
             (Some(e), Some(c)) => match atl_lang::shapes::infer(&c.shapes, e) {
@@ -893,6 +831,7 @@ impl Session {
             Some(s) => {
                 let _ = writeln!(out, "undid `{}`", s.text);
                 self.undone.push(s);
+                self.unsaved = true;
                 self.print_program(out);
             }
             None => {
@@ -907,6 +846,7 @@ impl Session {
             Some(s) => {
                 let _ = writeln!(out, "redid `{}`", s.text);
                 self.steps.push(s);
+                self.unsaved = true;
                 self.print_program(out);
             }
             None => {
@@ -1014,362 +954,6 @@ impl Session {
         Control::Continue
     }
 
-    fn cmd_eval(&mut self, args: &str, out: &mut dyn Write) -> Control {
-        let (Some(checked), Some(current), Some(original)) =
-            (&self.checked, self.current(), &self.original)
-        else {
-            let _ = writeln!(out, "no program in focus");
-            return Control::Continue;
-        };
-        let mut sizes = BTreeMap::new();
-        for part in args.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            match part
-                .split_once('=')
-                .map(|(k, v)| (k.trim(), v.trim().parse::<i64>()))
-            {
-                Some((k, Ok(v))) => {
-                    sizes.insert(k.to_string(), v);
-                }
-                _ => {
-                    let _ = writeln!(out, "usage: :eval n=4,m=5");
-                    return Control::Continue;
-                }
-            }
-        }
-        let mut program: Program = checked.program.clone();
-        for (name, body) in [("__original", original), ("__current", current)] {
-            program.defs.push(Def {
-                name: name.to_string(),
-                name_span: Span::DUMMY,
-                body: body.clone(),
-                span: Span::DUMMY,
-                hints: Vec::new(),
-            });
-        }
-        let options = EvalOptions::default();
-        let shapes = match input_shapes(&program, &sizes, &options) {
-            Ok(s) => s,
-            Err(d) => {
-                self.render(&[d], "<program>", &self.source, out);
-                return Control::Continue;
-            }
-        };
-        let inputs: BTreeMap<String, Tensor> = shapes
-            .into_iter()
-            .enumerate()
-            .map(|(k, (n, s))| (n, Tensor::random(s, 1 + k as u64)))
-            .collect();
-        let results = (
-            eval_def(&program, "__original", &sizes, &inputs, &options),
-            eval_def(&program, "__current", &sizes, &inputs, &options),
-        );
-        match results {
-            (Ok(a), Ok(b)) => {
-                let max_err = a
-                    .data
-                    .iter()
-                    .zip(&b.data)
-                    .map(|(x, y)| (x - y).abs())
-                    .fold(0.0, f64::max);
-                let identical = a.shape == b.shape
-                    && a.data
-                        .iter()
-                        .zip(&b.data)
-                        .all(|(x, y)| x.to_bits() == y.to_bits());
-                let _ = writeln!(out, "shape {:?}; {} elements", b.shape, b.data.len());
-                let verdict = if identical {
-                    "bit-identical to the original".to_string()
-                } else if a.shape == b.shape {
-                    format!("max |difference| from the original: {max_err:e}")
-                } else {
-                    format!("SHAPE DIFFERS from the original {:?}", a.shape)
-                };
-                let _ = writeln!(out, "{verdict}");
-            }
-            (Err(d), _) | (_, Err(d)) => self.render(&[d], "<program>", &self.source, out),
-        }
-        Control::Continue
-    }
-
-    fn cmd_save(&mut self, args: &str, out: &mut dyn Write) -> Control {
-        let (Some(file), Some(focus)) = (&self.file, &self.focus) else {
-            let _ = writeln!(
-                out,
-                "nothing to save: load a file and focus a definition first"
-            );
-            return Control::Continue;
-        };
-        let name = args.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            let _ = writeln!(out, "usage: :save NAME");
-            return Control::Continue;
-        }
-        if self.derived.contains_key(name) {
-            let _ = writeln!(
-                out,
-                "`{name}` already exists in the file; pick another name"
-            );
-            return Control::Continue;
-        }
-        let mut block = String::new();
-        if !self.source.ends_with("\n\n") {
-            block.push('\n');
-        }
-        block.push_str(&format!("derive {name} from {focus} {{\n"));
-        for taken in &self.steps {
-            block.push_str(&format!("  {}\n", taken.text));
-        }
-        block.push_str("}\n");
-        let mut new_source = self.source.clone();
-        if !new_source.ends_with('\n') {
-            new_source.push('\n');
-        }
-        new_source.push_str(&block);
-        // Check that the file with the block replays before writing it.
-        let (checked, diags) = atl_lang::check_source(&new_source);
-        let replays = checked.is_some_and(|c| {
-            atl_rewrites::run_derivations(&self.env_for(&c))
-                .1
-                .is_empty()
-        });
-        if !replays || !diags.is_empty() {
-            let _ = writeln!(
-                out,
-                "the derivation does not replay from the file; not saved"
-            );
-            return Control::Continue;
-        }
-        if let Err(e) = std::fs::write(file, &new_source) {
-            let _ = writeln!(out, "cannot write `{}`: {e}", file.display());
-            return Control::Continue;
-        }
-        let _ = writeln!(
-            out,
-            "saved `derive {name} from {focus}` ({} steps) to {}",
-            self.steps.len(),
-            file.display()
-        );
-        let current = self.current().cloned();
-        self.source = new_source;
-        if let Some(e) = current {
-            self.derived.insert(name.to_string(), e);
-        }
-        // The saved derivation is graded `real` if a step of it is, or its base is.
-        let reassociates = self
-            .steps
-            .iter()
-            .flat_map(|t| &t.outcomes)
-            .any(|o| o.record.grade == Grade::Real);
-        let base = if reassociates {
-            Some(name.to_string())
-        } else {
-            self.real_bases.get(focus).cloned()
-        };
-        if let Some(base) = base {
-            self.real_bases.insert(name.to_string(), base);
-        }
-        Control::Continue
-    }
-
-    fn cmd_pads(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
-            let _ = writeln!(out, "no program in focus");
-            return Control::Continue;
-        };
-        match atl_padtypes::pad_predicate(&checked.program, &checked.shapes, current) {
-            Ok(ty) => {
-                let ty = atl_padtypes::simplify_pad_type(
-                    &ty,
-                    &checked.program,
-                    &checked.shapes,
-                    &self.solver,
-                );
-                let _ = writeln!(out, "pad type: {ty}");
-            }
-            Err(d) => {
-                self.render(&[d], "<program>", "", out);
-                return Control::Continue;
-            }
-        }
-        // Check the current program as a definition of its own.
-        let mut program = checked.program.clone();
-        program.defs.push(Def {
-            name: "__current".to_string(),
-            name_span: Span::DUMMY,
-            body: current.clone(),
-            span: Span::DUMMY,
-            hints: Vec::new(),
-        });
-        let diags =
-            atl_padtypes::check_definition(&program, &checked.shapes, &self.solver, "__current");
-        if diags.is_empty() {
-            let _ = writeln!(
-                out,
-                "gate: passes (every truncation drops padding, every access is in bounds)"
-            );
-        } else {
-            self.render(&diags, "<program>", "", out);
-        }
-        Control::Continue
-    }
-
-    /// The checked program with the current expression added as `__current`, gated and
-    /// lowered (`crate::lowering`): lowering only sees programs that pass pad types and
-    /// access safety.
-    fn lowerable(&self, out: &mut dyn Write) -> Option<atl_lower::Kernel> {
-        self.lowerable_with_source(out).map(|(kernel, _, _)| kernel)
-    }
-
-    /// [`Session::lowerable`], with the program (the focus as `__current`) and its
-    /// shapes, for the validator.
-    fn lowerable_with_source(
-        &self,
-        out: &mut dyn Write,
-    ) -> Option<(
-        atl_lower::Kernel,
-        atl_lang::ir::Program,
-        atl_lang::shapes::ShapeEnv,
-    )> {
-        let (Some(checked), Some(current)) = (&self.checked, self.current()) else {
-            let _ = writeln!(out, "no program in focus");
-            return None;
-        };
-        let mut program = checked.program.clone();
-        let mut shapes = checked.shapes.clone();
-        // Definitions derived in the file may be referenced (`unfold` leaves none, but a
-        // focus on a derivation's result may use earlier defs only).
-        program.defs.push(Def {
-            name: "__current".to_string(),
-            name_span: Span::DUMMY,
-            body: current.clone(),
-            span: Span::DUMMY,
-            // The annotations taken so far (`parallel y`, …) apply to `:ir` and `:c`;
-            // lowering checks them against the kernel.
-            hints: self.steps.iter().flat_map(Taken::hints).collect(),
-        });
-        match atl_lang::shapes::infer(&shapes, current) {
-            Ok(s) => {
-                shapes.globals.insert("__current".to_string(), s);
-            }
-            Err(d) => {
-                self.render(&[d], "<program>", "", out);
-                return None;
-            }
-        }
-        // Defence in depth, as in `atl check`/`emit`: the steps taken are re-checked
-        // by the independent certificate checker before anything is lowered.
-        if !self.steps.is_empty() {
-            let (Some(focus), Some(original)) = (&self.focus, &self.original) else {
-                return None;
-            };
-            let mut with_focus = checked.program.clone();
-            for (name, body) in &self.derived {
-                if with_focus.def(name).is_none() {
-                    with_focus.defs.push(Def {
-                        name: name.clone(),
-                        name_span: Span::DUMMY,
-                        body: body.clone(),
-                        span: Span::DUMMY,
-                        hints: Vec::new(),
-                    });
-                }
-            }
-            let derivation = atl_rewrites::Derivation {
-                name: "__current".to_string(),
-                from: focus.clone(),
-                initial: original.clone(),
-                result: current.clone(),
-                // Every primitive step of each typed one: the checker replays them in
-                // order, each from the program the previous one left.
-                steps: self
-                    .steps
-                    .iter()
-                    .flat_map(|t| t.outcomes.iter().map(|o| o.record.clone()))
-                    .collect(),
-            };
-            let cert =
-                atl_rewrites::cert::Certificate::new(&derivation, &with_focus, &self.library);
-            let (standard, _) = Library::standard();
-            if let Err(e) = atl_proofs::verify_certificate(&cert, &standard, &self.solver) {
-                let d = Diagnostic::error(
-                    "E0847",
-                    "the independent checker refuses the steps taken, which the rewrite engine accepted",
-                )
-                .with_note(e.to_string())
-                .with_help("this is a bug of the rewrite engine; please report it with the steps (`:history`)");
-                self.render(&[d], "<program>", "", out);
-                return None;
-            }
-        }
-        match atl_driver::lowering::gate_and_lower(&program, &shapes, "__current", &self.solver) {
-            Ok(kernel) => Some((kernel, program, shapes)),
-            Err(atl_driver::lowering::NotLowered::Gate(diags)) => {
-                self.render(&diags, "<program>", "", out);
-                let _ = writeln!(out, "the program fails the gate before lowering");
-                None
-            }
-            Err(atl_driver::lowering::NotLowered::Lowering(diags)) => {
-                self.render(&diags, "<program>", "", out);
-                None
-            }
-        }
-    }
-
-    fn cmd_ir(&mut self, _: &str, out: &mut dyn Write) -> Control {
-        if let Some(kernel) = self.lowerable(out) {
-            let _ = write!(out, "{}", atl_driver::emit::ir_text(&kernel));
-        }
-        Control::Continue
-    }
-
-    fn cmd_c(&mut self, args: &str, out: &mut dyn Write) -> Control {
-        let unchecked = match args.trim() {
-            "" => false,
-            "--no-validate" => true,
-            _ => {
-                let _ = writeln!(out, "usage: :c [--no-validate]");
-                return Control::Continue;
-            }
-        };
-        if let Some((kernel, program, shapes)) = self.lowerable_with_source(out) {
-            // As `atl emit`: the kernel is validated first.
-            let note = if unchecked {
-                atl_driver::lowering::NOT_VALIDATED_NOTE
-            } else {
-                match atl_driver::lowering::validate_kernel(&program, &shapes, "__current", &kernel)
-                {
-                    Ok(_) => "",
-                    Err((_, d)) => {
-                        let name = self.focus.clone().unwrap_or_else(|| "the focus".into());
-                        let d = Diagnostic {
-                            message: d.message.replace("`__current`", &format!("`{name}`")),
-                            help: Some(
-                                "`:c --no-validate` prints the kernel anyway; please report the \
-                                 program"
-                                    .to_string(),
-                            ),
-                            ..d
-                        };
-                        self.render(&[d], "<program>", "", out);
-                        let _ = writeln!(out, "the C is not printed");
-                        return Control::Continue;
-                    }
-                }
-            };
-            let options = atl_emit_c::EmitOptions {
-                symbol: self.focus.clone(),
-                ..Default::default()
-            };
-            match atl_driver::emit::c_text(&kernel, &options) {
-                Ok(t) => {
-                    let _ = write!(out, "{note}{t}");
-                }
-                Err(d) => self.render(&d, "<program>", "", out),
-            }
-        }
-        Control::Continue
-    }
-
     fn cmd_unicode(&mut self, args: &str, out: &mut dyn Write) -> Control {
         match args {
             "on" => self.style.unicode = true,
@@ -1383,8 +967,12 @@ impl Session {
         Control::Continue
     }
 
-    fn cmd_quit(&mut self, _: &str, _: &mut dyn Write) -> Control {
-        Control::Quit
+    fn cmd_quit(&mut self, _: &str, out: &mut dyn Write) -> Control {
+        if self.forced {
+            Control::Quit
+        } else {
+            self.leave(out)
+        }
     }
 
     /// The steps taken, as text (for tests and `:save`).
@@ -1396,14 +984,87 @@ impl Session {
     pub fn current_program(&self) -> Option<&Expr> {
         self.current()
     }
+
+    /// `N=4,M=4` with the loaded program's sizes (for usage lines).
+    fn size_example(&self, value: &str) -> String {
+        let names: Vec<String> = self
+            .checked
+            .as_ref()
+            .map(|c| {
+                c.program
+                    .sizes
+                    .iter()
+                    .map(|s| format!("{}={value}", s.name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if names.is_empty() {
+            format!("n={value},m={value}")
+        } else {
+            names.join(",")
+        }
+    }
+}
+
+/// An unknown step (E0815, `vectorise j`) with the closest step word as a did-you-mean.
+fn suggest_step(d: Diagnostic) -> Diagnostic {
+    if d.code != "E0815" {
+        return d;
+    }
+    let word = d.message.split('`').nth(1).unwrap_or("");
+    let Some(near) = atl_lang::suggest::closest(word, STEPS.iter().map(|s| s.name), 2) else {
+        return d;
+    };
+    let help = match d.help {
+        Some(h) => format!("did you mean `{near}`? {h}"),
+        None => format!("did you mean `{near}`?"),
+    };
+    Diagnostic {
+        help: Some(help),
+        ..d
+    }
+}
+
+/// `1 step`, `3 steps`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// Runs a whole session from a reader (one input per line; a line that leaves brackets
 /// open continues on the next), writing to `out`. Used by tests and by `atl repl` when
 /// standard input is not a terminal.
 pub fn run_script(session: &mut Session, input: &str, out: &mut dyn Write) {
+    run_script_bytes(session, input.as_bytes(), out);
+}
+
+/// [`run_script`] on bytes: a line that is not UTF-8 text is reported (with its
+/// number) and skipped, and the session goes on.
+pub fn run_script_bytes(session: &mut Session, input: &[u8], out: &mut dyn Write) {
     let mut pending = String::new();
-    for line in input.lines() {
+    let mut pieces: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
+    // `split` yields an empty last piece after a final newline, as `lines` does not.
+    if input.ends_with(b"\n") {
+        pieces.pop();
+    }
+    for (k, raw) in pieces.into_iter().enumerate() {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let line = match std::str::from_utf8(raw) {
+            Ok(line) => line,
+            Err(e) => {
+                let _ = writeln!(
+                    out,
+                    "line {} is not UTF-8 text (byte {:#04x} at column {}); skipped",
+                    k + 1,
+                    raw[e.valid_up_to()],
+                    e.valid_up_to() + 1
+                );
+                continue;
+            }
+        };
         pending.push_str(line);
         pending.push('\n');
         if atl_lang::parser::is_incomplete(&pending) {
