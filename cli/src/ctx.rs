@@ -37,6 +37,14 @@ impl Ctx<'_> {
         self.warn_located(&Located::new(diagnostics.to_vec(), file, source));
     }
 
+    /// A progress line for the long work that follows, drawn while the returned guard
+    /// lives (only when the command runs with a monitor: stderr is a terminal).
+    pub fn progress(&self, label: &str) -> Option<crate::progress::Guard> {
+        self.monitor
+            .as_ref()
+            .map(|m| crate::progress::on_stderr_labelled(m, label))
+    }
+
     /// [`Ctx::warn`] for diagnostics that already carry their file and source.
     pub fn warn_located(&mut self, located: &Located) {
         located.render(self.color, self.stderr);

@@ -79,12 +79,26 @@ enum Command {
 }
 
 /// Runs `atl` with `args` (including the program name). `color` enables coloured
-/// diagnostics (the binary sets it when stderr is a terminal).
+/// diagnostics (the binary sets it when stderr is a terminal). No progress is drawn
+/// ([`run_with_progress`]).
 pub fn run(
     args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
     color: bool,
+) -> i32 {
+    run_with_progress(args, stdout, stderr, color, false)
+}
+
+/// [`run`]; with `progress`, the long stages of a command (evaluating, validating,
+/// compiling, timing) draw a progress line on the process's standard error
+/// ([`progress`]), which the binary asks for when stderr is a terminal.
+pub fn run_with_progress(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+    color: bool,
+    progress: bool,
 ) -> i32 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -106,7 +120,7 @@ pub fn run(
         stdout,
         stderr,
         color,
-        monitor: None,
+        monitor: progress.then(|| std::sync::Arc::new(atl_driver::Monitor::new())),
     };
     let result = match &cli.command {
         Command::Eval(args) => commands::eval::run(args, &mut ctx),

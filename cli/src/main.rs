@@ -14,14 +14,16 @@ const STACK_BYTES: usize = 256 << 20;
 
 fn main() {
     let work = || {
-        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let terminal = std::io::stderr().is_terminal();
+        let color = terminal && std::env::var_os("NO_COLOR").is_none();
         let stdout = std::io::stdout();
         let stderr = std::io::stderr();
-        atl_cli::run(
+        atl_cli::run_with_progress(
             std::env::args_os(),
             &mut stdout.lock(),
             &mut stderr.lock(),
             color,
+            terminal,
         )
     };
     let code = match std::thread::Builder::new()

@@ -98,3 +98,30 @@ fn ctrl_c_stops_a_command_and_keeps_the_session() {
     p.exp_eof().expect("the second Ctrl-D leaves");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `atl bench` on a terminal shows what it is doing (validating, compiling, timing)
+/// instead of nothing for seconds, and erases the line before its report.
+#[test]
+fn atl_bench_on_a_terminal_shows_its_progress() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_atl"));
+    command
+        .arg("bench")
+        .arg(matmul())
+        .args([
+            "--def",
+            "fast",
+            "--sizes",
+            "M=256,N=256,K=256",
+            "--runs",
+            "3",
+        ])
+        .env("NO_COLOR", "1");
+    let mut p = spawn_command(command, Some(TIMEOUT_MS)).expect("atl bench starts in a pty");
+    // Validating and compiling take seconds in a debug build: the line names the stage.
+    p.exp_regex(r"\x1b\[2K[^ ]+ (validating|compiling|checking) `fast`")
+        .expect("the progress line while validating or compiling");
+    p.exp_regex(r"\x1b\[2Ksizes K=256,M=256,N=256")
+        .expect("the line is erased before the report");
+    p.exp_string("median").expect("the report");
+    p.exp_eof().expect("atl bench ends");
+}

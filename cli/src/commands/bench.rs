@@ -116,6 +116,8 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         ),
     };
     // Both definitions pass the gate before anything is lowered or compiled.
+    // Validating, compiling, checking and timing take seconds: shown on a terminal.
+    let progress = ctx.progress("benchmarking");
     let mut gated = Vec::new();
     for name in std::iter::once(&prepared.name).chain(&vs) {
         gated.push(gate_loaded(ctx, file, loaded, name)?);
@@ -152,6 +154,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         &options,
     )
     .map_err(|diags| Failure::diagnostics(diags, file, &loaded.source))?;
+    drop(progress);
     if args.json {
         json::print(ctx.stdout, &report_json(&report, fp, args.runs));
     } else {

@@ -87,7 +87,9 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let dtype = parse_dtype(&args.dtype)?;
     let fp = parse_fp(&args.fp)?;
     let validation = Validation::from_flag(args.no_validate);
+    let progress = ctx.progress("lowering and validating");
     let lowered = lower_for_emit(ctx, file, args.def.as_deref(), fp, validation, args.explain)?;
+    drop(progress);
     let (loaded, kernel) = (&lowered.loaded, &lowered.kernel);
     let options = EmitOptions {
         symbol: args.name.clone(),

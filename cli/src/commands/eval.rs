@@ -43,14 +43,14 @@ pub fn run(args: &EvalArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         inputs,
         ..
     } = prepare(ctx, file, args.def.as_deref(), &args.sizes, &args.inputs)?;
-    let result = atl_lang::interp::eval_def(
-        &loaded.program,
-        &name,
-        &sizes,
-        &inputs,
-        &EvalOptions::default(),
-    )
-    .map_err(|d| Failure::diagnostics(vec![d], file, &loaded.source))?;
+    let progress = ctx.progress(&format!("evaluating `{name}`"));
+    let options = EvalOptions {
+        monitor: ctx.monitor.clone(),
+        ..EvalOptions::default()
+    };
+    let result = atl_lang::interp::eval_def(&loaded.program, &name, &sizes, &inputs, &options)
+        .map_err(|d| Failure::diagnostics(vec![d], file, &loaded.source))?;
+    drop(progress);
     if let Some(path) = &args.out {
         let mut buf = Vec::new();
         let _ = npy::write_f64(&mut buf, &result.shape, &result.data);

@@ -101,6 +101,7 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         )));
     }
     let mut prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &args.inputs)?;
+    let progress = ctx.progress("running");
     let mut kernel = gate_and_lower_loaded_for(ctx, file, &prepared.loaded, &prepared.name, fp)?;
     if let Some(ir) = &args.ir {
         kernel = super::validate::read_kernel_for(ir, &kernel)?;
@@ -152,6 +153,7 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         &options,
     )
     .map_err(|diags| Failure::diagnostics(diags, file, &prepared.loaded.source))?;
+    drop(progress);
     if !args.json {
         let _ = write_run_report(&report, ctx.stdout);
     }

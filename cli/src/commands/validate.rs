@@ -73,7 +73,14 @@ pub fn run(args: &ValidateArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         shapes: &loaded.shapes,
         def: &name,
     };
-    let report = atl_validate::validate(&kernel, Some(&source), &atl_solver::Solver::new());
+    let progress = ctx.progress(&format!("validating `{name}`"));
+    let report = atl_validate::validate_monitored(
+        &kernel,
+        Some(&source),
+        &atl_solver::Solver::new(),
+        ctx.monitor.as_deref(),
+    );
+    drop(progress);
     if args.json {
         json::print(ctx.stdout, &report_json(&name, &report));
     } else {
