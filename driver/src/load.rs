@@ -201,6 +201,24 @@ fn declarations_sound(
     Ok(())
 }
 
+/// The independent certificate checker (`atl-proofs`, what `atl verify` runs) on one
+/// derivation of `program` made with `library`: `Err` with the checker's reason when
+/// it refuses the steps (the rule library's own rules are taken from the standard
+/// library, never from the engine's copy). The commands and the REPL call it before a
+/// derivation's result is evaluated, lowered or reported.
+pub fn recheck(
+    derivation: &atl_rewrites::Derivation,
+    program: &atl_lang::ir::Program,
+    library: &atl_rewrites::Library,
+    solver: &atl_solver::Solver,
+) -> Result<(), String> {
+    let cert = atl_rewrites::cert::Certificate::new(derivation, program, library);
+    let (standard, _) = atl_rewrites::Library::standard();
+    atl_proofs::verify_certificate(&cert, &standard, solver)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// Defence in depth: every derivation the command uses is re-checked by the
 /// independent certificate checker (`atl-proofs`, what `atl verify` runs) before its
 /// result is evaluated, lowered or reported; a derivation it refuses stops the command
@@ -216,11 +234,9 @@ fn checked_independently(
     if derivations.is_empty() {
         return Ok(());
     }
-    let (standard, _) = atl_rewrites::Library::standard();
     let mut diags = Vec::new();
     for d in derivations {
-        let cert = atl_rewrites::cert::Certificate::new(d, program, library);
-        if let Err(e) = atl_proofs::verify_certificate(&cert, &standard, solver) {
+        if let Err(e) = recheck(d, program, library, solver) {
             let span = program
                 .derive(&d.name)
                 .map(|x| x.name_span)
@@ -234,7 +250,7 @@ fn checked_independently(
                     ),
                 )
                 .at(span, "this derivation")
-                .with_note(e.to_string())
+                .with_note(e)
                 .with_help("this is a bug of the rewrite engine; please report it with this file. `atl derive --cert` writes the certificate, `atl verify` shows the failing step"),
             );
         }

@@ -9,7 +9,6 @@ use std::io::Write;
 use atl_lang::diag::Diagnostic;
 use atl_lang::ir::{Def, Expr, LoopHint, Program};
 use atl_lang::span::Span;
-use atl_rewrites::Library;
 
 use super::{Control, Session};
 
@@ -143,14 +142,14 @@ impl Session {
                 .flat_map(|t| t.outcomes.iter().map(|o| o.record.clone()))
                 .collect(),
         };
-        let cert = atl_rewrites::cert::Certificate::new(&derivation, &with_focus, &self.library);
-        let (standard, _) = Library::standard();
-        if let Err(e) = atl_proofs::verify_certificate(&cert, &standard, &self.solver) {
+        if let Err(e) =
+            atl_driver::load::recheck(&derivation, &with_focus, &self.library, &self.solver)
+        {
             let d = Diagnostic::error(
                 "E0847",
                 "the independent checker refuses the steps taken, which the rewrite engine accepted",
             )
-            .with_note(e.to_string())
+            .with_note(e)
             .with_help("this is a bug of the rewrite engine; please report it with the steps (`:history`)");
             self.render(&[d], "<program>", "", out);
             return false;
