@@ -241,37 +241,26 @@ fn the_validator_rejects_documents_that_break_a_schema() {
         "verdict": "proved", "counterexample": null, "reason": null,
     });
     assert_eq!(check(&s, &good, "$"), Ok(()));
-    let mut missing = good.clone();
-    missing.as_object_mut().unwrap().remove("verdict");
-    assert!(
-        check(&s, &missing, "$")
-            .unwrap_err()
-            .contains("`verdict` is missing")
-    );
-    let mut wrong_type = good.clone();
-    wrong_type["sizes"] = json!("n");
-    assert!(
-        check(&s, &wrong_type, "$")
-            .unwrap_err()
-            .contains("not of type")
-    );
-    let mut wrong_item = good.clone();
-    wrong_item["sizes"] = json!([1]);
-    assert!(
-        check(&s, &wrong_item, "$")
-            .unwrap_err()
-            .contains("$.sizes[0]")
-    );
-    let mut not_in_enum = good.clone();
-    not_in_enum["verdict"] = json!("maybe");
-    assert!(
-        check(&s, &not_in_enum, "$")
-            .unwrap_err()
-            .contains("not one of")
-    );
-    let mut extra = good.clone();
-    extra["confidence"] = json!(1);
-    assert!(check(&s, &extra, "$").unwrap_err().contains("`confidence`"));
+    // Each edit breaks the schema in one way, and the validator says where.
+    type Edit = fn(&mut Value);
+    let edits: [(Edit, &str); 5] = [
+        (
+            |v| {
+                v.as_object_mut().unwrap().remove("verdict");
+            },
+            "`verdict` is missing",
+        ),
+        (|v| v["sizes"] = json!("n"), "not of type"),
+        (|v| v["sizes"] = json!([1]), "$.sizes[0]"),
+        (|v| v["verdict"] = json!("maybe"), "not one of"),
+        (|v| v["confidence"] = json!(1), "`confidence`"),
+    ];
+    for (edit, expected) in edits {
+        let mut broken = good.clone();
+        edit(&mut broken);
+        let error = check(&s, &broken, "$").unwrap_err();
+        assert!(error.contains(expected), "{expected}: {error}");
+    }
     let mut bad_map = good.clone();
     bad_map["counterexample"] = json!({"n": 1.5});
     assert!(check(&s, &bad_map, "$").is_err());
