@@ -5,12 +5,10 @@
 //! is returned as a [`atl_driver::Failure`] instead.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 use atl_driver::failure::Located;
 use atl_driver::{Monitor, Observer};
-use atl_lang::diag::Diagnostic;
 
 /// The streams and settings a command runs with.
 pub struct Ctx<'a> {
@@ -31,12 +29,6 @@ impl std::fmt::Debug for Ctx<'_> {
 }
 
 impl Ctx<'_> {
-    /// Renders diagnostics that do not stop the command (warnings) on stderr now, so
-    /// that they come before anything the command reports later.
-    pub fn warn(&mut self, diagnostics: &[Diagnostic], file: &Path, source: &str) {
-        self.warn_located(&Located::new(diagnostics.to_vec(), file, source));
-    }
-
     /// A progress line for the long work that follows, drawn while the returned guard
     /// lives (only when the command runs with a monitor: stderr is a terminal).
     pub fn progress(&self, label: &str) -> Option<crate::progress::Guard> {
@@ -45,7 +37,8 @@ impl Ctx<'_> {
             .map(|m| crate::progress::on_stderr_labelled(m, label))
     }
 
-    /// [`Ctx::warn`] for diagnostics that already carry their file and source.
+    /// Renders diagnostics that do not stop the command (warnings) on stderr now, so
+    /// that they come before anything the command reports later.
     pub fn warn_located(&mut self, located: &Located) {
         located.render(self.color, self.stderr);
     }

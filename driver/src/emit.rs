@@ -8,8 +8,6 @@ use std::path::Path;
 
 use atl_emit_c::{EmitOptions, Fp};
 use atl_lang::diag::Diagnostic;
-use atl_lang::ir::Program;
-use atl_lang::shapes::ShapeEnv;
 use atl_lower::Kernel;
 
 use crate::failure::Failure;
@@ -50,12 +48,6 @@ pub fn lower_for_emit(
         name,
         kernel,
     })
-}
-
-/// Lowers `def` to the loop IR without the gate (the soundness fuzzer's oracle calls
-/// it); everything else lowers through [`crate::lowering`].
-pub fn lower(program: &Program, shapes: &ShapeEnv, def: &str) -> Result<Kernel, Vec<Diagnostic>> {
-    crate::lowering::lower_ungated(program, shapes, def)
 }
 
 /// The loop IR in the reading form (the REPL's `:ir`; `atl emit --ir` prints the full

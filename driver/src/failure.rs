@@ -114,11 +114,6 @@ impl Failure {
         }
     }
 
-    /// Whether this is [`Failure::interrupted`].
-    pub fn is_interrupted(&self) -> bool {
-        self.status == EXIT_INTERRUPTED
-    }
-
     /// Adds a line after what is already there.
     pub fn then_line(mut self, line: impl Into<String>) -> Failure {
         self.reports.push(Report::Line(line.into()));

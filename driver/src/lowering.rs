@@ -94,8 +94,8 @@ pub fn gate_and_lower(
     gated.lower().map_err(NotLowered::Lowering)
 }
 
-/// Lowers `def` to the loop IR without the gate: only for [`Gated::lower`] and for
-/// tests whose programs are generated to pass it.
+/// Lowers `def` to the loop IR without the gate (for `--fp fast`): only for tests whose
+/// programs are generated to pass it (the soundness fuzzer's oracle).
 pub fn lower_ungated(
     program: &Program,
     shapes: &ShapeEnv,

@@ -1914,7 +1914,7 @@ impl Ctx<'_> {
         // The outermost loop of an evaluation reports its iterations as progress.
         let progress = self.monitor.filter(|_| env.idx.is_empty());
         if let Some(m) = progress {
-            m.begin(String::new(), extent as u64);
+            m.restart_count(extent as u64);
         }
         // The binder values lo..lo+extent fit in i64: lo + extent is the checked `hi`.
         if !(self.parallel && extent >= 2 && out.len() >= PAR_MIN_ELEMENTS) {

@@ -61,6 +61,13 @@ impl Monitor {
         self.total.store(total, Ordering::Relaxed);
     }
 
+    /// Restarts the count of the current stage at 0 of `total`, keeping its name (the
+    /// interpreter counts its outermost loop inside whatever stage its caller began).
+    pub fn restart_count(&self, total: u64) {
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+    }
+
     /// Records `units` more units of work done in the current stage.
     pub fn advance(&self, units: u64) {
         self.done.fetch_add(units, Ordering::Relaxed);
@@ -111,5 +118,15 @@ mod tests {
         m.begin("b", 0);
         assert_eq!(m.progress().done, 0);
         assert_eq!(m.progress().stage, "b");
+        m.advance(2);
+        m.restart_count(5);
+        assert_eq!(
+            m.progress(),
+            Progress {
+                stage: "b".into(),
+                done: 0,
+                total: 5
+            }
+        );
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::derive::grade_word;
 use super::json;
 use crate::ctx::Ctx;
-use atl_driver::failure::Failure;
+use atl_driver::failure::{Failure, Located};
 use atl_driver::load::load_derived;
 
 // The command's about text is the doc comment of its variant in `crate::Command`.
@@ -37,7 +37,7 @@ pub fn run(args: &CheckArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         return Err(Failure::diagnostics(gate, file, &loaded.source));
     }
     if !gate.is_empty() {
-        ctx.warn(&gate, file, &loaded.source);
+        ctx.warn_located(&Located::new(gate, file, &loaded.source));
     }
     let p = &loaded.program;
     if args.json {

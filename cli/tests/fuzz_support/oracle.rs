@@ -527,7 +527,7 @@ fn compile_and_run(
     if atl_lang::diag::has_errors(&gate) {
         return None;
     }
-    let kernel = match atl_driver::emit::lower(program, shapes, DERIVED) {
+    let kernel = match atl_driver::lowering::lower_ungated(program, shapes, DERIVED) {
         Ok(k) => k,
         Err(d) => {
             out.lowering_refused += d.iter().any(|d| d.code == "E0938") as usize;

@@ -2,6 +2,7 @@
 //! library (or of a `.rules` file) by bounded semantic testing with random instances,
 //! and warns about side conditions no counterexample needed.
 
+use std::io::Write;
 use std::path::Path;
 
 use atl_rewrites::check::RuleCheck;
@@ -30,79 +31,23 @@ pub fn run(
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
-        if as_json {
-            let entry = match result {
-                RuleCheck::Passed { instances, tried } => {
-                    let unnecessary: Vec<String> = lib
-                        .get(&name)
-                        .map(|rule| {
-                            atl_rewrites::check::unnecessary_conditions(rule, &solver, attempts, 1)
-                                .into_iter()
-                                .map(|c| c.to_string())
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    check_json(&name, "ok", Some(instances), Some(tried), unnecessary, None)
-                }
-                RuleCheck::NoInstance { tried } => {
-                    failed += 1;
-                    check_json(&name, "untested", None, Some(tried), Vec::new(), None)
-                }
-                RuleCheck::Failed {
-                    lhs,
-                    rhs,
-                    sizes,
-                    detail,
-                } => {
-                    failed += 1;
-                    let failure = json!({
-                        "sizes": sizes.to_string(),
-                        "lhs": lhs.to_string(),
-                        "rhs": rhs.to_string(),
-                        "detail": detail.to_string(),
-                    });
-                    check_json(&name, "wrong", None, None, Vec::new(), Some(failure))
-                }
-            };
-            checked.push(entry);
-            continue;
+        if !matches!(result, RuleCheck::Passed { .. }) {
+            failed += 1;
         }
-        match result {
-            RuleCheck::Passed { instances, tried } => {
-                let _ = writeln!(
-                    ctx.stdout,
-                    "ok      {name}  ({instances} of {tried} random instances applied and agreed)"
-                );
-                // Necessity: dropping a condition should make the rule wrong.
-                if let Some(rule) = lib.get(&name) {
-                    for c in atl_rewrites::check::unnecessary_conditions(rule, &solver, attempts, 1)
-                    {
-                        let _ = writeln!(
-                            ctx.stdout,
-                            "  warning: without condition `{c}` no counterexample was found; it may be stronger than needed"
-                        );
-                    }
-                }
+        // Necessity: dropping a condition should make the rule wrong.
+        let unnecessary: Vec<String> = match (&result, lib.get(&name)) {
+            (RuleCheck::Passed { .. }, Some(rule)) => {
+                atl_rewrites::check::unnecessary_conditions(rule, &solver, attempts, 1)
+                    .into_iter()
+                    .map(|c| c.to_string())
+                    .collect()
             }
-            RuleCheck::NoInstance { tried } => {
-                failed += 1;
-                let _ = writeln!(
-                    ctx.stdout,
-                    "UNTESTED {name}  (no random instance applied in {tried} tries)"
-                );
-            }
-            RuleCheck::Failed {
-                lhs,
-                rhs,
-                sizes,
-                detail,
-            } => {
-                failed += 1;
-                let _ = writeln!(
-                    ctx.stdout,
-                    "WRONG   {name}  at {sizes}\n    {lhs}\n    => {rhs}\n    {detail}"
-                );
-            }
+            _ => Vec::new(),
+        };
+        if as_json {
+            checked.push(result_json(&name, &result, unnecessary));
+        } else {
+            write_result(ctx.stdout, &name, &result, &unnecessary);
         }
     }
     if as_json {
@@ -113,6 +58,66 @@ pub fn run(
         return Err(Failure::status(EXIT_USER));
     }
     Ok(())
+}
+
+/// One rule's result as `atl rules --check` prints it.
+fn write_result(out: &mut dyn Write, name: &str, result: &RuleCheck, unnecessary: &[String]) {
+    let _ = match result {
+        RuleCheck::Passed { instances, tried } => writeln!(
+            out,
+            "ok      {name}  ({instances} of {tried} random instances applied and agreed)"
+        ),
+        RuleCheck::NoInstance { tried } => writeln!(
+            out,
+            "UNTESTED {name}  (no random instance applied in {tried} tries)"
+        ),
+        RuleCheck::Failed {
+            lhs,
+            rhs,
+            sizes,
+            detail,
+        } => writeln!(
+            out,
+            "WRONG   {name}  at {sizes}\n    {lhs}\n    => {rhs}\n    {detail}"
+        ),
+    };
+    for c in unnecessary {
+        let _ = writeln!(
+            out,
+            "  warning: without condition `{c}` no counterexample was found; it may be stronger than needed"
+        );
+    }
+}
+
+/// One rule's result in the `--check --json` document ([`check_json`]).
+fn result_json(name: &str, result: &RuleCheck, unnecessary: Vec<String>) -> Value {
+    match result {
+        RuleCheck::Passed { instances, tried } => check_json(
+            name,
+            "ok",
+            Some(*instances),
+            Some(*tried),
+            unnecessary,
+            None,
+        ),
+        RuleCheck::NoInstance { tried } => {
+            check_json(name, "untested", None, Some(*tried), Vec::new(), None)
+        }
+        RuleCheck::Failed {
+            lhs,
+            rhs,
+            sizes,
+            detail,
+        } => {
+            let failure = json!({
+                "sizes": sizes.to_string(),
+                "lhs": lhs.to_string(),
+                "rhs": rhs.to_string(),
+                "detail": detail.to_string(),
+            });
+            check_json(name, "wrong", None, None, Vec::new(), Some(failure))
+        }
+    }
 }
 
 /// One rule's result in the `--check --json` document: `ok`, `untested`, `wrong`
