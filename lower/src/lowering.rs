@@ -282,7 +282,7 @@ fn has_guard(e: &Expr) -> bool {
 }
 
 /// Tensor-valued sums with at most this many elements accumulate into a local tile
-/// (see `sum_into_tile`): small enough to live on the stack (and, for a register
+/// (see `sum_into_buffer`): small enough to live on the stack (and, for a register
 /// tile, in registers).
 const TILE_LIMIT: i64 = 1024;
 
@@ -664,22 +664,26 @@ impl Lowerer<'_, '_> {
             {
                 self.store_with(dest, StoreOp::Accumulate, theta, |l| l.scalar(e))
             }
+            // The same for a sum of tensors: it is computed from zero in a buffer of
+            // its own, then added element by element, as the interpreter adds it.
+            ExprKind::Sum { .. }
+                if !shape.is_empty()
+                    && mode == StoreOp::Accumulate
+                    && self.options.group_sums_as_written =>
+            {
+                self.sum_into_buffer(e, &shape, dest, StoreOp::Accumulate, theta)
+            }
             ExprKind::Sum { var, lo, hi, body }
                 if !shape.is_empty() || mode == StoreOp::Accumulate =>
             {
-                if mode == StoreOp::Assign
-                    && let Some(len) = small_constant_len(&shape, &self.prover)
-                {
-                    return self.sum_into_tile(e, len, &shape, dest, theta);
+                if mode == StoreOp::Assign && small_constant_len(&shape, &self.prover).is_some() {
+                    return self.sum_into_buffer(e, &shape, dest, StoreOp::Assign, theta);
                 }
                 let mut out = Vec::new();
                 if mode == StoreOp::Assign {
                     out.extend(self.zeros(&shape, dest, theta)?);
                 }
-                let (dest, theta) = (dest.clone(), theta.clone());
-                out.extend(self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
-                    l.stmt(body, &dest, StoreOp::Accumulate, &theta)
-                })?);
+                out.extend(self.sum_in_place(var, lo, hi, body, dest, theta)?);
                 Ok(out)
             }
             // A scalar guard with a pure body that the prover cannot decide, in
@@ -732,6 +736,22 @@ impl Lowerer<'_, '_> {
         }
     }
 
+    /// The loop of `sum var in lo..hi: body`, adding each term into the destination.
+    fn sum_in_place(
+        &mut self,
+        var: &str,
+        lo: &IndexExpr,
+        hi: &IndexExpr,
+        body: &Expr,
+        dest: &Dest,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let (dest, theta) = (dest.clone(), theta.clone());
+        self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
+            l.stmt(body, &dest, StoreOp::Accumulate, &theta)
+        })
+    }
+
     /// A tensor-valued `sum` of a small constant shape, in assign mode: the sum
     /// accumulates into a local tile (`acc`), which is then stored through θ. The
     /// destination of a sum does not move inside it, so this is the tensor form of the
@@ -739,54 +759,62 @@ impl Lowerer<'_, '_> {
     /// registers (a matmul register tile is `sum k: gen ii, ji: …`). The additions
     /// happen in the same order as when accumulating in place (`0 + a₁ + a₂ + …` per
     /// element), so the result is bit-identical; only assign mode qualifies, since in
-    /// accumulate mode the tile would add the partial sum as one term.
-    fn sum_into_tile(
+    /// accumulate mode the tile would add the partial sum as one term — which is what
+    /// `--fp strict` asks for (`op` = accumulate: the tile, of any shape, is added into
+    /// the destination, so the sum rounds as the definition groups it).
+    fn sum_into_buffer(
         &mut self,
         sum: &Expr,
-        len: i64,
         shape: &[IndexExpr],
         dest: &Dest,
+        op: StoreOp,
         theta: &Reindexer,
     ) -> Result<Vec<Stmt>, Diagnostic> {
         let tile = self.fresh("acc");
         let dims: Vec<IndexExpr> = shape.iter().map(|d| self.prover.clamp(d)).collect();
+        let len = match small_constant_len(&dims, &self.prover) {
+            Some(len) => Ix::Const(len),
+            None => self.ix(&product(&dims)),
+        };
         let tile_dest = Dest::Buf(tile.clone());
-        let mut body = self.stmt(sum, &tile_dest, StoreOp::Accumulate, &Reindexer::identity())?;
+        let ExprKind::Sum { var, lo, hi, body } = &sum.kind else {
+            return Err(internal("a sum buffer for something other than a sum"));
+        };
+        let mut body = self.sum_in_place(var, lo, hi, body, &tile_dest, &Reindexer::identity())?;
         // `stmt` in accumulate mode does not zero: do it first.
         let mut inner = self.zeros(&dims, &tile_dest, &Reindexer::identity())?;
         inner.append(&mut body);
         self.bind(&tile, Binding::Buffer(dims.clone()));
-        let copy = self.copy_tile(&tile, &dims, &[], dest, theta);
+        let copy = self.copy_tile(&tile, &dims, &[], dest, op, theta);
         self.unbind(&tile);
         inner.extend(copy?);
         Ok(vec![Stmt::Alloc {
             buf: tile,
             shape: dims,
-            len: Ix::Const(len),
+            len,
             zeroed: false,
             storage: Storage::Heap,
             body: inner,
         }])
     }
 
-    /// Stores every element of the buffer `tile` at the same coordinates of `dest`
-    /// through θ: one loop per remaining extent of `dims`; `coords` are the loop
-    /// variables of the enclosing copy loops.
+    /// Stores (or with `op` = accumulate, adds) every element of the buffer `tile` at
+    /// the same coordinates of `dest` through θ: one loop per remaining extent of
+    /// `dims`; `coords` are the loop variables of the enclosing copy loops.
     fn copy_tile(
         &mut self,
         tile: &str,
         dims: &[IndexExpr],
         coords: &[String],
         dest: &Dest,
+        op: StoreOp,
         theta: &Reindexer,
     ) -> Result<Vec<Stmt>, Diagnostic> {
         let Some((first, rest)) = dims.split_first() else {
             let access = coords.iter().fold(Expr::var(tile), |acc, c| {
                 Expr::access(acc, IndexExpr::var(c.clone()))
             });
-            return self.store_with(dest, StoreOp::Assign, theta, |l| {
-                Ok((Vec::new(), l.load(&access)?))
-            });
+            return self.store_with(dest, op, theta, |l| Ok((Vec::new(), l.load(&access)?)));
         };
         let v = self.fresh("t");
         let theta = theta.then(ReindexOp::Push {
@@ -797,7 +825,7 @@ impl Lowerer<'_, '_> {
         coords.push(v.clone());
         let (rest, tile, dest) = (rest.to_vec(), tile.to_string(), dest.clone());
         self.for_loop(&v, &IndexExpr::Const(0), first, LoopOrigin::Gen, move |l| {
-            l.copy_tile(&tile, &rest, &coords, &dest, &theta)
+            l.copy_tile(&tile, &rest, &coords, &dest, op, &theta)
         })
     }
 
