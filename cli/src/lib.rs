@@ -68,6 +68,10 @@ enum Command {
     Repl(commands::repl::ReplArgs),
     /// Time a definition's compiled kernel (optionally against another definition).
     Bench(commands::bench::BenchArgs),
+    /// Search a fast schedule of a definition at given sizes on this machine, and print
+    /// it as a `derive` block of directives (checked, validated and timed; `atl check`
+    /// replays it).
+    Schedule(commands::schedule::ScheduleArgs),
     /// Check a derivation certificate independently of the rewrite engine.
     Verify(commands::verify::VerifyArgs),
     /// List the rule library.
@@ -132,6 +136,7 @@ pub fn run_with_progress(
         Command::Validate(args) => commands::validate::run(args, &mut ctx),
         Command::Repl(args) => commands::repl::run(args, &mut ctx),
         Command::Bench(args) => commands::bench::run(args, &mut ctx),
+        Command::Schedule(args) => commands::schedule::run(args, &mut ctx),
         Command::Verify(args) => commands::verify::run(args, &mut ctx),
         Command::Rules(args) => commands::rules::run(args, &mut ctx),
         Command::Prove(args) => commands::prove::run(args, &mut ctx),

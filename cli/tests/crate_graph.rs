@@ -12,7 +12,9 @@
 //!
 //! - `atl-driver`, the pipeline library, and `atl-build`, which compiles kernels in
 //!   other people's builds, must not reach the command line (`atl-cli`, its argument
-//!   parser and line editor): a build script pays for every crate it depends on.
+//!   parser and line editor) or the autoscheduler (`atl-schedule`, egg): a build script
+//!   pays for every crate it depends on, and the search is never needed to rebuild a
+//!   kernel. The autoscheduler itself is a library under the command line.
 //!
 //! Only normal dependencies count: their tests may use the engine or the lowering (as
 //! dev-dependencies) to build what they check, which does not link it into the checker.
@@ -72,14 +74,20 @@ const RULES: &[Rule] = &[
             "atl-emit-c",
             "atl-proofs",
         ],
-        forbidden: &["atl-cli", "clap", "rustyline"],
-        advice: "the pipeline library must not depend on the command line; keep argument parsing and printing in atl-cli",
+        forbidden: &["atl-cli", "clap", "rustyline", "atl-schedule", "egg"],
+        advice: "the pipeline library must not depend on the command line or the autoscheduler built on it; keep argument parsing and printing in atl-cli, the search in atl-schedule",
     },
     Rule {
         checker: "atl-build",
         uses: &["atl-driver", "atl-emit-c", "cc"],
+        forbidden: &["atl-cli", "clap", "rustyline", "atl-schedule", "egg"],
+        advice: "atl-build calls the pipeline through atl-driver; what it needs of the CLI belongs in the driver, and a build never searches schedules",
+    },
+    Rule {
+        checker: "atl-schedule",
+        uses: &["atl-driver", "egg", "rayon"],
         forbidden: &["atl-cli", "clap", "rustyline"],
-        advice: "atl-build calls the pipeline through atl-driver; what it needs of the CLI belongs in the driver",
+        advice: "the autoscheduler is a library the CLI calls; keep argument parsing and printing in atl-cli",
     },
 ];
 

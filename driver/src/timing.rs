@@ -186,7 +186,23 @@ pub fn random_inputs(
     Ok(inputs)
 }
 
-fn compile(kernel: &Kernel, dtype: Dtype, fp: Fp) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
+/// Compiles `kernel` as `atl bench` does (`-O3 -march=native -fopenmp`, the `fp`
+/// contraction flag), returning the time the compiler took.
+pub fn compile(
+    kernel: &Kernel,
+    dtype: Dtype,
+    fp: Fp,
+) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
+    compile_within(kernel, dtype, fp, None)
+}
+
+/// [`compile`], stopping the compiler after `limit` (E0930).
+pub fn compile_within(
+    kernel: &Kernel,
+    dtype: Dtype,
+    fp: Fp,
+    limit: Option<Duration>,
+) -> Result<(Compiled, Duration), Vec<Diagnostic>> {
     let t = Instant::now();
     let compiled = atl_emit_c::compile(
         kernel,
@@ -200,6 +216,7 @@ fn compile(kernel: &Kernel, dtype: Dtype, fp: Fp) -> Result<(Compiled, Duration)
             opt_level: 3,
             openmp: true,
             flags: vec!["-march=native".to_string()],
+            time_limit: limit,
             ..CompileOptions::default()
         },
     )
@@ -207,8 +224,9 @@ fn compile(kernel: &Kernel, dtype: Dtype, fp: Fp) -> Result<(Compiled, Duration)
     Ok((compiled, t.elapsed()))
 }
 
-/// Runs `compiled` at the check sizes and compares with the interpreter.
-fn check(
+/// Runs `compiled` at the check sizes and compares with the interpreter: the largest
+/// relative error, or E0936 above the element type's tolerance.
+pub fn check(
     monitor: Option<&Arc<Monitor>>,
     program: &Program,
     def: &str,

@@ -42,6 +42,9 @@ pub struct CompileOptions {
     pub openmp: bool,
     /// Extra compiler flags, after all others.
     pub flags: Vec<String>,
+    /// Stop the compiler after this long (E0930): an autoscheduler's candidate whose
+    /// unrolled code takes GCC minutes is not worth waiting for.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 impl Default for CompileOptions {
@@ -52,6 +55,7 @@ impl Default for CompileOptions {
             sanitize: false,
             openmp: false,
             flags: Vec::new(),
+            time_limit: None,
         }
     }
 }
@@ -271,9 +275,7 @@ pub fn compile(
         }
     };
     cmd.arg("-lm");
-    let output = cmd
-        .output()
-        .map_err(|e| Diagnostic::error("E0932", format!("cannot run the C compiler: {e}")))?;
+    let output = run_compiler(cmd, options.time_limit)?;
     let messages = String::from_utf8_lossy(&output.stderr).into_owned();
     if !output.status.success() {
         return Err(Diagnostic::error(
@@ -302,4 +304,60 @@ pub fn compile(
         artifact,
         diagnostics: messages,
     })
+}
+
+/// Runs the compiler to completion, or kills it after `limit` (E0930).
+fn run_compiler(
+    mut cmd: Command,
+    limit: Option<std::time::Duration>,
+) -> Result<std::process::Output, Diagnostic> {
+    let cannot_run =
+        |e: std::io::Error| Diagnostic::error("E0932", format!("cannot run the C compiler: {e}"));
+    let Some(limit) = limit else {
+        return cmd.output().map_err(cannot_run);
+    };
+    // The compiler's messages go to a file, so that a full pipe cannot block it while
+    // this thread waits.
+    let log = tempfile::tempfile().map_err(cannot_run)?;
+    // Its own process group, so that the compiler proper (`cc1`, a child of the
+    // driver) is stopped with it.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(log.try_clone().map_err(cannot_run)?)
+        .spawn()
+        .map_err(cannot_run)?;
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(cannot_run)? {
+            use std::io::{Read, Seek};
+            let mut stderr = Vec::new();
+            let mut log = log;
+            log.rewind().map_err(cannot_run)?;
+            log.read_to_end(&mut stderr).map_err(cannot_run)?;
+            return Ok(std::process::Output {
+                status,
+                stdout: Vec::new(),
+                stderr,
+            });
+        }
+        if start.elapsed() >= limit {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &group])
+                .stderr(std::process::Stdio::null())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Diagnostic::error(
+                "E0930",
+                format!(
+                    "the C compiler did not finish within {:.0} s",
+                    limit.as_secs_f64()
+                ),
+            )
+            .with_help("the code is too large for the compiler (fully unrolled tiles): choose smaller tiles"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -82,6 +82,7 @@ pub static GROUPS: &[ErrorGroup] = &[
         "E095",
         "translation validation of a kernel before it is emitted, run or timed",
     ),
+    group("E096", "the autoscheduler (`atl schedule`)"),
     group("E10", "the certificate checker (`atl verify`)"),
 ];
 
@@ -740,6 +741,11 @@ pub static CODES: &[ErrorCode] = &[
         "report it: an annotation was wrong",
     ),
     active(
+        "E0930",
+        "the C compiler did not finish within the time limit (`atl schedule` gives each candidate one)",
+        "the candidate's code is too large for the compiler: smaller tiles compile faster",
+    ),
+    active(
         "E0931",
         "`--name` (or the definition's name) is not a usable C function name",
         "choose a C identifier that is not a C keyword or C library name and does not start with `atl__` (in any case: the emitter's own helpers and macros), `omp_`, `__` or `_` and a capital letter; `atl_rownorm` is fine",
@@ -810,6 +816,16 @@ pub static CODES: &[ErrorCode] = &[
         "E0951",
         "the kernel is rejected by the translation validator: lowering produced a wrong kernel (the notes give the counterexample)",
         "this is a bug of the lowering: please report it with the program; `atl validate FILE --def NAME` shows every obligation",
+    ),
+    active(
+        "E0960",
+        "`atl schedule` cannot search schedules of this definition: it is not a one-stage nest of `gen` loops around `sum` loops around a scalar (the message says what is in the way)",
+        "schedule it by hand with directives (docs/directives.md)",
+    ),
+    active(
+        "E0961",
+        "`atl schedule` found no schedule: no candidate was checked, validated, agreed with the interpreter and was timed within the budget (the note gives the first reasons)",
+        "give a larger `--budget`, or smaller `--sizes`",
     ),
     active(
         "E1001",

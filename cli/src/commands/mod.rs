@@ -16,6 +16,7 @@ pub mod prove;
 pub mod repl;
 pub mod rules;
 pub mod run;
+pub mod schedule;
 pub mod validate;
 pub mod verify;
 

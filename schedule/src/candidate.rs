@@ -1,0 +1,213 @@
+//! A candidate schedule and the directives that write it. A candidate is a register
+//! tile (a `gen` loop `row`, optional, by `rows`, and the unit-stride `gen` loop `col` by
+//! `cols`, the tile's loops innermost), an optional packed copy of one operand
+//! (`pack`) or zero-bordered copy (`boundary`), the order of the loops outside the
+//! tile, and whether the outermost loop runs in parallel. [`Candidate::steps`] renders it
+//! as ordinary directives, which the derivation engine expands into checked rule steps:
+//! the search is never trusted, whatever it proposes is checked like a user's schedule.
+
+use std::collections::BTreeSet;
+
+use crate::nest::Nest;
+
+/// A loop outside the register tile, in the order the candidate places them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    /// A loop of the specification that is not tiled (a `gen` or a `sum`).
+    Loop(String),
+    /// The tile loops of `row` and `col`, adjacent (a split leaves them so).
+    Tiles,
+}
+
+/// The register tile.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tile {
+    /// The second tiled `gen` (rows of the tile), if any.
+    pub row: Option<String>,
+    pub rows: i64,
+    /// The output's unit-stride `gen` (columns of the tile, the vector lanes).
+    pub col: String,
+    pub cols: i64,
+    /// The tile loop of `col` outside that of `row`.
+    pub col_outer: bool,
+}
+
+/// One point of the search space.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    pub tile: Tile,
+    /// `pack X by cols into XP`: the packed copy of the operand read with the columns.
+    pub pack: Option<String>,
+    /// `boundary X into XB`: the zero-bordered copy of a guarded read.
+    pub boundary: Option<String>,
+    /// The loops outside the tile, outermost first.
+    pub order: Vec<Slot>,
+    pub parallel: bool,
+}
+
+/// The names a candidate's directives introduce, fresh in the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    pub row_tiles: String,
+    pub row_in: String,
+    pub col_tiles: String,
+    pub col_in: String,
+    pub packed: String,
+    pub bordered: String,
+}
+
+impl Names {
+    /// Fresh names for the tile loops of `row`/`col` and the copies, avoiding every name
+    /// of the nest and the loop names `pack` itself introduces.
+    pub fn fresh(nest: &Nest, row: &str, col: &str, packed_input: &str) -> Names {
+        let mut used: BTreeSet<String> = nest.names().map(str::to_string).collect();
+        used.extend(["io", "ii", "jo", "ji", "k1"].map(str::to_string));
+        let mut take = |base: String| {
+            let mut name = base.clone();
+            let mut k = 2;
+            while used.contains(&name) {
+                name = format!("{base}{k}");
+                k += 1;
+            }
+            used.insert(name.clone());
+            name
+        };
+        Names {
+            row_tiles: take(format!("{row}t")),
+            row_in: take(format!("{row}r")),
+            col_tiles: take(format!("{col}t")),
+            col_in: take(format!("{col}r")),
+            packed: take(format!("{packed_input}p")),
+            bordered: take(format!("{packed_input}b")),
+        }
+    }
+}
+
+impl Candidate {
+    /// The directives of the candidate, one per line (the body of a `derive` block).
+    pub fn steps(&self, nest: &Nest) -> Vec<String> {
+        let t = &self.tile;
+        let row = t.row.as_deref().unwrap_or("");
+        let copied = self
+            .pack
+            .as_deref()
+            .or(self.boundary.as_deref())
+            .unwrap_or("x");
+        let names = Names::fresh(nest, row, &t.col, copied);
+        let mut steps = Vec::new();
+        if let Some(x) = &self.boundary {
+            steps.push(format!("boundary {x} into {}", names.bordered));
+        }
+        if let Some(x) = &self.pack {
+            steps.push(format!("pack {x} by {} into {}", t.cols, names.packed));
+        }
+        // Before tiling, the loops that end outside the tile loops (the untiled gens,
+        // and the sums placed there) in their order, then the tiled pair adjacent and
+        // in the tile's order: after `tile`, no loop crosses the tile loops.
+        let pair: Vec<&str> = match (&t.row, t.col_outer) {
+            (None, _) => vec![t.col.as_str()],
+            (Some(r), false) => vec![r.as_str(), t.col.as_str()],
+            (Some(r), true) => vec![t.col.as_str(), r.as_str()],
+        };
+        let mut wanted: Vec<&str> = self
+            .order
+            .iter()
+            .take_while(|s| **s != Slot::Tiles)
+            .filter_map(|s| match s {
+                Slot::Loop(n) => Some(n.as_str()),
+                Slot::Tiles => None,
+            })
+            .collect();
+        wanted.extend(&pair);
+        let written: Vec<&str> = nest.loops().map(|l| l.name.as_str()).collect();
+        let in_place = written
+            .iter()
+            .filter(|n| wanted.contains(n))
+            .copied()
+            .collect::<Vec<&str>>()
+            == wanted;
+        if !in_place {
+            steps.push(format!("reorder {}", wanted.join(", ")));
+        }
+        match (&t.row, t.col_outer) {
+            (None, _) => steps.push(format!(
+                "split {} by {} into {}, {}",
+                t.col, t.cols, names.col_tiles, names.col_in
+            )),
+            (Some(r), false) => steps.push(format!(
+                "tile {r}, {} by {}, {} into {}, {}, {}, {}",
+                t.col, t.rows, t.cols, names.row_tiles, names.col_tiles, names.row_in, names.col_in
+            )),
+            (Some(r), true) => steps.push(format!(
+                "tile {}, {r} by {}, {} into {}, {}, {}, {}",
+                t.col, t.cols, t.rows, names.col_tiles, names.row_tiles, names.col_in, names.row_in
+            )),
+        }
+        steps.push("simpl".to_string());
+        let tiles: Vec<&str> = match (&t.row, t.col_outer) {
+            (None, _) => vec![names.col_tiles.as_str()],
+            (Some(_), false) => vec![names.row_tiles.as_str(), names.col_tiles.as_str()],
+            (Some(_), true) => vec![names.col_tiles.as_str(), names.row_tiles.as_str()],
+        };
+        let mut order: Vec<&str> = Vec::new();
+        for s in &self.order {
+            match s {
+                Slot::Loop(n) => order.push(n),
+                Slot::Tiles => order.extend(&tiles),
+            }
+        }
+        if t.row.is_some() {
+            order.push(&names.row_in);
+        }
+        order.push(&names.col_in);
+        steps.push(format!("reorder {}", order.join(", ")));
+        // The full tiles apart from the last one, whatever the sizes searched for: the
+        // kernel is for every size, and a tail guard left in the steady state costs
+        // as much on sizes that are multiples as on others.
+        if t.row.is_some() {
+            steps.push(format!("partition {}", names.row_tiles));
+        }
+        steps.push(format!("partition {}", names.col_tiles));
+        if self.parallel
+            && let Some(first) = order.first()
+        {
+            steps.push(format!("parallel {first}"));
+        }
+        if nest.sums.is_empty() {
+            steps.push(format!("vectorize {}", names.col_in));
+        }
+        steps
+    }
+
+    /// A one-line summary (`tile j x i 16 x 6, pack B, order jt, it, k, parallel`).
+    pub fn summary(&self) -> String {
+        let t = &self.tile;
+        let mut s = match &t.row {
+            Some(r) if t.col_outer => format!(
+                "tile {r} x {} by {} x {} ({} tiles outside)",
+                t.col, t.rows, t.cols, t.col
+            ),
+            Some(r) => format!("tile {r} x {} by {} x {}", t.col, t.rows, t.cols),
+            None => format!("split {} by {}", t.col, t.cols),
+        };
+        if let Some(x) = &self.pack {
+            s.push_str(&format!(", pack {x}"));
+        }
+        if let Some(x) = &self.boundary {
+            s.push_str(&format!(", boundary {x}"));
+        }
+        let order: Vec<String> = self
+            .order
+            .iter()
+            .map(|o| match o {
+                Slot::Loop(n) => n.clone(),
+                Slot::Tiles => "tiles".to_string(),
+            })
+            .collect();
+        s.push_str(&format!(", order {}", order.join(" ")));
+        if self.parallel {
+            s.push_str(", parallel");
+        }
+        s
+    }
+}

@@ -1,0 +1,63 @@
+//! `atl-schedule`: the autoscheduler behind `atl schedule`. Given a specification and
+//! the sizes it will run at, it finds a fast schedule on the machine at hand and writes
+//! it as an ordinary `derive` block of directives, which `atl check` replays and `atl
+//! verify` checks: the search itself is never trusted, and never needed to rebuild the
+//! kernel.
+//!
+//! - [`nest`]: the specification's loop nest (gens around sums around a scalar body).
+//! - [`machine`]: vector width, vector registers, caches and cores, detected at run time.
+//! - [`candidate`]: a point of the space (register tile, copies, loop order, parallel)
+//!   and the directives that write it.
+//! - [`space`]: the loop orders of a candidate as an e-graph (egg), extracted by
+//!   [`cost`], the machine cost model; [`variants`]: every candidate, ranked.
+//! - [`search`]: derive, check, validate, compile (in parallel), check against the
+//!   interpreter and time the candidates in the model's order within a time budget.
+//!
+//! It prints nothing; progress goes to the observer's monitor.
+
+pub mod candidate;
+pub mod cost;
+pub mod machine;
+pub mod nest;
+pub mod search;
+pub mod space;
+pub mod variants;
+
+use std::path::Path;
+
+use atl_driver::{Failure, Observer};
+use atl_lang::diag::Diagnostic;
+
+pub use search::{Options, Outcome, Tried, Verdict};
+
+/// Loads `file` (checked, its derivations replayed), picks the specification and
+/// searches its schedules.
+pub fn schedule(
+    observer: &mut dyn Observer,
+    file: &Path,
+    options: &Options,
+) -> Result<Outcome, Failure> {
+    let loaded = atl_driver::load::load_derived(observer, file)?;
+    let def = atl_driver::load::pick_loaded_def(&loaded, file, options.def.as_deref())?;
+    if let Err(d) = atl_lang::interp::check_sizes(&loaded.program, &options.sizes) {
+        return Err(Failure::diagnostics(vec![d], file, &loaded.source));
+    }
+    let written = loaded
+        .program
+        .defs
+        .iter()
+        .find(|d| d.name == def)
+        .map(|d| d.name_span);
+    let nest = nest::analyze(&loaded.program, &def, &options.sizes).map_err(|why| {
+        let mut d = Diagnostic::error(
+            "E0960",
+            format!("`atl schedule` cannot search schedules of `{def}`: {why}"),
+        )
+        .with_help("schedule it by hand with directives (docs/directives.md), or schedule a one-stage definition");
+        if let Some(span) = written {
+            d = d.at(span, "this definition");
+        }
+        Failure::diagnostics(vec![d], file, &loaded.source)
+    })?;
+    search::search(observer, &loaded.source, &loaded.program, &nest, options)
+}

@@ -1,0 +1,202 @@
+//! The shape of a specification the search schedules: a perfect nest of `gen` loops
+//! over a nest of `sum` loops around a scalar body (`gen i, j: sum k: A[i, k] * B[k, j]`,
+//! a convolution, an element-wise map), with the extents at the sizes searched for and
+//! the inputs the body reads. Anything else (stages, lets, max-reductions, loops inside
+//! the body) is refused with the reason: the search does not cover it yet.
+
+use std::collections::BTreeMap;
+
+use atl_lang::index::IndexExpr;
+use atl_lang::ir::{Expr, ExprKind, Program};
+
+/// One loop of the nest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    pub name: String,
+    /// A `sum` (its iterations add into the same elements) rather than a `gen`.
+    pub reduction: bool,
+    /// The trip count at the sizes searched for.
+    pub extent: i64,
+}
+
+/// A read of an input: `A[i, k]` is `A` with the indices `i`, `k`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Read {
+    pub input: String,
+    pub indices: Vec<IndexExpr>,
+    /// Read under a guard (`[0 <= y + ry - 1 && …] * inp[…]`): a boundary condition the
+    /// `boundary` directive can turn into a zero-bordered copy.
+    pub guarded: bool,
+}
+
+/// A specification the search can schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nest {
+    pub def: String,
+    /// The `gen` loops, outermost first; the last is the output's unit-stride dimension.
+    pub gens: Vec<Loop>,
+    /// The `sum` loops, outermost first, all inside the gens.
+    pub sums: Vec<Loop>,
+    pub reads: Vec<Read>,
+    /// The shape of every input read, at the sizes searched for.
+    pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// Scalar operations per innermost iteration (`*`, `+`, functions).
+    pub ops: usize,
+}
+
+impl Nest {
+    pub fn loops(&self) -> impl Iterator<Item = &Loop> {
+        self.gens.iter().chain(&self.sums)
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Loop> {
+        self.loops().find(|l| l.name == name)
+    }
+
+    /// Every name the program may already use for a loop or a stage.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.loops()
+            .map(|l| l.name.as_str())
+            .chain(self.reads.iter().map(|r| r.input.as_str()))
+    }
+}
+
+/// The nest of definition `def` at `sizes`, or why the search cannot schedule it.
+pub fn analyze(
+    program: &Program,
+    def: &str,
+    sizes: &BTreeMap<String, i64>,
+) -> Result<Nest, String> {
+    let d = program
+        .def(def)
+        .ok_or_else(|| format!("no definition `{def}`"))?;
+    let env = |name: &str| sizes.get(name).copied();
+    let extent = |lo: &IndexExpr, hi: &IndexExpr, var: &str| -> Result<i64, String> {
+        if lo.as_const() != Some(0) {
+            return Err(format!(
+                "the loop `{var}` does not start at 0 (the search handles loops from 0)"
+            ));
+        }
+        hi.eval(&env)
+            .map_err(|e| format!("the extent of `{var}` at these sizes: {e}"))
+    };
+    let mut gens = Vec::new();
+    let mut sums = Vec::new();
+    let mut body: &Expr = &d.body;
+    loop {
+        match &body.kind {
+            ExprKind::Gen {
+                var,
+                lo,
+                hi,
+                body: b,
+            } if sums.is_empty() => {
+                gens.push(Loop {
+                    name: var.clone(),
+                    reduction: false,
+                    extent: extent(lo, hi, var)?,
+                });
+                body = b;
+            }
+            ExprKind::Sum {
+                var,
+                lo,
+                hi,
+                body: b,
+            } => {
+                sums.push(Loop {
+                    name: var.clone(),
+                    reduction: true,
+                    extent: extent(lo, hi, var)?,
+                });
+                body = b;
+            }
+            _ => break,
+        }
+    }
+    if gens.is_empty() {
+        return Err(format!(
+            "`{def}` is not a `gen` nest (the search schedules tensors computed by `gen` loops)"
+        ));
+    }
+    let mut reads = Vec::new();
+    let mut ops = 0;
+    scan(body, false, &mut reads, &mut ops)?;
+    let mut input_shapes = Vec::new();
+    for input in &program.inputs {
+        if reads.iter().any(|r| r.input == input.name) {
+            let dims = input
+                .shape
+                .iter()
+                .map(|d| d.eval(&env))
+                .collect::<Result<Vec<i64>, _>>()
+                .map_err(|e| format!("the shape of `{}` at these sizes: {e}", input.name))?;
+            input_shapes.push((input.name.clone(), dims));
+        }
+    }
+    Ok(Nest {
+        def: def.to_string(),
+        gens,
+        sums,
+        reads,
+        input_shapes,
+        ops: ops.max(1),
+    })
+}
+
+/// Collects the reads of the scalar body and counts its operations; refuses the
+/// constructs the search does not handle.
+fn scan(e: &Expr, guarded: bool, reads: &mut Vec<Read>, ops: &mut usize) -> Result<(), String> {
+    match &e.kind {
+        ExprKind::Lit(_) => Ok(()),
+        ExprKind::Access { .. } => {
+            let mut indices = Vec::new();
+            let mut cur = e;
+            while let ExprKind::Access { tensor, index } = &cur.kind {
+                indices.push(index.clone());
+                cur = tensor;
+            }
+            indices.reverse();
+            match &cur.kind {
+                ExprKind::Input(name) => {
+                    reads.push(Read {
+                        input: name.clone(),
+                        indices,
+                        guarded,
+                    });
+                    Ok(())
+                }
+                _ => Err("the body reads something other than an input (a stage or a definition): the search handles one-stage nests".to_string()),
+            }
+        }
+        ExprKind::Guard { body, .. } => scan(body, true, reads, ops),
+        ExprKind::Neg(a) => {
+            *ops += 1;
+            scan(a, guarded, reads, ops)
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            *ops += 1;
+            scan(lhs, guarded, reads, ops)?;
+            scan(rhs, guarded, reads, ops)
+        }
+        ExprKind::Call { args, .. } => {
+            *ops += 1;
+            for a in args {
+                scan(a, guarded, reads, ops)?;
+            }
+            Ok(())
+        }
+        ExprKind::Gen { .. } | ExprKind::Sum { .. } | ExprKind::MaxRed { .. } => Err(
+            "a loop inside the body, below a reduction (the search handles `gen` loops around `sum` loops around a scalar)".to_string(),
+        ),
+        ExprKind::Let { .. } => {
+            Err("a `let` stage (the search does not place stages yet)".to_string())
+        }
+        _ => Err("a construct the search does not handle yet (stages, reshapes, definitions)".to_string()),
+    }
+}
+
+/// Whether `index` mentions the loop `name`.
+pub fn uses(index: &IndexExpr, name: &str) -> bool {
+    index.mentions(name)
+}

@@ -1,0 +1,558 @@
+//! The search: candidates in the cost model's order, each written as directives, checked
+//! by the derivation engine and the independent checker (as `atl check` replays a
+//! file), gated, lowered, validated, compiled (a batch at a time, in parallel), checked
+//! against the interpreter at small sizes, and timed at the sizes asked for; then the
+//! best few timed again, interleaved, and the fastest kept. After each new best, its
+//! neighbours (the same schedule with the next tile height or width) are tried next.
+//! Everything runs within the budget; the time a candidate takes is never wasted on a
+//! kernel that is not validated.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use atl_driver::lowering::{gate, validate_kernel_monitored};
+use atl_driver::timing::{check, compile_within, default_check_sizes, median, random_inputs};
+use atl_driver::{Collect, Failure, Monitor, Observer};
+use atl_emit_c::{Compiled, Dtype, Fp};
+use atl_lang::diag::Diagnostic;
+use atl_lang::ir::Program;
+use atl_lower::Kernel;
+
+use crate::candidate::Candidate;
+use crate::machine::Machine;
+use crate::nest::Nest;
+use crate::variants::{Ranked, SpaceSize, ranked};
+
+/// The compile time a candidate gets: a fast tile compiles in a second or two, while
+/// fully unrolled guarded code can take GCC half a minute.
+const COMPILE_LIMIT: Duration = Duration::from_secs(10);
+
+/// What `atl schedule` is asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The specification to schedule (default: the file's last definition).
+    pub def: Option<String>,
+    pub sizes: BTreeMap<String, i64>,
+    pub threads: usize,
+    pub budget: Duration,
+    /// Seeds the inputs the kernels are timed on.
+    pub seed: u64,
+    pub dtype: Dtype,
+}
+
+/// How one candidate did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Checked, validated, agreeing with the interpreter, timed.
+    Timed {
+        median: Duration,
+        compile: Duration,
+        check_error: f64,
+    },
+    /// The derivation engine (or the independent checker) refused a directive.
+    Refused(String),
+    /// The kernel was not validated, or failed to compile, run or agree.
+    Failed(String),
+    /// Not reached within the budget.
+    Skipped,
+}
+
+/// A candidate and what became of it.
+#[derive(Clone, Debug)]
+pub struct Tried {
+    pub candidate: Candidate,
+    pub steps: Vec<String>,
+    pub estimate: f64,
+    pub verdict: Verdict,
+}
+
+impl Tried {
+    pub fn median(&self) -> Option<Duration> {
+        match &self.verdict {
+            Verdict::Timed { median, .. } => Some(*median),
+            _ => None,
+        }
+    }
+}
+
+/// What the search found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub machine: Machine,
+    pub def: String,
+    /// The name of the derivation written.
+    pub name: String,
+    pub sizes: BTreeMap<String, i64>,
+    pub threads: usize,
+    pub dtype: Dtype,
+    /// Every candidate tried, in the order tried.
+    pub tried: Vec<Tried>,
+    /// Index in `tried` of the fastest.
+    pub best: usize,
+    pub space: SpaceSize,
+    pub candidates: usize,
+    /// Spearman's rank correlation of the model's estimates with the measured medians,
+    /// over the timed candidates (None below three).
+    pub rank_correlation: Option<f64>,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    pub fn best(&self) -> &Tried {
+        &self.tried[self.best]
+    }
+
+    /// The `derive` block, with comments saying where and how it was found.
+    pub fn derive_text(&self) -> String {
+        let best = self.best();
+        let sizes: Vec<String> = self.sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut out = String::new();
+        out.push_str(&format!(
+            "# Found by `atl schedule` on {}\n# for sizes {}, {} thread(s), {}: {} median ({}).\n",
+            self.machine.describe(),
+            sizes.join(","),
+            self.threads,
+            dtype_name(self.dtype),
+            best.median().map_or("not timed".to_string(), |m| format!(
+                "{:.3} ms",
+                m.as_secs_f64() * 1e3
+            )),
+            best.candidate.summary()
+        ));
+        out.push_str(&format!("derive {} from {} {{\n", self.name, self.def));
+        for s in &best.steps {
+            out.push_str(&format!("  {s}\n"));
+        }
+        out.push_str("}\n");
+        out
+    }
+}
+
+pub fn dtype_name(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::F32 => "f32",
+        Dtype::F64 => "f64",
+    }
+}
+
+/// The file's text without its `derive` blocks (the search adds its own; the others
+/// would only be replayed again for every candidate).
+pub fn without_derivations(source: &str) -> String {
+    let (file, _) = atl_lang::parser::parse_file(source);
+    let mut spans: Vec<std::ops::Range<usize>> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            atl_lang::ast::Item::Derive { span, .. } => Some(span.range()),
+            _ => None,
+        })
+        .collect();
+    spans.sort_by_key(|r| r.start);
+    let mut out = String::new();
+    let mut at = 0;
+    for r in spans {
+        if r.start >= at && r.end <= source.len() {
+            out.push_str(&source[at..r.start]);
+            at = r.end;
+        }
+    }
+    out.push_str(&source[at..]);
+    out
+}
+
+/// A name for the derivation, fresh in the program.
+fn fresh_name(program: &Program, def: &str) -> String {
+    let base = format!("{def}_scheduled");
+    let mut name = base.clone();
+    let mut k = 2;
+    while program.def(&name).is_some() {
+        name = format!("{base}{k}");
+        k += 1;
+    }
+    name
+}
+
+/// A compiled kernel with the compiler's time, or why it did not compile.
+type CompileResult = Result<(Compiled, Duration), Vec<Diagnostic>>;
+
+/// A candidate derived, checked, lowered and validated: ready to compile.
+struct Prepared {
+    kernel: Kernel,
+    program: Program,
+    name: String,
+}
+
+/// Runs the candidate's directives on `base` (the file without its derivations) and
+/// takes the kernel through the gate and the validator.
+fn prepare(
+    base: &str,
+    scratch: &Path,
+    index: usize,
+    def: &str,
+    name: &str,
+    steps: &[String],
+    monitor: Option<&Arc<Monitor>>,
+) -> Result<Prepared, Verdict> {
+    let mut text = base.to_string();
+    text.push_str(&format!("\nderive {name} from {def} {{\n"));
+    for s in steps {
+        text.push_str(&format!("  {s}\n"));
+    }
+    text.push_str("}\n");
+    let file: PathBuf = scratch.join(format!("candidate{index}.atl"));
+    std::fs::write(&file, &text).map_err(|e| Verdict::Failed(e.to_string()))?;
+    let mut quiet = Collect::default();
+    let loaded = atl_driver::load::load_derived(&mut quiet, &file)
+        .map_err(|f| Verdict::Refused(first_message(&f)))?;
+    let solver = atl_solver::Solver::new();
+    let (gated, _) = gate(&loaded.program, &loaded.shapes, name, &solver)
+        .map_err(|d| Verdict::Failed(messages(&d)))?;
+    let kernel = gated
+        .lower_for(Fp::Fast)
+        .map_err(|d| Verdict::Failed(messages(&d)))?;
+    validate_kernel_monitored(
+        &loaded.program,
+        &loaded.shapes,
+        name,
+        &kernel,
+        monitor.map(|m| &**m),
+    )
+    .map_err(|(_, d)| Verdict::Failed(d.message.clone()))?;
+    Ok(Prepared {
+        kernel,
+        program: loaded.program,
+        name: name.to_string(),
+    })
+}
+
+fn messages(diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .first()
+        .map_or_else(String::new, |d| format!("{} {}", d.code, d.message))
+}
+
+/// The first error of a failure, as `CODE message`.
+fn first_message(failure: &Failure) -> String {
+    failure
+        .reports
+        .iter()
+        .find_map(|r| match r {
+            atl_driver::Report::Diagnostics(located) => located
+                .diagnostics
+                .iter()
+                .find(|d| d.is_error())
+                .map(|d| format!("{} {}", d.code, d.message)),
+            atl_driver::Report::Line(line) => Some(line.clone()),
+        })
+        .unwrap_or_else(|| "refused".to_string())
+}
+
+/// Times one compiled kernel: warm-up, then calls until about `slice` has passed (at
+/// least 3, at most 15); the median. A kernel whose warm-up call takes more than twice
+/// the best median so far is not timed further: that call is its time (it cannot win,
+/// and a slow candidate would eat the budget).
+fn time(
+    compiled: &mut Compiled,
+    sizes: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, atl_lang::interp::Tensor>,
+    threads: usize,
+    slice: Duration,
+    best: Option<Duration>,
+) -> Result<Duration, Diagnostic> {
+    compiled.set_threads(threads)?;
+    let mut call = compiled.prepare(sizes, inputs)?;
+    let first = call.call()?;
+    if best.is_some_and(|b| first > 2 * b) {
+        return Ok(first);
+    }
+    if first < Duration::from_millis(200) {
+        call.call()?;
+    }
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < 3 || (times.len() < 15 && start.elapsed() < slice) {
+        times.push(call.call()?);
+    }
+    Ok(median(&times))
+}
+
+/// Searches schedules of the nest of `def` in `program` (loaded from `source`).
+pub fn search(
+    observer: &mut dyn Observer,
+    source: &str,
+    program: &Program,
+    nest: &Nest,
+    options: &Options,
+) -> Result<Outcome, Failure> {
+    let start = Instant::now();
+    let machine = Machine::detect();
+    let element_bytes = match options.dtype {
+        Dtype::F32 => 4,
+        Dtype::F64 => 8,
+    };
+    let threads = options.threads.max(1);
+    let (ranked, space) = ranked(nest, &machine, element_bytes, threads);
+    let candidates = ranked.len();
+    let name = fresh_name(program, &nest.def);
+    let base = without_derivations(source);
+    let scratch = tempfile::Builder::new()
+        .prefix("atl-schedule")
+        .tempdir()
+        .map_err(|e| Failure::message(format!("error: cannot create a scratch directory: {e}")))?;
+    let check_sizes = default_check_sizes(program, &options.sizes);
+    let mut timing_inputs = random_inputs(program, &options.sizes)
+        .map_err(|d| Failure::message(format!("error[{}]: {}", d.code, d.message)))?;
+    for (k, t) in timing_inputs.values_mut().enumerate() {
+        *t = atl_lang::interp::Tensor::random(t.shape.clone(), options.seed.wrapping_add(k as u64));
+    }
+    let monitor = observer.monitor().cloned();
+    let mut queue: Vec<Ranked> = ranked;
+    let mut tried: Vec<Tried> = Vec::new();
+    let mut best: Option<(Duration, usize)> = None;
+    let batch = machine.cores.clamp(1, 4);
+    let slice = Duration::from_millis(600);
+    while !queue.is_empty() {
+        atl_driver::observer::check_cancel(observer)?;
+        if start.elapsed() >= options.budget {
+            break;
+        }
+        if let Some(m) = &monitor {
+            let best_text = best.map_or("none yet".to_string(), |(t, _)| {
+                format!("{:.3} ms", t.as_secs_f64() * 1e3)
+            });
+            let left = options.budget.saturating_sub(start.elapsed()).as_secs();
+            m.begin(
+                format!(
+                    "candidate {} of {candidates}, best {best_text}, {left} s left",
+                    tried.len() + 1
+                ),
+                0,
+            );
+        }
+        // A batch of candidates, each derived, checked, validated and compiled on a
+        // thread of its own (every stage makes its own solver).
+        let mut batch_of: Vec<(usize, Ranked, Vec<String>)> = Vec::new();
+        while batch_of.len() < batch && !queue.is_empty() {
+            let next = queue.remove(0);
+            let steps = next.candidate.steps(nest);
+            batch_of.push((tried.len() + batch_of.len(), next, steps));
+        }
+        let results: Vec<Result<(Prepared, CompileResult), Verdict>> = batch_of
+            .par_iter()
+            .map(|(index, _, steps)| {
+                let prepared = prepare(
+                    &base,
+                    scratch.path(),
+                    *index,
+                    &nest.def,
+                    &name,
+                    steps,
+                    monitor.as_ref(),
+                )?;
+                let compiled = compile_within(
+                    &prepared.kernel,
+                    options.dtype,
+                    Fp::Fast,
+                    Some(COMPILE_LIMIT),
+                );
+                Ok((prepared, compiled))
+            })
+            .collect();
+        let mut ready = Vec::new();
+        for ((_, next, steps), result) in batch_of.into_iter().zip(results) {
+            match result {
+                Ok((prepared, compiled)) => ready.push(((next, steps, prepared), compiled)),
+                Err(verdict) => tried.push(Tried {
+                    candidate: next.candidate,
+                    steps,
+                    estimate: next.estimate,
+                    verdict,
+                }),
+            }
+        }
+        for ((next, steps, prepared), result) in ready {
+            atl_driver::observer::check_cancel(observer)?;
+            let verdict = match result {
+                Err(d) => Verdict::Failed(messages(&d)),
+                Ok((mut c, compile_time)) => {
+                    match check(
+                        monitor.as_ref(),
+                        &prepared.program,
+                        &prepared.name,
+                        &c,
+                        &check_sizes,
+                        options.dtype,
+                    )
+                    .and_then(|err| {
+                        time(
+                            &mut c,
+                            &options.sizes,
+                            &timing_inputs,
+                            threads,
+                            slice,
+                            best.map(|(b, _)| b),
+                        )
+                        .map(|m| (m, err))
+                    }) {
+                        Ok((median, check_error)) => Verdict::Timed {
+                            median,
+                            compile: compile_time,
+                            check_error,
+                        },
+                        Err(d) => Verdict::Failed(format!("{} {}", d.code, d.message)),
+                    }
+                }
+            };
+            if let Verdict::Timed { median, .. } = &verdict
+                && best.is_none_or(|(b, _)| *median < b)
+            {
+                best = Some((*median, tried.len()));
+                promote_neighbours(&mut queue, &next.candidate);
+            }
+            tried.push(Tried {
+                candidate: next.candidate,
+                steps,
+                estimate: next.estimate,
+                verdict,
+            });
+        }
+    }
+    let Some((_, best_index)) = best else {
+        let mut reasons: Vec<String> = Vec::new();
+        for t in &tried {
+            if let Verdict::Refused(r) | Verdict::Failed(r) = &t.verdict
+                && !reasons.iter().any(|seen| seen.starts_with(r.as_str()))
+                && reasons.len() < 3
+            {
+                reasons.push(format!("{r} (in `{}`)", t.steps.join("; ")));
+            }
+        }
+        let d = Diagnostic::error(
+            "E0961",
+            format!(
+                "no schedule of `{}` was checked, validated and timed within the budget ({} of {candidates} candidates tried)",
+                nest.def,
+                tried.len()
+            ),
+        )
+        .with_note(if reasons.is_empty() {
+            "the budget ran out before the first candidate was timed".to_string()
+        } else {
+            format!("the first reasons: {}", reasons.join("; "))
+        })
+        .with_help("give a larger `--budget`, or smaller `--sizes` (each candidate is timed at them)");
+        return Err(Failure::diagnostics(vec![d], Path::new("<schedule>"), ""));
+    };
+    let rank_correlation = spearman(
+        &tried
+            .iter()
+            .filter_map(|t| t.median().map(|m| (t.estimate, m.as_secs_f64())))
+            .collect::<Vec<_>>(),
+    );
+    for rest in queue {
+        let steps = rest.candidate.steps(nest);
+        tried.push(Tried {
+            candidate: rest.candidate,
+            steps,
+            estimate: rest.estimate,
+            verdict: Verdict::Skipped,
+        });
+    }
+    Ok(Outcome {
+        machine,
+        def: nest.def.clone(),
+        name,
+        sizes: options.sizes.clone(),
+        threads,
+        dtype: options.dtype,
+        tried,
+        best: best_index,
+        space,
+        candidates,
+        rank_correlation,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Moves the unmeasured candidates that differ from `best` by one step of tile height
+/// or width (everything else equal) to the front of the queue.
+fn promote_neighbours(queue: &mut Vec<Ranked>, best: &Candidate) {
+    let near = |c: &Candidate| {
+        let (a, b) = (&c.tile, &best.tile);
+        a.row == b.row
+            && a.col_outer == b.col_outer
+            && c.pack == best.pack
+            && c.boundary == best.boundary
+            && ((a.rows == b.rows) != (a.cols == b.cols))
+    };
+    let (mut front, rest): (Vec<Ranked>, Vec<Ranked>) =
+        queue.drain(..).partition(|r| near(&r.candidate));
+    front.truncate(4);
+    let mut rest = rest;
+    let mut out = front;
+    out.append(&mut rest);
+    *queue = out;
+}
+
+/// Spearman's rank correlation of pairs (ties get their mean rank); None below three.
+pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
+    if pairs.len() < 3 {
+        return None;
+    }
+    let ranks = |values: Vec<f64>| -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..values.len()).collect();
+        idx.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+        let mut r = vec![0.0; values.len()];
+        let mut k = 0;
+        while k < idx.len() {
+            let mut e = k;
+            while e + 1 < idx.len() && values[idx[e + 1]] == values[idx[k]] {
+                e += 1;
+            }
+            let mean = (k + e) as f64 / 2.0 + 1.0;
+            for &i in &idx[k..=e] {
+                r[i] = mean;
+            }
+            k = e + 1;
+        }
+        r
+    };
+    let a = ranks(pairs.iter().map(|p| p.0).collect());
+    let b = ranks(pairs.iter().map(|p| p.1).collect());
+    let n = a.len() as f64;
+    let mean = (n + 1.0) / 2.0;
+    let cov: f64 = a.iter().zip(&b).map(|(x, y)| (x - mean) * (y - mean)).sum();
+    let var_a: f64 = a.iter().map(|x| (x - mean).powi(2)).sum();
+    let var_b: f64 = b.iter().map(|y| (y - mean).powi(2)).sum();
+    (var_a > 0.0 && var_b > 0.0).then(|| cov / (var_a * var_b).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_of_agreeing_reversed_and_tied_orders() {
+        let same = [(1.0, 10.0), (2.0, 20.0), (3.0, 35.0), (4.0, 36.0)];
+        assert!((spearman(&same).expect("4 pairs") - 1.0).abs() < 1e-12);
+        let reversed = [(1.0, 4.0), (2.0, 3.0), (3.0, 2.0), (4.0, 1.0)];
+        assert!((spearman(&reversed).expect("4 pairs") + 1.0).abs() < 1e-12);
+        // Hand-computed: ranks (1, 2, 3) against (2, 1, 3): 1 - 6·2/(3·8) = 0.5.
+        let swapped = [(1.0, 2.0), (2.0, 1.0), (3.0, 3.0)];
+        assert!((spearman(&swapped).expect("3 pairs") - 0.5).abs() < 1e-12);
+        assert_eq!(spearman(&[(1.0, 1.0), (2.0, 2.0)]), None);
+        assert_eq!(spearman(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]), None);
+    }
+
+    #[test]
+    fn derive_blocks_are_cut_out_of_the_source() {
+        let source = "size n\ninput f : [n]\ndef g = gen i < n: f[i]\nderive h from g {\n  split i by 4 into io, ii\n}\ndef z = gen i < n: f[i]\n";
+        let cut = without_derivations(source);
+        assert!(!cut.contains("derive"), "{cut}");
+        assert!(cut.contains("def g") && cut.contains("def z"), "{cut}");
+    }
+}

@@ -1,0 +1,187 @@
+//! The candidates of a nest on a machine: every register tile the machine's vector
+//! registers can hold (the columns a multiple of the vector width, up to four vectors;
+//! the rows from 1 to 16 where the accumulators fit), with and without a packed copy of
+//! the column operand and a zero-bordered copy of a guarded read, both orders of the
+//! tile loops, each with its cheapest loop order from the e-graph (`space.rs`), ranked
+//! by the cost model. The list is deterministic: equal estimates keep the order in
+//! which they were generated.
+
+use crate::candidate::{Candidate, Slot, Tile};
+use crate::cost::{Model, estimate};
+use crate::machine::Machine;
+use crate::nest::Nest;
+use crate::space::{SlotKind, Space};
+
+/// A candidate with its estimate.
+#[derive(Clone, Debug)]
+pub struct Ranked {
+    pub candidate: Candidate,
+    /// Estimated cycles (the model's unit; only the order matters).
+    pub estimate: f64,
+}
+
+/// Counts of the space explored, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpaceSize {
+    /// Tile, copy and tile-order choices.
+    pub variants: usize,
+    /// Loop orders in the e-graphs, summed over the variants.
+    pub orders: usize,
+    /// E-graph nodes, summed.
+    pub egraph_nodes: usize,
+}
+
+/// Every candidate of `nest`, cheapest first.
+pub fn ranked(
+    nest: &Nest,
+    machine: &Machine,
+    element_bytes: usize,
+    threads: usize,
+) -> (Vec<Ranked>, SpaceSize) {
+    let Some(col) = nest.gens.last() else {
+        return (Vec::new(), SpaceSize::default());
+    };
+    let lanes = machine.lanes(element_bytes) as i64;
+    let reduction = !nest.sums.is_empty();
+    let col_widths: Vec<i64> = if reduction {
+        (1..=4).map(|k| k * lanes).collect()
+    } else {
+        [1, 2, 4, 8].iter().map(|k| k * lanes).collect()
+    };
+    let mut col_widths: Vec<i64> = col_widths
+        .into_iter()
+        .filter(|c| *c <= col.extent.max(1))
+        .collect();
+    if col_widths.is_empty() {
+        col_widths.push(col.extent.max(1));
+    }
+    let row_heights: &[i64] = if reduction {
+        &[1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16]
+    } else {
+        &[1, 4, 8, 16, 32]
+    };
+    let others: Vec<&str> = nest
+        .gens
+        .iter()
+        .map(|g| g.name.as_str())
+        .filter(|n| *n != col.name)
+        .collect();
+    let mut rows: Vec<Option<&str>> = vec![None];
+    rows.extend(others.iter().rev().map(|r| Some(*r)));
+    let packs: Vec<Option<String>> = std::iter::once(None)
+        .chain(
+            nest.reads
+                .iter()
+                .filter(|r| reduction && packable(nest, r, &col.name))
+                .map(|r| Some(r.input.clone())),
+        )
+        .collect();
+    let borders: Vec<Option<String>> = std::iter::once(None)
+        .chain(
+            nest.reads
+                .iter()
+                .filter(|r| {
+                    r.guarded && nest.reads.iter().filter(|o| o.input == r.input).count() == 1
+                })
+                .map(|r| Some(r.input.clone())),
+        )
+        .collect();
+    let mut out = Vec::new();
+    let mut size = SpaceSize::default();
+    for row in &rows {
+        for &rows_n in row_heights {
+            if row.is_none() != (rows_n == 1) {
+                continue;
+            }
+            if let Some(r) = row
+                && nest.find(r).is_some_and(|l| rows_n > l.extent)
+            {
+                continue;
+            }
+            for &cols in &col_widths {
+                let accumulators = rows_n * ((cols + lanes - 1) / lanes);
+                if reduction && accumulators + 2 > machine.vector_registers as i64 {
+                    continue;
+                }
+                for pack in &packs {
+                    for border in &borders {
+                        if pack.is_some() && border.is_some() {
+                            continue;
+                        }
+                        let orders: &[bool] = if row.is_some() {
+                            &[false, true]
+                        } else {
+                            &[false]
+                        };
+                        for &col_outer in orders {
+                            let mut candidate = Candidate {
+                                tile: Tile {
+                                    row: row.map(str::to_string),
+                                    rows: rows_n,
+                                    col: col.name.clone(),
+                                    cols,
+                                    col_outer,
+                                },
+                                pack: pack.clone(),
+                                boundary: border.clone(),
+                                order: Vec::new(),
+                                parallel: false,
+                            };
+                            let slots = slots_of(nest, row.as_deref());
+                            let model = Model::new(nest, machine, &candidate, element_bytes);
+                            let space = Space::new(&slots, &model, col_outer);
+                            size.variants += 1;
+                            size.orders += space.orders(100_000).len();
+                            size.egraph_nodes += crate::space::size(&space);
+                            let (_, order) = space.best(&model, col_outer);
+                            candidate.parallel =
+                                threads > 1 && order.first().is_some_and(|s| !is_sum(nest, s));
+                            candidate.order = order;
+                            let estimate =
+                                estimate(nest, machine, &candidate, element_bytes, threads);
+                            out.push(Ranked {
+                                candidate,
+                                estimate,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));
+    (out, size)
+}
+
+/// The slots outside the tile in a legal starting order: the untiled gens, the tile
+/// loops, the sums as written.
+pub fn slots_of(nest: &Nest, row: Option<&str>) -> Vec<(Slot, SlotKind)> {
+    let col = nest.gens.last().map(|g| g.name.as_str());
+    let mut slots: Vec<(Slot, SlotKind)> = nest
+        .gens
+        .iter()
+        .filter(|g| Some(g.name.as_str()) != col && Some(g.name.as_str()) != row)
+        .map(|g| (Slot::Loop(g.name.clone()), SlotKind::Gen))
+        .collect();
+    slots.push((Slot::Tiles, SlotKind::Tiles));
+    slots.extend(
+        nest.sums
+            .iter()
+            .map(|s| (Slot::Loop(s.name.clone()), SlotKind::Sum)),
+    );
+    slots
+}
+
+fn is_sum(nest: &Nest, slot: &Slot) -> bool {
+    matches!(slot, Slot::Loop(n) if nest.find(n).is_some_and(|l| l.reduction))
+}
+
+/// A matrix read `X[e, col]` whose row index does not move with the columns: `pack`
+/// makes its tile's columns contiguous.
+fn packable(nest: &Nest, read: &crate::nest::Read, col: &str) -> bool {
+    read.indices.len() == 2
+        && read.indices[1] == atl_lang::index::IndexExpr::var(col)
+        && !read.indices[0].mentions(col)
+        && nest.reads.iter().filter(|r| r.input == read.input).count() == 1
+        && !read.guarded
+}
