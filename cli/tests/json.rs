@@ -191,6 +191,7 @@ fn every_schema_heading_is_a_command_with_json_and_parses() {
         "atl derive --json",
         "atl run --json",
         "atl bench --json",
+        "atl schedule --json",
         "atl validate --json",
         "atl verify --json",
         "atl rules --json",
@@ -788,4 +789,21 @@ fn eval_json_matches_its_schema() {
     let doc = json_of("atl eval --json", &args, EXIT_OK);
     assert_eq!(doc["shape"], json!([2, 3]));
     assert_eq!(count(&doc["data"]), 6);
+}
+
+#[test]
+fn schedule_json_lists_the_candidates_tried() {
+    let spec = scratch(
+        "schedule_json.atl",
+        "size M, N, K\ninput A : [M, K]\ninput B : [K, N]\n\
+         def matmul = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]\n",
+    );
+    let v = json_of(
+        "atl schedule --json",
+        &["schedule", &spec, "--sizes", "M=24,N=40,K=16", "--budget", "6", "--json"],
+        0,
+    );
+    assert_eq!(v["def"], "matmul");
+    assert!(v["tried"].as_array().is_some_and(|t| !t.is_empty()), "{v}");
+    assert!(v["best_median_ms"].as_f64().is_some(), "{v}");
 }
