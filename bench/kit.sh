@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# bench/kit.sh -- time the kernels `atl emit` prints for the four workloads of the
+# bench/kit.sh -- time the kernels `atl emit` prints for the six workloads of the
 # shared benchmark kit (../shared/bench) against its peers (naive and hand-optimized
-# C, Halide, numpy/OpenBLAS), in one run of the kit.
+# C, Halide and its autoschedulers, numpy/OpenBLAS), in one run of the kit: the
+# hand-written schedules (`atl`) and the ones `atl schedule` found (`atl_sched`,
+# bench/schedules/*.atl, written by bench/schedule.sh).
 #
 #   bash bench/kit.sh [run.sh arguments...]     e.g. --quick, --only blur3x3,matmul,
 #                                                    --threads 1,2, --no-numpy
@@ -28,7 +30,26 @@ KERNELS=(
   "kit_matmul|examples/matmul/matmul.atl|fast"
   "kit_tensor_add4d|examples/tensor_add/tensor_add.atl|fast"
   "kit_conv1d|examples/conv1d_kit/conv1d_kit.atl|fast"
+  "kit_bmm|examples/bmm/bmm.atl|fast"
+  "kit_dwconv|examples/dwconv/dwconv.atl|fast"
 )
+
+# The searched schedules: bench/schedules/WORKLOAD.atl holds the specification and the
+# `derive SPEC_scheduled` block `atl schedule` appended (bench/schedule.sh). A workload
+# without a file (the blur: two stages, which the search does not place yet) is left
+# out of that candidate.
+WORKLOADS=(blur3x3 matmul tensor_add4d conv1d bmm dwconv)
+SCHED_KERNELS=()
+SCHED_MISSING=()
+for w in "${WORKLOADS[@]}"; do
+  f="bench/schedules/$w.atl"
+  if [ -f "$ROOT/$f" ]; then
+    def=$(sed -n 's/^derive \([A-Za-z0-9_]*\) from .*/\1/p' "$ROOT/$f" | tail -1)
+    SCHED_KERNELS+=("kit_$w|$f|$def")
+  else
+    SCHED_MISSING+=("-DATL_KIT_NO_$w")
+  fi
+done
 
 if [ ! -x "$KIT/run.sh" ] && [ ! -f "$KIT/run.sh" ]; then
   echo "kit.sh: no benchmark kit at $KIT (set KIT=...)" >&2
@@ -51,10 +72,11 @@ RULE_KERNELS=(
   "kit_conv1d|examples/conv1d_kit/conv1d_kit.atl|fast_rules"
 )
 
-# build_kernels DIR SO KERNEL...: emits, compiles and links one shared object.
+# build_kernels DIR SO ADAPTER_FLAGS KERNEL...: emits, compiles and links one shared
+# object (ADAPTER_FLAGS: `-DATL_KIT_NO_…` for the workloads it lacks, or "").
 build_kernels() {
-  local dir="$1" so="$2"
-  shift 2
+  local dir="$1" so="$2" adapter_flags="$3"
+  shift 3
   mkdir -p "$dir"
   local objects=()
   for k in "$@"; do
@@ -66,15 +88,19 @@ build_kernels() {
     objects+=("$dir/$sym.o")
   done
   # shellcheck disable=SC2086
-  $CC $CFLAGS -fPIC -c "$HERE/adapter.c" -o "$dir/adapter.o"
+  $CC $CFLAGS $adapter_flags -fPIC -c "$HERE/adapter.c" -o "$dir/adapter.o"
   # shellcheck disable=SC2086
   $CC $CFLAGS -shared "${objects[@]}" "$dir/adapter.o" -o "$so" -lm
 }
 
-build_kernels "$OUT" "$OUT/atl_kernels.so" "${KERNELS[@]}"
+build_kernels "$OUT" "$OUT/atl_kernels.so" "" "${KERNELS[@]}"
 candidates=(--candidate "atl=$OUT/atl_kernels.so")
+if [ "${#SCHED_KERNELS[@]}" -gt 0 ]; then
+  build_kernels "$OUT/sched" "$OUT/atl_sched_kernels.so" "${SCHED_MISSING[*]:-}" "${SCHED_KERNELS[@]}"
+  candidates+=(--candidate "atl_sched=$OUT/atl_sched_kernels.so")
+fi
 if [ "${ATL_KIT_RULES:-0}" = 1 ]; then
-  build_kernels "$OUT/rules" "$OUT/atl_rules_kernels.so" "${RULE_KERNELS[@]}"
+  build_kernels "$OUT/rules" "$OUT/atl_rules_kernels.so" "-DATL_KIT_NO_bmm -DATL_KIT_NO_dwconv" "${RULE_KERNELS[@]}"
   candidates+=(--candidate "atl_rules=$OUT/atl_rules_kernels.so")
 fi
 

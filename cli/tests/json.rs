@@ -800,7 +800,15 @@ fn schedule_json_lists_the_candidates_tried() {
     );
     let v = json_of(
         "atl schedule --json",
-        &["schedule", &spec, "--sizes", "M=24,N=40,K=16", "--budget", "6", "--json"],
+        &[
+            "schedule",
+            &spec,
+            "--sizes",
+            "M=24,N=40,K=16",
+            "--budget",
+            "6",
+            "--json",
+        ],
         0,
     );
     assert_eq!(v["def"], "matmul");

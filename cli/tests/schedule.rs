@@ -97,12 +97,24 @@ fn the_json_document_lists_the_candidates() {
     let tried = doc["tried"].as_array().expect("tried");
     assert!(!tried.is_empty());
     assert!(tried.iter().any(|t| t["verdict"] == "timed"), "{doc}");
+    // The best is the fastest of the leaders timed again interleaved, or, with one
+    // candidate timed, that one.
     let best = doc["best_median_ms"].as_f64().expect("a best time");
-    let fastest = tried
-        .iter()
-        .filter_map(|t| t["median_ms"].as_f64())
-        .fold(f64::INFINITY, f64::min);
-    assert_eq!(best, fastest, "the best is the fastest timed");
+    let rematch = doc["rematch"].as_array().expect("rematch");
+    let pool: Vec<f64> = if rematch.is_empty() {
+        tried
+            .iter()
+            .filter_map(|t| t["median_ms"].as_f64())
+            .collect()
+    } else {
+        assert!(rematch.len() >= 2 && rematch.len() <= 3, "{doc}");
+        rematch
+            .iter()
+            .filter_map(|t| t["median_ms"].as_f64())
+            .collect()
+    };
+    let fastest = pool.into_iter().fold(f64::INFINITY, f64::min);
+    assert_eq!(best, fastest, "the best is the fastest: {doc}");
     assert!(
         doc["derive"]
             .as_str()

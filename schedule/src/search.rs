@@ -98,12 +98,24 @@ pub struct Outcome {
     /// Spearman's rank correlation of the model's estimates with the measured medians,
     /// over the timed candidates (None below three).
     pub rank_correlation: Option<f64>,
+    /// The leaders timed again interleaved at the end: `(index in tried, median)`
+    /// (empty with fewer than two timed candidates). The best is the fastest of them.
+    pub rematch: Vec<(usize, Duration)>,
     pub elapsed: Duration,
 }
 
 impl Outcome {
     pub fn best(&self) -> &Tried {
         &self.tried[self.best]
+    }
+
+    /// The best's median: from the interleaved rematch when there was one.
+    pub fn best_median(&self) -> Option<Duration> {
+        self.rematch
+            .iter()
+            .find(|(k, _)| *k == self.best)
+            .map(|(_, m)| *m)
+            .or_else(|| self.best().median())
     }
 
     /// The `derive` block, with comments saying where and how it was found.
@@ -313,6 +325,7 @@ pub fn search(
     let mut queue: Vec<Ranked> = ranked;
     let mut tried: Vec<Tried> = Vec::new();
     let mut best: Option<(Duration, usize)> = None;
+    let mut leaders = Leaders::default();
     let batch = machine.cores.clamp(1, 4);
     let slice = Duration::from_millis(600);
     while !queue.is_empty() {
@@ -376,6 +389,7 @@ pub fn search(
         }
         for ((next, steps, prepared), result) in ready {
             atl_driver::observer::check_cancel(observer)?;
+            let mut kept: Option<Compiled> = None;
             let verdict = match result {
                 Err(d) => Verdict::Failed(messages(&d)),
                 Ok((mut c, compile_time)) => {
@@ -398,15 +412,21 @@ pub fn search(
                         )
                         .map(|m| (m, err))
                     }) {
-                        Ok((median, check_error)) => Verdict::Timed {
-                            median,
-                            compile: compile_time,
-                            check_error,
-                        },
+                        Ok((median, check_error)) => {
+                            kept = Some(c);
+                            Verdict::Timed {
+                                median,
+                                compile: compile_time,
+                                check_error,
+                            }
+                        }
                         Err(d) => Verdict::Failed(format!("{} {}", d.code, d.message)),
                     }
                 }
             };
+            if let (Verdict::Timed { median, .. }, Some(c)) = (&verdict, kept) {
+                leaders.offer(*median, tried.len(), c);
+            }
             if let Verdict::Timed { median, .. } = &verdict
                 && best.is_none_or(|(b, _)| *median < b)
             {
@@ -447,6 +467,19 @@ pub fn search(
         .with_help("give a larger `--budget`, or smaller `--sizes` (each candidate is timed at them)");
         return Err(Failure::diagnostics(vec![d], Path::new("<schedule>"), ""));
     };
+    // The leaders, each timed alone in its own slice, are timed again interleaved
+    // call by call (as `atl bench` compares two kernels): the machine's drift during
+    // the search then cannot pick the winner.
+    let (best_index, rematch) = match leaders.rematch(&options.sizes, &timing_inputs, threads) {
+        Ok(Some((k, times))) => (k, times),
+        Ok(None) => (best_index, Vec::new()),
+        Err(d) => {
+            return Err(Failure::message(format!(
+                "error[{}]: timing the best candidates again: {}",
+                d.code, d.message
+            )));
+        }
+    };
     let rank_correlation = spearman(
         &tried
             .iter()
@@ -474,8 +507,79 @@ pub fn search(
         space,
         candidates,
         rank_correlation,
+        rematch,
         elapsed: start.elapsed(),
     })
+}
+
+/// How many of the fastest candidates are timed again at the end.
+const LEADERS: usize = 3;
+
+/// The fastest candidates so far, compiled and kept loaded.
+#[derive(Default)]
+struct Leaders {
+    kept: Vec<(Duration, usize, Compiled)>,
+}
+
+impl Leaders {
+    fn offer(&mut self, median: Duration, index: usize, compiled: Compiled) {
+        self.kept.push((median, index, compiled));
+        self.kept.sort_by_key(|(m, k, _)| (*m, *k));
+        self.kept.truncate(LEADERS);
+    }
+
+    /// Times the leaders interleaved, round-robin with a rotating start; the index of
+    /// the fastest by median and every leader's medians (`(index, median)`), or None
+    /// with fewer than two leaders.
+    fn rematch(
+        &mut self,
+        sizes: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, atl_lang::interp::Tensor>,
+        threads: usize,
+    ) -> Result<Option<(usize, Vec<(usize, Duration)>)>, Diagnostic> {
+        if self.kept.len() < 2 {
+            return Ok(None);
+        }
+        let mut calls = Vec::new();
+        for (_, _, c) in &mut self.kept {
+            c.set_threads(threads)?;
+        }
+        for (_, _, c) in &self.kept {
+            calls.push(c.prepare(sizes, inputs)?);
+        }
+        for call in &mut calls {
+            call.call()?;
+        }
+        let slowest = self
+            .kept
+            .iter()
+            .map(|(m, _, _)| *m)
+            .max()
+            .unwrap_or_default();
+        // About two seconds in all, at least 5 and at most 21 rounds.
+        let rounds = (Duration::from_secs(2).as_secs_f64()
+            / (slowest.as_secs_f64() * calls.len() as f64).max(1e-9))
+        .clamp(5.0, 21.0) as usize;
+        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); calls.len()];
+        for round in 0..rounds {
+            for k in 0..calls.len() {
+                let which = (round + k) % calls.len();
+                times[which].push(calls[which].call()?);
+            }
+        }
+        let medians: Vec<(usize, Duration)> = self
+            .kept
+            .iter()
+            .zip(&times)
+            .map(|((_, index, _), t)| (*index, median(t)))
+            .collect();
+        let best = medians
+            .iter()
+            .min_by_key(|(k, m)| (*m, *k))
+            .map(|(k, _)| *k)
+            .unwrap_or(self.kept[0].1);
+        Ok(Some((best, medians)))
+    }
 }
 
 /// Moves the unmeasured candidates that differ from `best` by one step of tile height

@@ -152,11 +152,22 @@ fn write_report(outcome: &Outcome, out: &mut dyn Write, written: Option<&PathBuf
     for (reason, n) in &refused {
         let _ = writeln!(out, "  {n} refused: {reason}");
     }
+    if !outcome.rematch.is_empty() {
+        let _ = writeln!(out, "the fastest, timed again interleaved:");
+        for (k, median) in &outcome.rematch {
+            let _ = writeln!(
+                out,
+                "  {:>10.3} ms  {}",
+                ms(*median),
+                outcome.tried[*k].candidate.summary()
+            );
+        }
+    }
     let best = outcome.best();
     let _ = writeln!(
         out,
         "best: {:.3} ms ({}); {timed} timed, {} refused, {skipped} not tried, in {:.1} s",
-        best.median().map_or(f64::NAN, ms),
+        outcome.best_median().map_or(f64::NAN, ms),
         best.candidate.summary(),
         refused.values().sum::<usize>(),
         outcome.elapsed.as_secs_f64()
@@ -221,7 +232,15 @@ fn outcome_json(outcome: &Outcome) -> Value {
         },
         "derive": outcome.derive_text(),
         "steps": best.steps,
-        "best_median_ms": best.median().map_or(Value::Null, json::ms),
+        "best_median_ms": outcome.best_median().map_or(Value::Null, json::ms),
+        "rematch": outcome
+            .rematch
+            .iter()
+            .map(|(k, m)| json!({
+                "schedule": outcome.tried[*k].candidate.summary(),
+                "median_ms": json::ms(*m),
+            }))
+            .collect::<Vec<_>>(),
         "candidates": outcome.candidates,
         "tried": tried,
         "rank_correlation": outcome.rank_correlation.map_or(Value::Null, json::number),
