@@ -48,7 +48,7 @@ for s in "${SPECS[@]}"; do
   awk -v def="$def" '
     /^(size|input|assume) / { print; next }
     $0 ~ "^def " def "( |$)" { on = 1 }
-    on && /^(def|derive|rule) / && $0 !~ "^def " def "( |$)" { on = 0 }
+    on && (/^$/ || /^#/ || (/^(def|derive|rule) / && $0 !~ "^def " def "( |$)")) { on = 0 }
     on { print }
   ' "$ROOT/$file" > "$tmp"
   printf '# The kit workload `%s`: its specification (from %s) and the schedule\n# `bash bench/schedule.sh` found for it.\n' "$w" "$file" > "$out"

@@ -385,6 +385,10 @@ fn probe_openmp(kernel: &Kernel, dir: &Path) -> Option<&'static str> {
 }
 
 fn compile_c(kernel: &Kernel, dir: &Path, c_file: &Path, symbol: &str) -> Result<CompiledC, Error> {
+    // `cc` starts the compiler with `fork` (it sets the environment): no solver check
+    // may run meanwhile in this process (`atl_lang::fork_guard`). The build runs its
+    // checks before, so holding the guard for the whole compile costs nothing.
+    let _guard = atl_lang::fork_guard::spawning();
     let runtime = if kernel.openmp {
         probe_openmp(kernel, dir)
     } else {

@@ -240,7 +240,12 @@ pub fn compile(
     let mut source = code.source.clone();
     source.push_str(&crate::packed_wrapper(kernel, &code, emit.dtype));
     std::fs::write(&c_path, &source).map_err(|e| io_error("write", &c_path, e))?;
-    let tool = compiler(options)?;
+    // The compiler detection runs commands, which may fork: no solver check may run
+    // meanwhile (`atl_lang::fork_guard`).
+    let tool = {
+        let _guard = atl_lang::fork_guard::spawning();
+        compiler(options)?
+    };
     let mut cmd: Command = tool.to_command();
     // Strict ISO C (`-std=c99`) turns GCC's contraction of `a * b + c` into one fused
     // multiply-add off (GNU C, the default, has it on): the kernels' accumulations
@@ -314,7 +319,7 @@ fn run_compiler(
     let cannot_run =
         |e: std::io::Error| Diagnostic::error("E0932", format!("cannot run the C compiler: {e}"));
     let Some(limit) = limit else {
-        return cmd.output().map_err(cannot_run);
+        return atl_lang::fork_guard::output(&mut cmd).map_err(cannot_run);
     };
     // The compiler's messages go to a file, so that a full pipe cannot block it while
     // this thread waits.
@@ -322,11 +327,10 @@ fn run_compiler(
     // Its own process group, so that the compiler proper (`cc1`, a child of the
     // driver) is stopped with it.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd
+    cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(log.try_clone().map_err(cannot_run)?)
-        .spawn()
-        .map_err(cannot_run)?;
+        .stderr(log.try_clone().map_err(cannot_run)?);
+    let mut child = atl_lang::fork_guard::spawn(&mut cmd).map_err(cannot_run)?;
     let start = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().map_err(cannot_run)? {
@@ -343,10 +347,8 @@ fn run_compiler(
         }
         if start.elapsed() >= limit {
             let group = format!("-{}", child.id());
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &group])
-                .stderr(std::process::Stdio::null())
-                .status();
+            let _ =
+                atl_lang::fork_guard::output(Command::new("kill").args(["-KILL", "--", &group]));
             let _ = child.kill();
             let _ = child.wait();
             return Err(Diagnostic::error(

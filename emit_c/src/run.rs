@@ -192,7 +192,8 @@ impl Compiled {
         let out_path = self.dir.path().join("call.out");
         std::fs::write(&in_path, &bytes)
             .map_err(|e| fail(format!("cannot write the arguments: {e}")))?;
-        let result = std::process::Command::new(exe)
+        let mut harness = std::process::Command::new(exe);
+        harness
             .arg(&in_path)
             .arg(&out_path)
             // Sanitizer reports go to stderr; make leaks and errors fail the run.
@@ -203,8 +204,8 @@ impl Compiled {
             .env(
                 "UBSAN_OPTIONS",
                 "print_stacktrace=1:halt_on_error=1:exitcode=87",
-            )
-            .output()
+            );
+        let result = atl_lang::fork_guard::output(&mut harness)
             .map_err(|e| fail(format!("cannot run the harness: {e}")))?;
         if !result.status.success() {
             return Err(fail(format!(

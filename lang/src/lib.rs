@@ -7,6 +7,7 @@
 pub mod ast;
 pub mod codes;
 pub mod diag;
+pub mod fork_guard;
 pub mod functions;
 pub mod index;
 pub mod interp;

@@ -512,6 +512,9 @@ pub fn search(
     })
 }
 
+/// The leaders' medians when timed again: `(index in tried, median)`.
+type Rematch = Vec<(usize, Duration)>;
+
 /// How many of the fastest candidates are timed again at the end.
 const LEADERS: usize = 3;
 
@@ -536,7 +539,7 @@ impl Leaders {
         sizes: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, atl_lang::interp::Tensor>,
         threads: usize,
-    ) -> Result<Option<(usize, Vec<(usize, Duration)>)>, Diagnostic> {
+    ) -> Result<Option<(usize, Rematch)>, Diagnostic> {
         if self.kept.len() < 2 {
             return Ok(None);
         }

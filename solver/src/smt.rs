@@ -291,6 +291,10 @@ fn model_values(solver: &z3::Solver<'_>, enc: &Encoder<'_>) -> Option<BTreeMap<S
 }
 
 fn check(facts: &Facts, goal: &Pred, rlimit: u32, strategy: Strategy) -> Check {
+    // No process may be forked while z3 runs (its timers and a fork handler of z3
+    // 4.8.12 corrupt the heap otherwise: `atl_lang::fork_guard`). Taken before the
+    // context, so that it is released after the context is dropped.
+    let _no_fork = atl_lang::fork_guard::solving();
     let ctx = Context::new(&Config::new());
     let solver = match strategy {
         Strategy::Smt | Strategy::NonlinearSmt => Tactic::new(&ctx, "smt").solver(),
