@@ -1,0 +1,101 @@
+//! A guard that bounds the innermost loop of an accumulation from above — the last,
+//! partial tile of a split — becomes the loop's bound where it would otherwise select
+//! around loads (`acc += j < N ? A * B : 0` does not vectorize: the load may not be
+//! evaluated past the bound). Checked on the loop IR (the bound is a `min`, the
+//! select is gone) and on values against the interpreter, at sizes with and without a
+//! tail, for the guard written as `<`, `<=`, `>` and `>=`.
+
+use std::collections::BTreeMap;
+
+use atl_lang::interp::{EvalOptions, Tensor, eval_def};
+
+/// A batched product whose columns are tiled by 8 (no `pack`: the reads of `B` past
+/// the last column are out of bounds, so the tail tile's guard cannot be a blend).
+fn program(guard: &str) -> String {
+    format!(
+        "size NB, M, N, K\ninput A : [NB, M, K]\ninput B : [NB, K, N]\n\
+         def bmm = gen b < NB, i < M, jt < cdiv(N, 8): sum k < K: gen jr < 8: \
+         [{guard}] * (A[b, i, k] * B[b, k, jt * 8 + jr])\n"
+    )
+}
+
+fn inputs(sizes: &BTreeMap<String, i64>) -> BTreeMap<String, Tensor> {
+    let s = |n: &str| sizes[n] as usize;
+    BTreeMap::from([
+        (
+            "A".to_string(),
+            Tensor::random(vec![s("NB"), s("M"), s("K")], 1),
+        ),
+        (
+            "B".to_string(),
+            Tensor::random(vec![s("NB"), s("K"), s("N")], 2),
+        ),
+    ])
+}
+
+#[test]
+fn the_tail_tiles_guard_is_the_loops_bound() {
+    for guard in [
+        "jt * 8 + jr < N",
+        "jt * 8 + jr <= N - 1",
+        "N > jt * 8 + jr",
+        "N - 1 >= jr + 8 * jt",
+    ] {
+        let source = program(guard);
+        let (checked, diags) = atl_lang::check_source(&source);
+        let checked = checked.unwrap_or_else(|| panic!("{guard}: {diags:?}"));
+        let kernel = atl_lower::lower_def(
+            &checked.program,
+            &checked.shapes,
+            "bmm",
+            &Default::default(),
+        )
+        .unwrap_or_else(|d| panic!("{guard}: {d:?}"));
+        let text = atl_loopir::kernel_to_string(&kernel);
+        assert!(
+            text.contains("min("),
+            "{guard}: no bound from the guard:\n{text}"
+        );
+        assert!(!text.contains(" ? "), "{guard}: a select is left:\n{text}");
+        for (nb, m, n, k) in [(2, 3, 16, 5), (2, 3, 13, 5), (1, 2, 1, 3), (1, 1, 7, 4)] {
+            let sizes = BTreeMap::from([
+                ("NB".to_string(), nb),
+                ("M".to_string(), m),
+                ("N".to_string(), n),
+                ("K".to_string(), k),
+            ]);
+            let inputs = inputs(&sizes);
+            let want = eval_def(
+                &checked.program,
+                "bmm",
+                &sizes,
+                &inputs,
+                &EvalOptions::default(),
+            )
+            .expect("evaluates");
+            let got = atl_lower::run_kernel(&kernel, &sizes, &inputs).expect("runs");
+            assert_eq!(got.shape, want.shape);
+            assert_eq!(got.data, want.data, "{guard} at N={n}");
+        }
+    }
+}
+
+#[test]
+fn a_guard_on_another_loop_or_a_lower_bound_stays_a_guard() {
+    // `jr >= 2` bounds `jr` from below and `i < N - 1` another loop: neither is the
+    // innermost loop's upper bound, so nothing changes.
+    for guard in ["jr >= 2", "i < N - 1", "jr * 2 < N"] {
+        let source = program(guard);
+        let (checked, diags) = atl_lang::check_source(&source);
+        let checked = checked.unwrap_or_else(|| panic!("{guard}: {diags:?}"));
+        let kernel = atl_lower::lower_def(
+            &checked.program,
+            &checked.shapes,
+            "bmm",
+            &Default::default(),
+        )
+        .unwrap_or_else(|d| panic!("{guard}: {d:?}"));
+        let text = atl_loopir::kernel_to_string(&kernel);
+        assert!(!text.contains("min("), "{guard}:\n{text}");
+    }
+}
