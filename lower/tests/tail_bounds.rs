@@ -33,6 +33,21 @@ fn inputs(sizes: &BTreeMap<String, i64>) -> BTreeMap<String, Tensor> {
     ])
 }
 
+/// The program with `guard`, checked, its kernel, and the kernel's text.
+fn lowered(guard: &str) -> (atl_lang::Checked, atl_lower::Kernel, String) {
+    let (checked, diags) = atl_lang::check_source(&program(guard));
+    let checked = checked.unwrap_or_else(|| panic!("{guard}: {diags:?}"));
+    let kernel = atl_lower::lower_def(
+        &checked.program,
+        &checked.shapes,
+        "bmm",
+        &Default::default(),
+    )
+    .unwrap_or_else(|d| panic!("{guard}: {d:?}"));
+    let text = atl_loopir::kernel_to_string(&kernel);
+    (checked, kernel, text)
+}
+
 #[test]
 fn the_tail_tiles_guard_is_the_loops_bound() {
     for guard in [
@@ -41,17 +56,7 @@ fn the_tail_tiles_guard_is_the_loops_bound() {
         "N > jt * 8 + jr",
         "N - 1 >= jr + 8 * jt",
     ] {
-        let source = program(guard);
-        let (checked, diags) = atl_lang::check_source(&source);
-        let checked = checked.unwrap_or_else(|| panic!("{guard}: {diags:?}"));
-        let kernel = atl_lower::lower_def(
-            &checked.program,
-            &checked.shapes,
-            "bmm",
-            &Default::default(),
-        )
-        .unwrap_or_else(|d| panic!("{guard}: {d:?}"));
-        let text = atl_loopir::kernel_to_string(&kernel);
+        let (checked, kernel, text) = lowered(guard);
         assert!(
             text.contains("min("),
             "{guard}: no bound from the guard:\n{text}"
@@ -85,17 +90,7 @@ fn a_guard_on_another_loop_or_a_lower_bound_stays_a_guard() {
     // `jr >= 2` bounds `jr` from below and `i < N - 1` another loop: neither is the
     // innermost loop's upper bound, so nothing changes.
     for guard in ["jr >= 2", "i < N - 1", "jr * 2 < N"] {
-        let source = program(guard);
-        let (checked, diags) = atl_lang::check_source(&source);
-        let checked = checked.unwrap_or_else(|| panic!("{guard}: {diags:?}"));
-        let kernel = atl_lower::lower_def(
-            &checked.program,
-            &checked.shapes,
-            "bmm",
-            &Default::default(),
-        )
-        .unwrap_or_else(|d| panic!("{guard}: {d:?}"));
-        let text = atl_loopir::kernel_to_string(&kernel);
+        let (_, _, text) = lowered(guard);
         assert!(!text.contains("min("), "{guard}:\n{text}");
     }
 }

@@ -195,8 +195,3 @@ fn scan(e: &Expr, guarded: bool, reads: &mut Vec<Read>, ops: &mut usize) -> Resu
         _ => Err("a construct the search does not handle yet (stages, reshapes, definitions)".to_string()),
     }
 }
-
-/// Whether `index` mentions the loop `name`.
-pub fn uses(index: &IndexExpr, name: &str) -> bool {
-    index.mentions(name)
-}

@@ -265,8 +265,3 @@ impl CostFunction<OrderTerm> for OrderCost<'_, '_> {
         }
     }
 }
-
-/// Nodes of the saturated e-graph (for the report).
-pub fn size(space: &Space) -> usize {
-    space.egraph.total_number_of_nodes()
-}

@@ -132,7 +132,7 @@ pub fn ranked(
                             let space = Space::new(&slots, &model, col_outer);
                             size.variants += 1;
                             size.orders += space.orders(100_000).len();
-                            size.egraph_nodes += crate::space::size(&space);
+                            size.egraph_nodes += space.egraph.total_number_of_nodes();
                             let (_, order) = space.best(&model, col_outer);
                             candidate.parallel =
                                 threads > 1 && order.first().is_some_and(|s| !is_sum(nest, s));

@@ -10,21 +10,15 @@
 //!
 //! And the directives a candidate writes, for a matmul, as a user would write them.
 
+mod common;
+
 use atl_schedule::candidate::{Candidate, Slot, Tile};
 use atl_schedule::cost::estimate;
 use atl_schedule::machine::Machine;
 use atl_schedule::nest::{Loop, Nest, Read};
 
 fn machine() -> Machine {
-    Machine {
-        isa: "avx512f".into(),
-        vector_bytes: 64,
-        vector_registers: 32,
-        l1d: 32 << 10,
-        l2: 1 << 20,
-        l3: 32 << 20,
-        cores: 2,
-    }
+    common::avx512_machine()
 }
 
 fn index(text: &str) -> atl_lang::index::IndexExpr {

@@ -2,6 +2,8 @@
 //! force over all permutations), and its extraction finds the cheapest of them under
 //! the cost model.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use atl_schedule::candidate::{Candidate, Slot, Tile};
@@ -12,15 +14,7 @@ use atl_schedule::space::{SlotKind, Space, exchangeable};
 use atl_schedule::variants::slots_of;
 
 fn machine() -> Machine {
-    Machine {
-        isa: "avx512f".into(),
-        vector_bytes: 64,
-        vector_registers: 32,
-        l1d: 32 << 10,
-        l2: 1 << 20,
-        l3: 32 << 20,
-        cores: 2,
-    }
+    common::avx512_machine()
 }
 
 fn lp(name: &str, reduction: bool, extent: i64) -> Loop {
