@@ -149,6 +149,26 @@ fn schedule_refuses_what_it_cannot_search() {
     let (code, _, err) = atl(&["schedule", spec, "--sizes", "M=4,N=4", "--budget", "5"]);
     assert_eq!(code, EXIT_USER, "{err}");
     assert!(err.contains("E0601"), "{err}");
+    // An output file that is not text is refused before anything is searched, and left
+    // as it was.
+    let binary = dir.path().join("binary.atl");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x80]).expect("write");
+    let (code, _, err) = atl(&[
+        "schedule",
+        spec,
+        "--sizes",
+        "M=8,N=8,K=8",
+        "--budget",
+        "2",
+        "-o",
+        binary.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, EXIT_ARGS, "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+    assert_eq!(
+        std::fs::read(&binary).expect("read"),
+        [0xff, 0xfe, 0x00, 0x80]
+    );
     // Bad budgets and thread counts are argument errors.
     for bad in [
         &["--budget", "0"][..],

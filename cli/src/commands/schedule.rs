@@ -75,13 +75,19 @@ pub fn run(args: &ScheduleArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         seed: args.seed,
         dtype,
     };
+    // The output file is read first: one that cannot be appended to is refused before
+    // the search spends its budget.
+    let existing = match &args.output {
+        Some(out) => Some(read_existing(out)?),
+        None => None,
+    };
     let progress = ctx.progress("searching");
     let outcome = atl_schedule::schedule(ctx, &args.file, &options);
     drop(progress);
     let outcome = outcome?;
     let block = outcome.derive_text();
-    if let Some(out) = &args.output {
-        append(out, &block)?;
+    if let (Some(out), Some(existing)) = (&args.output, existing) {
+        append(out, existing, &block)?;
     }
     if args.json {
         json::print(ctx.stdout, &outcome_json(&outcome));
@@ -94,8 +100,20 @@ pub fn run(args: &ScheduleArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     Ok(())
 }
 
-fn append(path: &PathBuf, block: &str) -> Result<(), Failure> {
-    let mut text = std::fs::read_to_string(path).unwrap_or_default();
+/// The text of the file the block is appended to: empty when it does not exist yet;
+/// one that cannot be read (not UTF-8, no permission) is an error, never overwritten.
+fn read_existing(path: &PathBuf) -> Result<String, Failure> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(Failure::usage(format!(
+            "cannot read `{}` to append to it: {e}",
+            path.display()
+        ))),
+    }
+}
+
+fn append(path: &PathBuf, mut text: String, block: &str) -> Result<(), Failure> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
