@@ -30,6 +30,9 @@ pub struct Tile {
     pub cols: i64,
     /// The tile loop of `col` outside that of `row`.
     pub col_outer: bool,
+    /// No tile at all: `col` is not split (an element-wise map vectorized along its
+    /// whole rows); `row` is then `None` and `cols` the extent searched for.
+    pub whole: bool,
 }
 
 /// One point of the search space.
@@ -43,6 +46,9 @@ pub struct Candidate {
     /// The loops outside the tile, outermost first.
     pub order: Vec<Slot>,
     pub parallel: bool,
+    /// `partition` of the tile loops at the guards (boundary conditions): the interior
+    /// tiles run without them, the border tiles keep them.
+    pub partition_guards: bool,
 }
 
 /// The names a candidate's directives introduce, fresh in the program.
@@ -129,6 +135,27 @@ impl Candidate {
         if !in_place {
             steps.push(format!("reorder {}", wanted.join(", ")));
         }
+        if t.whole {
+            // No split: the guards' loops partitioned innermost first (each partition
+            // copies the loops inside it, whose first copy keeps the name), then the
+            // outermost loop in parallel and the rows vectorized.
+            if self.partition_guards {
+                for l in wanted.iter().rev() {
+                    if nest.guard_vars.contains(*l) {
+                        steps.push(format!("partition {l}"));
+                    }
+                }
+            }
+            if self.parallel
+                && let Some(first) = wanted.first()
+            {
+                steps.push(format!("parallel {first}"));
+            }
+            if nest.sums.is_empty() {
+                steps.push(format!("vectorize {}", t.col));
+            }
+            return steps;
+        }
         match (&t.row, t.col_outer) {
             (None, _) => steps.push(format!(
                 "split {} by {} into {}, {}",
@@ -168,6 +195,27 @@ impl Candidate {
             steps.push(format!("partition {}", names.row_tiles));
         }
         steps.push(format!("partition {}", names.col_tiles));
+        // Then the guard-free interior: the full tiles partitioned again at the guards,
+        // the inner tile loop first (its first copy, in the full tiles of the outer
+        // one, keeps the name), then the outer.
+        if self.partition_guards {
+            let vars: Vec<(&str, &str)> = match (&t.row, t.col_outer) {
+                (None, _) => vec![(t.col.as_str(), names.col_tiles.as_str())],
+                (Some(r), false) => vec![
+                    (t.col.as_str(), names.col_tiles.as_str()),
+                    (r.as_str(), names.row_tiles.as_str()),
+                ],
+                (Some(r), true) => vec![
+                    (r.as_str(), names.row_tiles.as_str()),
+                    (t.col.as_str(), names.col_tiles.as_str()),
+                ],
+            };
+            for (var, tiles) in vars {
+                if nest.guard_vars.contains(var) {
+                    steps.push(format!("partition {tiles}"));
+                }
+            }
+        }
         if self.parallel
             && let Some(first) = order.first()
         {
@@ -183,6 +231,7 @@ impl Candidate {
     pub fn summary(&self) -> String {
         let t = &self.tile;
         let mut s = match &t.row {
+            None if t.whole => format!("rows of {} whole", t.col),
             Some(r) if t.col_outer => format!(
                 "tile {r} x {} by {} x {} ({} tiles outside)",
                 t.col, t.rows, t.cols, t.col
@@ -195,6 +244,9 @@ impl Candidate {
         }
         if let Some(x) = &self.boundary {
             s.push_str(&format!(", boundary {x}"));
+        }
+        if self.partition_guards {
+            s.push_str(", partitioned at the guards");
         }
         let order: Vec<String> = self
             .order

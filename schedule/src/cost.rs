@@ -26,6 +26,9 @@ use crate::nest::Nest;
 /// Cycles a line costs when it comes from L2, L3 and memory (one core's share).
 const LINE_CYCLES: [f64; 3] = [2.0, 6.0, 16.0];
 const LINE_BYTES: f64 = 64.0;
+/// The factor on last-level misses of a loop that walks memory against the written
+/// order (see [`Model::around`]).
+const AGAINST_ORDER: f64 = 1.5;
 /// Vector multiply-adds of straight-line code in an unrolled tile before it costs.
 const CODE_LIMIT: f64 = 160.0;
 
@@ -76,6 +79,9 @@ pub struct Model<'n> {
     caches: [f64; 3],
     /// Reads the candidate copies (packed or zero-bordered): contiguous per tile.
     copied: BTreeSet<String>,
+    /// The tiles partitioned at the guards: the interior (nearly all tiles) selects
+    /// nothing.
+    partitioned: bool,
     /// Each input's elements per row (its last dimension) and in all, at the sizes.
     input_rows: Vec<(String, f64)>,
     input_sizes: Vec<(String, f64)>,
@@ -115,6 +121,7 @@ impl<'n> Model<'n> {
                 .chain(&candidate.boundary)
                 .cloned()
                 .collect(),
+            partitioned: candidate.partition_guards,
             input_rows: inputs
                 .iter()
                 .map(|x| (x.to_string(), shape(x).last().copied().unwrap_or(1) as f64))
@@ -319,7 +326,7 @@ impl<'n> Model<'n> {
             .nest
             .reads
             .iter()
-            .filter(|r| r.guarded && !self.copied.contains(&r.input))
+            .filter(|r| r.guarded && !self.partitioned && !self.copied.contains(&r.input))
             .count() as f64;
         let ops = self.nest.ops as f64 + 2.0 * selects;
         let compute = accumulators * ops / 2.0;
@@ -408,11 +415,19 @@ impl<'n> Model<'n> {
         }
         let mut with_l = inside.clone();
         with_l.insert(l.name.clone());
+        // A loop around one written inside it walks memory against the written
+        // (row-major) order: where its footprint does not fit in the last level, the
+        // hardware prefetchers lose the stream at each of its steps, so what it
+        // misses there costs more (and of two orders that miss alike, the written one
+        // wins).
+        let against = self.against_written_order(&l.name, inside);
         let mut misses = [0.0; 3];
         for (level, cap) in self.caches.iter().enumerate() {
             let (fits, lines) = self.fits(&with_l, *cap);
             misses[level] = if fits {
                 lines
+            } else if level == 2 && against {
+                AGAINST_ORDER * l.trips * child.misses[level]
             } else {
                 l.trips * child.misses[level]
             };
@@ -422,6 +437,17 @@ impl<'n> Model<'n> {
             misses,
             accumulators,
         }
+    }
+
+    /// Whether the loop `name` placed around the loops `inside` (by
+    /// [`TiledLoop::name`]) has a `gen` written inside it among them.
+    fn against_written_order(&self, name: &str, inside: &BTreeSet<String>) -> bool {
+        let var = |n: &str| n.strip_suffix("/tiles").unwrap_or(n).to_string();
+        let position = |n: &str| self.nest.gens.iter().position(|g| g.name == var(n));
+        let Some(here) = position(name) else {
+            return false;
+        };
+        inside.iter().any(|n| position(n).is_some_and(|p| p < here))
     }
 
     /// The cost of a whole order (outermost first), folded from the tile outwards.

@@ -4,7 +4,7 @@
 //! the inputs the body reads. Anything else (stages, lets, max-reductions, loops inside
 //! the body) is refused with the reason: the search does not cover it yet.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use atl_lang::index::IndexExpr;
 use atl_lang::ir::{Expr, ExprKind, Program};
@@ -42,6 +42,9 @@ pub struct Nest {
     pub input_shapes: Vec<(String, Vec<i64>)>,
     /// Scalar operations per innermost iteration (`*`, `+`, functions).
     pub ops: usize,
+    /// The loop variables the body's guards mention: the loops `partition` can split
+    /// into a guard-free steady state and its boundary iterations.
+    pub guard_vars: BTreeSet<String>,
 }
 
 impl Nest {
@@ -119,9 +122,13 @@ pub fn analyze(
             "`{def}` is not a `gen` nest (the search schedules tensors computed by `gen` loops)"
         ));
     }
-    let mut reads = Vec::new();
-    let mut ops = 0;
-    scan(body, false, &mut reads, &mut ops)?;
+    let mut found = Scan::default();
+    scan(body, false, &mut found)?;
+    let Scan {
+        reads,
+        ops,
+        guard_vars,
+    } = found;
     let mut input_shapes = Vec::new();
     for input in &program.inputs {
         if reads.iter().any(|r| r.input == input.name) {
@@ -141,12 +148,21 @@ pub fn analyze(
         reads,
         input_shapes,
         ops: ops.max(1),
+        guard_vars,
     })
 }
 
-/// Collects the reads of the scalar body and counts its operations; refuses the
-/// constructs the search does not handle.
-fn scan(e: &Expr, guarded: bool, reads: &mut Vec<Read>, ops: &mut usize) -> Result<(), String> {
+/// What [`scan`] collects from the scalar body.
+#[derive(Default)]
+struct Scan {
+    reads: Vec<Read>,
+    ops: usize,
+    guard_vars: BTreeSet<String>,
+}
+
+/// Collects the reads of the scalar body, counts its operations and notes the
+/// variables its guards mention; refuses the constructs the search does not handle.
+fn scan(e: &Expr, guarded: bool, found: &mut Scan) -> Result<(), String> {
     match &e.kind {
         ExprKind::Lit(_) => Ok(()),
         ExprKind::Access { .. } => {
@@ -159,7 +175,7 @@ fn scan(e: &Expr, guarded: bool, reads: &mut Vec<Read>, ops: &mut usize) -> Resu
             indices.reverse();
             match &cur.kind {
                 ExprKind::Input(name) => {
-                    reads.push(Read {
+                    found.reads.push(Read {
                         input: name.clone(),
                         indices,
                         guarded,
@@ -169,20 +185,23 @@ fn scan(e: &Expr, guarded: bool, reads: &mut Vec<Read>, ops: &mut usize) -> Resu
                 _ => Err("the body reads something other than an input (a stage or a definition): the search handles one-stage nests".to_string()),
             }
         }
-        ExprKind::Guard { body, .. } => scan(body, true, reads, ops),
+        ExprKind::Guard { pred, body } => {
+            pred.collect_vars(&mut found.guard_vars);
+            scan(body, true, found)
+        }
         ExprKind::Neg(a) => {
-            *ops += 1;
-            scan(a, guarded, reads, ops)
+            found.ops += 1;
+            scan(a, guarded, found)
         }
         ExprKind::Binary { lhs, rhs, .. } => {
-            *ops += 1;
-            scan(lhs, guarded, reads, ops)?;
-            scan(rhs, guarded, reads, ops)
+            found.ops += 1;
+            scan(lhs, guarded, found)?;
+            scan(rhs, guarded, found)
         }
         ExprKind::Call { args, .. } => {
-            *ops += 1;
+            found.ops += 1;
             for a in args {
-                scan(a, guarded, reads, ops)?;
+                scan(a, guarded, found)?;
             }
             Ok(())
         }

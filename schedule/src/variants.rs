@@ -2,8 +2,10 @@
 //! registers can hold (the columns a multiple of the vector width, up to four vectors;
 //! the rows from 1 to 16 where the accumulators fit), with and without a packed copy of
 //! the column operand and a zero-bordered copy of a guarded read, both orders of the
-//! tile loops, each with its cheapest loop order from the e-graph (`space.rs`), ranked
-//! by the cost model. The list is deterministic: equal estimates keep the order in
+//! tile loops, with and without the tiles partitioned at the guards (a stencil's
+//! guard-free interior), each with its cheapest loop order from the e-graph
+//! (`space.rs`); for an element-wise nest also the untiled loops, rows vectorized
+//! whole; all ranked by the cost model. The list is deterministic: equal estimates keep the order in
 //! which they were generated.
 
 use crate::candidate::{Candidate, Slot, Tile};
@@ -113,7 +115,19 @@ pub fn ranked(
                         } else {
                             &[false]
                         };
-                        for &col_outer in orders {
+                        // The guard-free interior is worth trying where a tiled loop's
+                        // variable is in a guard and no bordered copy removed it.
+                        let tiled_guard = nest.guard_vars.contains(&col.name)
+                            || row.is_some_and(|r| nest.guard_vars.contains(r));
+                        let partitions: &[bool] = if tiled_guard && border.is_none() {
+                            &[false, true]
+                        } else {
+                            &[false]
+                        };
+                        for (&col_outer, &partition_guards) in orders
+                            .iter()
+                            .flat_map(|o| partitions.iter().map(move |p| (o, p)))
+                        {
                             let mut candidate = Candidate {
                                 tile: Tile {
                                     row: row.map(str::to_string),
@@ -121,11 +135,13 @@ pub fn ranked(
                                     col: col.name.clone(),
                                     cols,
                                     col_outer,
+                                    whole: false,
                                 },
                                 pack: pack.clone(),
                                 boundary: border.clone(),
                                 order: Vec::new(),
                                 parallel: false,
+                                partition_guards,
                             };
                             let slots = slots_of(nest, row.as_deref());
                             let model = Model::new(nest, machine, &candidate, element_bytes);
@@ -149,8 +165,63 @@ pub fn ranked(
             }
         }
     }
+    if !reduction {
+        out.extend(whole_rows(nest, machine, element_bytes, threads, &mut size));
+    }
     out.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));
     (out, size)
+}
+
+/// The untiled candidates of an element-wise nest: the loops as written, the rows
+/// vectorized whole, the outermost loop in parallel (Halide's `parallel`/`vectorize`
+/// without a split), with and without the guards' loops partitioned.
+fn whole_rows(
+    nest: &Nest,
+    machine: &Machine,
+    element_bytes: usize,
+    threads: usize,
+    size: &mut SpaceSize,
+) -> Vec<Ranked> {
+    let Some(col) = nest.gens.last() else {
+        return Vec::new();
+    };
+    let mut order: Vec<Slot> = nest.gens[..nest.gens.len() - 1]
+        .iter()
+        .map(|g| Slot::Loop(g.name.clone()))
+        .collect();
+    order.push(Slot::Tiles);
+    let partitions: &[bool] = if nest.guard_vars.is_empty() {
+        &[false]
+    } else {
+        &[false, true]
+    };
+    partitions
+        .iter()
+        .map(|&partition_guards| {
+            let candidate = Candidate {
+                tile: Tile {
+                    row: None,
+                    rows: 1,
+                    col: col.name.clone(),
+                    cols: col.extent.max(1),
+                    col_outer: false,
+                    whole: true,
+                },
+                pack: None,
+                boundary: None,
+                order: order.clone(),
+                parallel: threads > 1 && nest.gens.len() > 1,
+                partition_guards,
+            };
+            size.variants += 1;
+            size.orders += 1;
+            let estimate = estimate(nest, machine, &candidate, element_bytes, threads);
+            Ranked {
+                candidate,
+                estimate,
+            }
+        })
+        .collect()
 }
 
 /// The slots outside the tile in a legal starting order: the untiled gens, the tile

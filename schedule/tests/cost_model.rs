@@ -50,6 +50,7 @@ fn matmul(n: i64) -> Nest {
         ],
         input_shapes: vec![("A".into(), vec![n, n]), ("B".into(), vec![n, n])],
         ops: 1,
+        guard_vars: Default::default(),
     }
 }
 
@@ -61,11 +62,13 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
             col: "j".into(),
             cols,
             col_outer: false,
+            whole: false,
         },
         pack: pack.then(|| "B".to_string()),
         boundary: None,
         order,
         parallel: false,
+        partition_guards: false,
     }
 }
 

@@ -57,6 +57,7 @@ fn nest() -> Nest {
             ("Y".into(), vec![3, 32, 128]),
         ],
         ops: 1,
+        guard_vars: Default::default(),
     }
 }
 
@@ -68,11 +69,13 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
             col: "j".into(),
             cols,
             col_outer: false,
+            whole: false,
         },
         pack: None,
         boundary: None,
         order: Vec::new(),
         parallel: false,
+        partition_guards: false,
     }
 }
 

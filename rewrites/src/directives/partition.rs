@@ -1,8 +1,10 @@
 //! `partition x`: Halide's loop partitioning. For the tile loop of an earlier split
 //! (`gen io < cdiv(E, K)`) it separates the full tiles from the partial last one. For
 //! any other `gen` loop it separates the boundary iterations from the steady state:
-//! every guard inside the loop that is linear in `x` (`[0 <= x - 1]`, `[x + 1 < W]`, at
-//! any depth, possibly several joined by `&&`) bounds `x` from below or above, and the
+//! every guard inside the loop that is linear in `x` (`[0 <= x - 1]`, `[x + 1 < W]`, a
+//! tile loop's `[0 <= 2 * yt + yr + ry - 1]`, at any depth, possibly several joined by
+//! `&&`; the loops inside `x` taken at the ends of their ranges, so that the guard holds
+//! for all of their iterations) bounds `x` from below or above, and the
 //! loop is split with `split_gen` at the tightest lower bound and at the tightest upper
 //! bound, both clamped into the loop's range so that the steps hold for every size (the
 //! blur's `fused_boundary`: `k := 1`, then `k := max(1, H - 1)`). `simpl_guard` then
@@ -103,20 +105,18 @@ fn boundary(
     let mut lowers = Vec::new();
     let mut uppers = Vec::new();
     let mut mentions = Vec::new();
-    body.walk(&mut |e| {
-        if let ExprKind::Guard { pred, .. } = &e.kind {
-            for c in pred.conjuncts() {
-                if !c.mentions(bound) {
-                    continue;
-                }
-                match bound_of(c, bound, &is_size) {
-                    Some(Bound::Lower(l)) => lowers.push(l),
-                    Some(Bound::Upper(u)) => uppers.push(u),
-                    None => mentions.push(c.to_string()),
-                }
-            }
+    let mut guards = Vec::new();
+    guards_within(body, &mut Vec::new(), &mut guards);
+    for (c, inner) in &guards {
+        if !c.mentions(bound) {
+            continue;
         }
-    });
+        match bound_of(c, bound, &is_size, inner) {
+            Some(Bound::Lower(l)) => lowers.push(l),
+            Some(Bound::Upper(u)) => uppers.push(u),
+            None => mentions.push(c.to_string()),
+        }
+    }
     if lowers.is_empty() && uppers.is_empty() {
         let d = Diagnostic::error(
             "E0820",
@@ -132,8 +132,9 @@ fn boundary(
                 )
         } else {
             d.with_note(format!(
-                "the guards that mention `{var}` are not bounds `{var} + e < f` or \
-                 `e <= {var} + f` (coefficient ±1, `e` and `f` functions of the sizes): {}",
+                "the guards that mention `{var}` are not bounds `a * {var} + e < f` or \
+                 `e <= a * {var} + f` (`e` and `f` linear in the sizes and in loops inside \
+                 `{var}` whose ranges are functions of the sizes): {}",
                 mentions.join(", ")
             ))
             .with_help("split the loop by hand with `rw split_gen with k := …`")
@@ -236,9 +237,47 @@ fn split_conjunctions(
     }
 }
 
-/// The bound on `x` that the comparison `c` states, when it is linear in `x` with
-/// coefficient ±1 and its other terms mention only sizes.
-fn bound_of(c: &Pred, x: &str, is_size: &dyn Fn(&str) -> bool) -> Option<Bound> {
+/// A loop inside the partitioned one, with its range.
+type InnerLoop = (String, IndexExpr, IndexExpr);
+
+/// Every conjunct of every guard inside `e`, with the loops between the partitioned
+/// loop and the guard (outermost first).
+fn guards_within(e: &Expr, inner: &mut Vec<InnerLoop>, out: &mut Vec<(Pred, Vec<InnerLoop>)>) {
+    match &e.kind {
+        ExprKind::Gen { var, lo, hi, body }
+        | ExprKind::Sum { var, lo, hi, body }
+        | ExprKind::MaxRed { var, lo, hi, body } => {
+            inner.push((var.clone(), lo.clone(), hi.clone()));
+            guards_within(body, inner, out);
+            inner.pop();
+        }
+        ExprKind::Guard { pred, body } => {
+            for c in pred.conjuncts() {
+                out.push((c.clone(), inner.clone()));
+            }
+            guards_within(body, inner, out);
+        }
+        _ => {
+            for child in e.children() {
+                guards_within(child, inner, out);
+            }
+        }
+    }
+}
+
+/// The bound on `x` under which the comparison `c` holds for every iteration of the
+/// loops `inner` (those between `x`'s loop and the guard): `c` must be linear in `x`
+/// and in those loops' variables, with every other term a function of the sizes, and
+/// the inner loops' ranges functions of the sizes. Each inner variable is replaced by
+/// the end of its range where it makes `c` hardest to satisfy, so the bound is where
+/// the guard holds throughout the inner loops (a tiled stencil's
+/// `[0 <= 2 * yt + yr + ry - 1]` holds for every `yr`, `ry` once `yt >= 1`).
+fn bound_of(
+    c: &Pred,
+    x: &str,
+    is_size: &dyn Fn(&str) -> bool,
+    inner: &[InnerLoop],
+) -> Option<Bound> {
     let Pred::Cmp(op, a, b) = c else {
         return None;
     };
@@ -252,15 +291,34 @@ fn bound_of(c: &Pred, x: &str, is_size: &dyn Fn(&str) -> bool) -> Option<Bound> 
         CmpOp::Eq | CmpOp::Ne => return None,
     };
     let xv = IndexExpr::var(x);
-    let coeff = *Poly::from_index(&p).terms().get(&vec![xv.clone()])?;
-    let rest = poly::normalize(&IndexExpr::sub(
+    let coeff = linear_coefficient(&p, x)?;
+    let mut rest = poly::normalize(&IndexExpr::sub(
         p,
         IndexExpr::mul(IndexExpr::Const(coeff), xv),
     ));
-    let vars = rest.vars();
-    if !vars.iter().all(|v| is_size(v)) {
+    // The largest value of `rest` over the inner loops, innermost first (an inner
+    // range may only mention sizes, so the order does not matter).
+    for (v, lo, hi) in inner.iter().rev() {
+        if !rest.mentions(v) {
+            continue;
+        }
+        if !lo.vars().iter().chain(hi.vars().iter()).all(|n| is_size(n)) {
+            return None;
+        }
+        let k = linear_coefficient(&rest, v)?;
+        let extreme = if k > 0 {
+            IndexExpr::sub(hi.clone(), IndexExpr::Const(1))
+        } else {
+            lo.clone()
+        };
+        rest = poly::normalize(&rest.subst(v, &extreme));
+    }
+    if !rest.vars().iter().all(|v| is_size(v)) {
         return None;
     }
+    let div = |e: IndexExpr, d: i64| {
+        poly::normalize(&IndexExpr::bin(IndexOp::Div, e, IndexExpr::Const(d)))
+    };
     match coeff {
         // x + rest <= 0: x < 1 - rest.
         1 => Some(Bound::Upper(poly::normalize(&IndexExpr::sub(
@@ -269,8 +327,36 @@ fn bound_of(c: &Pred, x: &str, is_size: &dyn Fn(&str) -> bool) -> Option<Bound> 
         )))),
         // rest - x <= 0: x >= rest.
         -1 => Some(Bound::Lower(rest)),
+        // a * x + rest <= 0 with a > 1: x <= floor(-rest / a).
+        a if a > 1 => Some(Bound::Upper(poly::normalize(&IndexExpr::add(
+            div(IndexExpr::sub(IndexExpr::Const(0), rest), a),
+            IndexExpr::Const(1),
+        )))),
+        // rest - b * x <= 0 with b > 1: x >= ceil(rest / b).
+        a if a < -1 => Some(Bound::Lower(div(
+            IndexExpr::add(rest, IndexExpr::Const(-a - 1)),
+            -a,
+        ))),
         _ => None,
     }
+}
+
+/// The coefficient of `v` in `e` when `e` is linear in it (every term that mentions
+/// `v` is `k * v`); `None` otherwise or when the coefficient is 0.
+fn linear_coefficient(e: &IndexExpr, v: &str) -> Option<i64> {
+    let poly = Poly::from_index(e);
+    let var = IndexExpr::var(v);
+    let mut coefficient = None;
+    for (monomial, k) in poly.terms() {
+        if !monomial.iter().any(|atom| atom.mentions(v)) {
+            continue;
+        }
+        if monomial.as_slice() != [var.clone()] {
+            return None;
+        }
+        coefficient = Some(*k);
+    }
+    coefficient.filter(|k| *k != 0)
 }
 
 impl Applier<'_, '_> {

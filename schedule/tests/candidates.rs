@@ -1,0 +1,198 @@
+//! The directives candidates write, replayed by the derivation engine as `atl check`
+//! would: a stencil's register tile partitioned at its guards (the interior tiles run
+//! without a boundary test) and an element-wise map's untiled rows. Each derived
+//! program is compared with the specification by the interpreter.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use atl_lang::interp::{EvalOptions, Tensor, eval_expr};
+use atl_lang::ir::{Expr, ExprKind};
+use atl_rewrites::{Env, Library, run_derivations};
+use atl_schedule::nest::analyze;
+use atl_schedule::variants::{Ranked, ranked};
+use atl_solver::Solver;
+
+const STENCIL: &str = "size C, H, W
+input inp : [C, H, W]
+input w : [C, 3, 3]
+def dwconv = gen c < C, y < H, x < W: sum ry < 3, rx < 3:
+  w[c, ry, rx] * [0 <= y + ry - 1 && y + ry - 1 < H && 0 <= x + rx - 1 && x + rx - 1 < W] * inp[c, y + ry - 1, x + rx - 1]
+";
+
+const ADD: &str = "size A, B, C, D
+input t1 : [A, B, C, D]
+input t2 : [A, B, C, D]
+def add = gen i < A, j < B, k < C, l < D: t1[i, j, k, l] + t2[i, j, k, l]
+";
+
+fn sizes(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
+    pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+}
+
+/// The candidates of `def` in `source` at `at`, on the fixed test machine.
+fn candidates(source: &str, def: &str, at: &[(&str, i64)], threads: usize) -> Vec<Ranked> {
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let nest = analyze(&checked.program, def, &sizes(at)).expect("a nest");
+    ranked(&nest, &common::avx512_machine(), 4, threads).0
+}
+
+/// `source` with the candidate's steps as `derive scheduled from def`, replayed; the
+/// derived program, or the engine's diagnostics.
+fn derive(source: &str, def: &str, steps: &[String]) -> (atl_lang::Checked, Expr) {
+    let text = format!(
+        "{source}derive scheduled from {def} {{\n  {}\n}}\n",
+        steps.join("\n  ")
+    );
+    let (library, diags) = Library::standard();
+    assert!(diags.is_empty());
+    let (checked, diags) = atl_lang::check_source(&text);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}\n{text}"));
+    let solver = Solver::new();
+    let env = Env {
+        program: &checked.program,
+        shapes: &checked.shapes,
+        library: &library,
+        solver: &solver,
+    };
+    let (derivations, diags) = run_derivations(&env);
+    assert!(diags.is_empty(), "{diags:?}\n{text}");
+    let result = derivations[0].result.clone();
+    (checked, result)
+}
+
+/// Copies of the register tile (a `sum` over `ry`) and how many have no guard at all.
+fn tiles_without_guards(e: &Expr) -> (usize, usize) {
+    let (mut tiles, mut free) = (0, 0);
+    e.walk(&mut |n| {
+        if let ExprKind::Sum { var, .. } = &n.kind
+            && var.starts_with("ry")
+        {
+            tiles += 1;
+            let mut guards = 0;
+            n.walk(&mut |m| guards += usize::from(matches!(m.kind, ExprKind::Guard { .. })));
+            free += usize::from(guards == 0);
+        }
+    });
+    (tiles, free)
+}
+
+fn assert_same_values(
+    checked: &atl_lang::Checked,
+    def: &str,
+    derived: &Expr,
+    cases: &[Vec<(&str, i64)>],
+) {
+    let spec = &checked.program.def(def).expect("spec").body;
+    for (n, case) in cases.iter().enumerate() {
+        let at = sizes(case);
+        let env = |name: &str| at.get(name).copied();
+        let inputs: BTreeMap<String, Tensor> = checked
+            .program
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, input)| {
+                let shape = input
+                    .shape
+                    .iter()
+                    .map(|d| d.eval(&env).expect("size") as usize)
+                    .collect();
+                (
+                    input.name.clone(),
+                    Tensor::random(shape, (10 * n + k) as u64),
+                )
+            })
+            .collect();
+        let options = EvalOptions::default();
+        let want = eval_expr(&checked.program, spec, &at, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, derived, &at, &inputs, &options).unwrap();
+        assert_eq!(got, want, "at {case:?}");
+    }
+}
+
+#[test]
+fn a_stencil_tile_partitioned_at_its_guards_has_a_guard_free_interior() {
+    let all = candidates(STENCIL, "dwconv", &[("C", 64), ("H", 112), ("W", 112)], 1);
+    let with = all
+        .iter()
+        .find(|r| r.candidate.partition_guards && r.candidate.tile.row.is_some())
+        .expect("a partitioned tile");
+    // The model counts no selects in the interior: the partitioned twin of a tile is
+    // estimated cheaper than the tile with its guards.
+    let twin = all
+        .iter()
+        .find(|r| {
+            !r.candidate.partition_guards
+                && r.candidate.tile == with.candidate.tile
+                && r.candidate.boundary.is_none()
+        })
+        .expect("the unpartitioned twin");
+    assert!(
+        with.estimate < twin.estimate,
+        "{} vs {}",
+        with.estimate,
+        twin.estimate
+    );
+
+    let nest = {
+        let (checked, _) = atl_lang::check_source(STENCIL);
+        analyze(
+            &checked.unwrap().program,
+            "dwconv",
+            &sizes(&[("C", 64), ("H", 112), ("W", 112)]),
+        )
+        .unwrap()
+    };
+    let steps = with.candidate.steps(&nest);
+    let partitions = steps.iter().filter(|s| s.starts_with("partition")).count();
+    assert_eq!(
+        partitions, 4,
+        "two tail partitions, two at the guards: {steps:?}"
+    );
+    let (checked, derived) = derive(STENCIL, "dwconv", &steps);
+    let (tiles, free) = tiles_without_guards(&derived);
+    assert_eq!(free, 1, "one interior copy of {tiles} tiles: {steps:?}");
+    let cases: Vec<Vec<(&str, i64)>> = [(1, 1), (2, 5), (3, 17), (9, 40)]
+        .iter()
+        .map(|&(h, w)| vec![("C", 2), ("H", h), ("W", w)])
+        .collect();
+    assert_same_values(&checked, "dwconv", &derived, &cases);
+}
+
+#[test]
+fn an_element_wise_map_keeps_its_rows_whole_and_its_written_order() {
+    let at = [("A", 64), ("B", 64), ("C", 64), ("D", 64)];
+    let all = candidates(ADD, "add", &at, 2);
+    let whole = all
+        .iter()
+        .find(|r| r.candidate.tile.whole)
+        .expect("an untiled candidate");
+    let nest = {
+        let (checked, _) = atl_lang::check_source(ADD);
+        analyze(&checked.unwrap().program, "add", &sizes(&at)).unwrap()
+    };
+    assert_eq!(
+        whole.candidate.steps(&nest),
+        ["parallel i", "vectorize l"],
+        "Halide's parallel and vectorize, without a split"
+    );
+    // No candidate walks the outer loops against the written order (`j` around `i`):
+    // past the last-level cache the prefetchers lose the stream.
+    for r in &all {
+        let steps = r.candidate.steps(&nest);
+        assert!(
+            !steps.iter().any(|s| s.starts_with("reorder j, i")),
+            "{steps:?}"
+        );
+    }
+    let (checked, derived) = derive(ADD, "add", &whole.candidate.steps(&nest));
+    assert_same_values(
+        &checked,
+        "add",
+        &derived,
+        &[vec![("A", 1), ("B", 2), ("C", 3), ("D", 5)]],
+    );
+}
