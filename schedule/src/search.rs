@@ -469,17 +469,24 @@ pub fn search(
     };
     // The leaders, each timed alone in its own slice, are timed again interleaved
     // call by call (as `atl bench` compares two kernels): the machine's drift during
-    // the search then cannot pick the winner.
-    let (best_index, rematch) = match leaders.rematch(&options.sizes, &timing_inputs, threads) {
-        Ok(Some((k, times))) => (k, times),
-        Ok(None) => (best_index, Vec::new()),
-        Err(d) => {
-            return Err(Failure::message(format!(
-                "error[{}]: timing the best candidates again: {}",
-                d.code, d.message
-            )));
-        }
-    };
+    // the search then cannot pick the winner. The budget left (when every candidate
+    // was tried early) buys more rounds, up to 20 s: memory-bound kernels at two
+    // threads vary by a third from call to call.
+    let rematch_time = options
+        .budget
+        .saturating_sub(start.elapsed())
+        .clamp(REMATCH_TIME, 10 * REMATCH_TIME);
+    let (best_index, rematch) =
+        match leaders.rematch(&options.sizes, &timing_inputs, threads, rematch_time) {
+            Ok(Some((k, times))) => (k, times),
+            Ok(None) => (best_index, Vec::new()),
+            Err(d) => {
+                return Err(Failure::message(format!(
+                    "error[{}]: timing the best candidates again: {}",
+                    d.code, d.message
+                )));
+            }
+        };
     let rank_correlation = spearman(
         &tried
             .iter()
@@ -518,6 +525,9 @@ type Rematch = Vec<(usize, Duration)>;
 /// How many of the fastest candidates are timed again at the end.
 const LEADERS: usize = 3;
 
+/// The least time the leaders are timed again for (more when budget is left).
+const REMATCH_TIME: Duration = Duration::from_secs(2);
+
 /// The fastest candidates so far, compiled and kept loaded.
 #[derive(Default)]
 struct Leaders {
@@ -539,6 +549,7 @@ impl Leaders {
         sizes: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, atl_lang::interp::Tensor>,
         threads: usize,
+        time: Duration,
     ) -> Result<Option<(usize, Rematch)>, Diagnostic> {
         if self.kept.len() < 2 {
             return Ok(None);
@@ -559,10 +570,9 @@ impl Leaders {
             .map(|(m, _, _)| *m)
             .max()
             .unwrap_or_default();
-        // About two seconds in all, at least 5 and at most 21 rounds.
-        let rounds = (Duration::from_secs(2).as_secs_f64()
-            / (slowest.as_secs_f64() * calls.len() as f64).max(1e-9))
-        .clamp(5.0, 21.0) as usize;
+        // About `time` in all, at least 5 and at most 201 rounds.
+        let rounds = (time.as_secs_f64() / (slowest.as_secs_f64() * calls.len() as f64).max(1e-9))
+            .clamp(5.0, 201.0) as usize;
         let mut times: Vec<Vec<Duration>> = vec![Vec::new(); calls.len()];
         for round in 0..rounds {
             for k in 0..calls.len() {

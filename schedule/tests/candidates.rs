@@ -1,6 +1,6 @@
 //! The directives candidates write, replayed by the derivation engine as `atl check`
-//! would: a stencil's register tile partitioned at its guards (the interior tiles run
-//! without a boundary test) and an element-wise map's untiled rows. Each derived
+//! would: a stencil's tile loop partitioned at its guards (the interior tiles run
+//! without a boundary test on it) and an element-wise map's untiled rows. Each derived
 //! program is compared with the specification by the interpreter.
 
 mod common;
@@ -63,20 +63,25 @@ fn derive(source: &str, def: &str, steps: &[String]) -> (atl_lang::Checked, Expr
     (checked, result)
 }
 
-/// Copies of the register tile (a `sum` over `ry`) and how many have no guard at all.
-fn tiles_without_guards(e: &Expr) -> (usize, usize) {
-    let (mut tiles, mut free) = (0, 0);
+/// Copies of the loop nest under a `sum` over `tap` (its name or a renamed copy's), and
+/// how many of them have no guard mentioning `var` (or a renamed copy of it).
+fn copies_without_guards_on(e: &Expr, tap: &str, var: &str) -> (usize, usize) {
+    let (mut copies, mut free) = (0, 0);
     e.walk(&mut |n| {
-        if let ExprKind::Sum { var, .. } = &n.kind
-            && var.starts_with("ry")
+        if let ExprKind::Sum { var: v, .. } = &n.kind
+            && v.starts_with(tap)
         {
-            tiles += 1;
+            copies += 1;
             let mut guards = 0;
-            n.walk(&mut |m| guards += usize::from(matches!(m.kind, ExprKind::Guard { .. })));
+            n.walk(&mut |m| {
+                if let ExprKind::Guard { pred, .. } = &m.kind {
+                    guards += usize::from(pred.vars().iter().any(|v| v.starts_with(var)));
+                }
+            });
             free += usize::from(guards == 0);
         }
     });
-    (tiles, free)
+    (copies, free)
 }
 
 fn assert_same_values(
@@ -118,7 +123,7 @@ fn a_stencil_tile_partitioned_at_its_guards_has_a_guard_free_interior() {
     let all = candidates(STENCIL, "dwconv", &[("C", 64), ("H", 112), ("W", 112)], 1);
     let with = all
         .iter()
-        .find(|r| r.candidate.partition_guards && r.candidate.tile.row.is_some())
+        .find(|r| r.candidate.partition_guards)
         .expect("a partitioned tile");
     // The model counts no selects in the interior: the partitioned twin of a tile is
     // estimated cheaper than the tile with its guards.
@@ -137,6 +142,17 @@ fn a_stencil_tile_partitioned_at_its_guards_has_a_guard_free_interior() {
         twin.estimate
     );
 
+    // A tile partitioned in both loops is copied 36 times (tails and borders), each
+    // copy unrolled over the 9 taps: gcc then takes more than the 10 s a candidate's
+    // compile gets, so the search proposes partitions of one loop only.
+    for r in all.iter().filter(|r| r.candidate.partition_guards) {
+        assert_ne!(
+            r.candidate.tile.row.as_deref(),
+            Some("y"),
+            "{:?}",
+            r.candidate
+        );
+    }
     let nest = {
         let (checked, _) = atl_lang::check_source(STENCIL);
         analyze(
@@ -148,13 +164,17 @@ fn a_stencil_tile_partitioned_at_its_guards_has_a_guard_free_interior() {
     };
     let steps = with.candidate.steps(&nest);
     let partitions = steps.iter().filter(|s| s.starts_with("partition")).count();
-    assert_eq!(
-        partitions, 4,
-        "two tail partitions, two at the guards: {steps:?}"
+    assert!(
+        (2..=3).contains(&partitions),
+        "the tails, then the guards of the column loop: {steps:?}"
     );
     let (checked, derived) = derive(STENCIL, "dwconv", &steps);
-    let (tiles, free) = tiles_without_guards(&derived);
-    assert_eq!(free, 1, "one interior copy of {tiles} tiles: {steps:?}");
+    let (copies, free) = copies_without_guards_on(&derived, "rx", "xt");
+    assert_eq!(free, 1, "one interior copy of {copies}: {steps:?}");
+    assert!(
+        copies >= 3,
+        "the border copies keep their guards: {steps:?}"
+    );
     let cases: Vec<Vec<(&str, i64)>> = [(1, 1), (2, 5), (3, 17), (9, 40)]
         .iter()
         .map(|&(h, w)| vec![("C", 2), ("H", h), ("W", w)])
