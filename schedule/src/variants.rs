@@ -143,9 +143,8 @@ pub fn ranked(
                                 parallel: false,
                                 partition_guards,
                             };
-                            if partition_guards
-                                && partitioned_code(nest, &candidate.tile, lanes)
-                                    > PARTITIONED_CODE_MAX
+                            if unrolled_code(nest, &candidate.tile, lanes, partition_guards)
+                                > UNROLLED_CODE_MAX
                             {
                                 continue;
                             }
@@ -249,19 +248,20 @@ pub fn slots_of(nest: &Nest, row: Option<&str>) -> Vec<(Slot, SlotKind)> {
     slots
 }
 
-/// The most straight-line code (see [`partitioned_code`]) a tile partitioned at its
-/// guards may have. Measured with gcc 12 at -O2 on a Zen 4, for the 3 x 3 depthwise
-/// convolution: a 32-wide row (2 vectors x 9 taps x 6 copies = 108) compiles in 1.3 s;
-/// the 2 x 16 tile (2 x 9 x 36 = 648) in 6 s alone, and past the 10 s a candidate's
-/// compile gets when two compiles share the two cores, as in the search; a 16 x 16
-/// tile (5184) never finished.
-const PARTITIONED_CODE_MAX: i64 = 400;
+/// The most straight-line code (see [`unrolled_code`]) a candidate may have. Measured
+/// with gcc 12 at -O2 on a Zen 4, for the 3 x 3 depthwise convolution: a 32-wide row
+/// partitioned at the guards (2 vectors x 9 taps x 6 copies = 108) compiles in 1.3 s;
+/// the 2 x 16 tile partitioned in both loops (2 x 9 x 36 = 648) in 6 s alone, and past
+/// the 10 s a candidate's compile gets when two compiles share the two cores, as in the
+/// search; a 16 x 16 tile with its tails (16 x 9 x 4 = 576) did not finish in 10 s.
+const UNROLLED_CODE_MAX: i64 = 400;
 
-/// The vector operations the C compiler sees once it has unrolled a partitioned tile:
-/// the accumulators, times the iterations of the short sums it unrolls around them (a
+/// The vector operations the C compiler sees once it has unrolled a tile: the
+/// accumulators, times the iterations of the short sums it unrolls around them (a
 /// 3 x 3 window: 9), times the copies of the tile the partitions make (each tiled loop
-/// split into full tiles and the last one, and those at the guards into three parts).
-fn partitioned_code(nest: &Nest, tile: &Tile, lanes: i64) -> i64 {
+/// split into full tiles and the last one, and, `at_guards`, those of a loop a guard
+/// mentions into three parts).
+fn unrolled_code(nest: &Nest, tile: &Tile, lanes: i64, at_guards: bool) -> i64 {
     let rows = if tile.row.is_some() { tile.rows } else { 1 };
     let accumulators = rows * ((tile.cols + lanes - 1) / lanes);
     let unrolled: i64 = nest
@@ -275,7 +275,7 @@ fn partitioned_code(nest: &Nest, tile: &Tile, lanes: i64) -> i64 {
         .iter()
         .chain([&tile.col])
         .map(|v| {
-            if nest.guard_vars.contains(v) {
+            if at_guards && nest.guard_vars.contains(v) {
                 2 * 3
             } else {
                 2
