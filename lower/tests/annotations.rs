@@ -424,3 +424,25 @@ fn a_gen_of_maxima_is_vectorized_around_its_fold() {
         assert_eq!(err.code, "E0913", "{body}");
     }
 }
+
+#[test]
+fn nested_unrolling_stops_at_sixteen_copies() {
+    // A 3 x 3 window around a 2-row register tile (the depthwise convolution's
+    // shape): the tile's rows (2) and the inner tap loop (3 x 2 = 6) are unrolled, the
+    // outer tap loop is not (3 x 6 = 18 copies), while a 16-row tile alone still is.
+    let src = "size M, N, K\ninput A : [M, K]\ninput B : [K, N]\n\
+        def window = gen io < M, jo < N: sum ry < 3, rx < 3: gen ii < 2, ji < 8: \
+        A[io, ry] * B[rx, jo]\n\
+        def tall = gen io < M, jo < N: sum k < K: gen ii < 16, ji < 8: \
+        A[io, k] * B[k, jo]\n";
+    let k = kernel(src, "window");
+    let ls = loops(&k);
+    assert!(find(&ls, "ii").unroll);
+    assert!(find(&ls, "rx").unroll);
+    assert!(!find(&ls, "ry").unroll);
+    assert!(find(&ls, "ji").vector);
+    let k = kernel(src, "tall");
+    let ls = loops(&k);
+    assert!(find(&ls, "ii").unroll);
+    assert!(!find(&ls, "k").unroll);
+}

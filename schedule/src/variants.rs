@@ -249,27 +249,31 @@ pub fn slots_of(nest: &Nest, row: Option<&str>) -> Vec<(Slot, SlotKind)> {
 }
 
 /// The most straight-line code (see [`unrolled_code`]) a candidate may have. Measured
-/// with gcc 12 at -O2 on a Zen 4, for the 3 x 3 depthwise convolution: a 32-wide row
-/// partitioned at the guards (2 vectors x 9 taps x 6 copies = 108) compiles in 1.3 s;
-/// the 2 x 16 tile partitioned in both loops (2 x 9 x 36 = 648) in 6 s alone, and past
-/// the 10 s a candidate's compile gets when two compiles share the two cores, as in the
-/// search; a 16 x 16 tile with its tails (16 x 9 x 4 = 576) did not finish in 10 s.
+/// with gcc 12 at -O2 on a Zen 4, for the 3 x 3 depthwise convolution's 2 x 16 tile
+/// partitioned at its borders in both loops (6 x 1 x 36 = 216): 2.4 s; with every tap
+/// unrolled too (648, before lowering capped unrolling), 6 s alone and past the 10 s a
+/// candidate's compile gets when two compiles shared the two cores, as in the search.
 const UNROLLED_CODE_MAX: i64 = 400;
 
-/// The vector operations the C compiler sees once it has unrolled a tile: the
-/// accumulators, times the iterations of the short sums it unrolls around them (a
-/// 3 x 3 window: 9), times the copies of the tile the partitions make (each tiled loop
-/// split into full tiles and the last one, and, `at_guards`, those of a loop a guard
-/// mentions into three parts).
+/// The vector statements the C compiler sees once it has unrolled a tile: the copies
+/// of the tile's statement that lowering's unrolling makes (the row loop, then the
+/// short sums around it from the innermost out while the product stays within the 16
+/// copies lowering allows, as `atl_lower`'s annotations do), times the vectors of a
+/// row, times the copies of the tile the partitions make (each tiled loop split into
+/// full tiles and the last one, and, `at_guards`, those of a loop a guard mentions
+/// into three parts).
 fn unrolled_code(nest: &Nest, tile: &Tile, lanes: i64, at_guards: bool) -> i64 {
+    const UNROLLED_COPIES_MAX: i64 = 16;
     let rows = if tile.row.is_some() { tile.rows } else { 1 };
-    let accumulators = rows * ((tile.cols + lanes - 1) / lanes);
-    let unrolled: i64 = nest
-        .sums
-        .iter()
-        .filter(|l| l.extent <= 4)
-        .map(|l| l.extent.max(1))
-        .product();
+    let mut unrolled = rows;
+    for sum in nest.sums.iter().rev() {
+        if (2..=UNROLLED_COPIES_MAX).contains(&sum.extent)
+            && unrolled * sum.extent <= UNROLLED_COPIES_MAX
+        {
+            unrolled *= sum.extent;
+        }
+    }
+    let vectors = (tile.cols + lanes - 1) / lanes;
     let copies: i64 = tile
         .row
         .iter()
@@ -282,7 +286,7 @@ fn unrolled_code(nest: &Nest, tile: &Tile, lanes: i64, at_guards: bool) -> i64 {
             }
         })
         .product();
-    accumulators * unrolled * copies
+    unrolled * vectors * copies
 }
 
 fn is_sum(nest: &Nest, slot: &Slot) -> bool {
