@@ -827,7 +827,8 @@ fn the_sessions_own_words() {
     assert!(text.contains("usage: :eval M=4,N=4,K=4"), "{text}");
     // `parallel` and `vectorize` take gens only: `k` (a sum) is not offered.
     assert_eq!(session.completions("parallel "), ["i", "j"]);
-    assert_eq!(session.completions("unroll "), ["i", "j", "k"]);
+    // `unroll` takes any loop, and its keyword (`unroll k off`).
+    assert_eq!(session.completions("unroll "), ["i", "j", "k", "off"]);
     let help = session_output(&mut session, ":help\n");
     for line in help.lines().skip(1) {
         assert!(line.chars().count() <= 100, "too wide: {line:?}");

@@ -631,8 +631,8 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0843",
-        "conflicting annotations of one loop: the same one twice, or `unroll` with `parallel` or `vectorize`",
-        "one pragma per loop; `parallel` and `vectorize` combine",
+        "conflicting annotations of one loop: the same one twice, or `unroll` with `parallel`, `vectorize` or `unroll off`",
+        "one pragma per loop; `parallel` and `vectorize` combine, and `unroll off` combines with both",
     ),
     active(
         "E0844",

@@ -888,6 +888,9 @@ pub enum HintKind {
     Vector,
     /// `unroll x`: the loop unrolled (`GCC unroll N`).
     Unroll,
+    /// `unroll x off`: the loop not unrolled, whatever lowering would choose (its other
+    /// annotations stay automatic).
+    UnrollOff,
 }
 
 impl HintKind {
@@ -896,7 +899,16 @@ impl HintKind {
         match self {
             HintKind::Parallel => "parallel",
             HintKind::Vector => "vectorize",
-            HintKind::Unroll => "unroll",
+            HintKind::Unroll | HintKind::UnrollOff => "unroll",
+        }
+    }
+
+    /// The step as written: `unroll x off` for [`HintKind::UnrollOff`], else the
+    /// directive and the loop.
+    pub fn step_text(self, var: &str) -> String {
+        match self {
+            HintKind::UnrollOff => format!("unroll {var} off"),
+            _ => format!("{} {var}", self.directive()),
         }
     }
 }

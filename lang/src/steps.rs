@@ -62,7 +62,7 @@ pub struct StepInfo {
 
 /// The usage text the three loop annotations share.
 const LOOP_HINT_USAGE: &str =
-    "`parallel y`, `vectorize x`, `unroll k`: one loop, named by its binder";
+    "`parallel y`, `vectorize x`, `unroll k`, `unroll k off`: one loop, named by its binder";
 
 /// Every step and directive, in the order lists show them: rewrites and tactics, then
 /// directives, then loop annotations.
@@ -254,10 +254,10 @@ pub const STEPS: &[StepInfo] = &[
     StepInfo {
         name: "unroll",
         class: StepClass::LoopHint,
-        synopsis: "unroll x",
+        synopsis: "unroll x [off]",
         usage: LOOP_HINT_USAGE,
-        keywords: &[],
-        help: "unroll a loop with a constant trip count",
+        keywords: &["off"],
+        help: "unroll a loop with a constant trip count (`off`: never unroll it)",
     },
 ];
 

@@ -24,7 +24,9 @@
 //! in its derivation; `atl_lang::ir::LoopHint`). They name loops by binder, which
 //! lowering keeps as the loop variable, and override the automatic choice for those
 //! loops: a hinted loop gets exactly the hinted annotations, and a loop enclosing a
-//! hinted `parallel` loop is not parallel (OpenMP's nested parallelism is off). Each
+//! hinted `parallel` loop is not parallel (OpenMP's nested parallelism is off);
+//! `unroll x off` alone only removes the unrolling, the loop's other annotations stay
+//! automatic. Each
 //! hint is checked on the kernel by the same criteria as above (a `gen` loop whose
 //! iterations write only their own elements; `vector` innermost too; `unroll` constant
 //! bounds), and one that names no loop of the kernel, or fails a criterion, is an error
@@ -219,10 +221,15 @@ fn hint_loop(
         }
     }
     let inner_parallel = hint_block(&mut l.body, hints, parallel.or(in_parallel), found)?;
-    if mine.is_empty() {
+    // `unroll x off` alone leaves the loop's other annotations automatic.
+    let only_unroll_off = !mine.is_empty() && mine.iter().all(|h| h.kind == HintKind::UnrollOff);
+    if mine.is_empty() || only_unroll_off {
         // A loop enclosing a hinted parallel loop runs its iterations in sequence.
         if inner_parallel {
             l.parallel = false;
+        }
+        if only_unroll_off {
+            l.unroll = false;
         }
         return Ok(inner_parallel);
     }

@@ -446,3 +446,22 @@ fn nested_unrolling_stops_at_sixteen_copies() {
     assert!(find(&ls, "ii").unroll);
     assert!(!find(&ls, "k").unroll);
 }
+
+#[test]
+fn unroll_off_removes_only_the_unrolling() {
+    // `unroll ii off` keeps the tile's row loop rolled; `unroll k off` on a loop that
+    // was not unrolled changes nothing, and the parallel outer loop stays parallel
+    // under `unroll io off`: the loop's other annotations remain automatic.
+    let src = "size M, N, K\ninput A : [M, K]\ninput B : [K, N]\n\
+        def tile = gen io < M, jo < N: sum k < K: gen ii < 4, ji < 8: A[io, k] * B[k, jo]\n\
+        derive tile_r from tile {\n  unroll ii off\n  unroll k off\n  unroll io off\n}\n";
+    let k = derived_kernel(src, "tile_r").expect("lowers");
+    assert_eq!(
+        annotations(&k),
+        [
+            "io:p", "jo:", "z:u", "z1:v", "k:", "ii:", "ji:v", "t:u", "t1:v"
+        ]
+    );
+    let (program, _) = derived(src);
+    runs_like_reference(&program, &k, "tile_r", &[("M", 2), ("N", 3), ("K", 2)]);
+}

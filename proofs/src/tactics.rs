@@ -164,11 +164,13 @@ pub(crate) fn uncheckable(command: &str) -> Option<&'static str> {
         | ["inline", _]
         | ["unfold", _] => None,
         [hint, _] if is_loop_hint(hint) => None,
+        ["unroll", _, "off"] => None,
         _ => Some("this checker does not know the step"),
     }
 }
 
-/// `parallel x`, `vectorize x`, `unroll x`: a loop annotation for lowering, which must
+/// `parallel x`, `vectorize x`, `unroll x`, `unroll x off`: a loop annotation for
+/// lowering, which must
 /// leave the program exactly as it was (the same text, so not even a binder is
 /// renamed: the annotation names the loop by its binder), and name a loop of it: a
 /// `gen` for `parallel` and `vectorize`. Whether the annotation suits the loop is
@@ -182,11 +184,15 @@ fn annotation(ch: &Checker, prog: &Expr, step: &StepIn, words: &[&str]) -> Res<(
         .note(format!("before: {}", step.before))
         .note(format!("after:  {}", step.after)));
     }
-    let [directive, var] = words else {
-        return Err(VerifyError::new(
-            "E1004",
-            "an annotation names exactly one loop",
-        ));
+    let (directive, var) = match words {
+        [directive, var] => (directive, var),
+        ["unroll", var, "off"] => (&"unroll", var),
+        _ => {
+            return Err(VerifyError::new(
+                "E1004",
+                "an annotation names exactly one loop (`unroll` may add `off`)",
+            ));
+        }
     };
     let mut kind = None;
     prog.walk(&mut |n| match &n.kind {
@@ -645,7 +651,12 @@ mod tests {
     fn every_tactic_and_loop_annotation_of_the_step_table_is_checked() {
         for s in STEPS {
             if matches!(s.class, StepClass::Tactic | StepClass::LoopHint) {
-                assert_eq!(super::uncheckable(s.synopsis), None, "`{}`", s.synopsis);
+                // An optional word (`unroll x [off]`): the step without it and with it.
+                let without = s.synopsis.split(" [").next().unwrap_or(s.synopsis);
+                let with = s.synopsis.replace(['[', ']'], "");
+                for form in [without, with.as_str()] {
+                    assert_eq!(super::uncheckable(form), None, "`{form}`");
+                }
             }
         }
     }

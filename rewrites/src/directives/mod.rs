@@ -1841,12 +1841,17 @@ fn bound_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(),
     applier.bound(v, n, call.span)
 }
 
-/// `parallel x`, `vectorize x`, `unroll x`: one step, recorded as the directive's only
-/// outcome.
+/// `parallel x`, `vectorize x`, `unroll x`, `unroll x off`: one step, recorded as the
+/// directive's only outcome.
 fn annotation_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), Diagnostic> {
-    let [var] = call.text.as_slice() else {
-        return Err(call.usage());
+    let kind = match (call.name.name.as_str(), call.text.as_slice()) {
+        ("parallel", [_]) => HintKind::Parallel,
+        ("vectorize", [_]) => HintKind::Vector,
+        ("unroll", [_]) => HintKind::Unroll,
+        ("unroll", [_, "off"]) => HintKind::UnrollOff,
+        _ => return Err(call.usage()),
     };
+    let var = call.text[0];
     // The hint names the loop by its variable (`stage.var` and written names resolved).
     let (path, _) = find_loop(Some(applier.env.program), &applier.expr, var, call.span)?;
     let resolved = match node_at(&applier.expr, &path).map(|n| &n.kind) {
@@ -1856,7 +1861,7 @@ fn annotation_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Resul
     let outcome = annotation(
         applier.env,
         &applier.expr,
-        &call.name.name,
+        kind,
         &resolved,
         call.span,
         &applier.origin,
@@ -1869,23 +1874,18 @@ fn annotation_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Resul
 /// bloats the code (split it by a small factor and unroll the inner loop instead).
 pub const UNROLL_HINT_MAX: i64 = 64;
 
-/// `parallel x`, `vectorize x`, `unroll x`: one step that leaves the program unchanged
-/// and carries the loop hint (checked here against the current program; the hints of a
-/// derivation are checked together by [`check_hints`], and lowering checks them again
-/// on the kernel).
+/// `parallel x`, `vectorize x`, `unroll x`, `unroll x off`: one step that leaves the
+/// program unchanged and carries the loop hint (checked here against the current
+/// program; the hints of a derivation are checked together by [`check_hints`], and
+/// lowering checks them again on the kernel).
 fn annotation(
     env: &Env<'_>,
     expr: &Expr,
-    directive: &str,
+    kind: HintKind,
     var: &str,
     span: Span,
     origin: &str,
 ) -> Result<StepOutcome, Diagnostic> {
-    let kind = match directive {
-        "parallel" => HintKind::Parallel,
-        "vectorize" => HintKind::Vector,
-        _ => HintKind::Unroll,
-    };
     let hint = LoopHint {
         var: var.to_string(),
         kind,
@@ -1893,8 +1893,7 @@ fn annotation(
     };
     check_hint(env.shapes, expr, &hint)?;
     let text = expr_to_string(expr, Style::default());
-    let mut record =
-        StepRecord::tactic(format!("{directive} {var}"), Vec::new(), text.clone(), text);
+    let mut record = StepRecord::tactic(kind.step_text(var), Vec::new(), text.clone(), text);
     record.origin = Some(origin.to_string());
     record.hint = Some(hint);
     Ok(StepOutcome {
@@ -1914,7 +1913,8 @@ fn annotation(
 ///   that is itself a max-reduction of straight-line code (the partial maxima of
 ///   `rfactor`), which each lane folds on its own, in order.
 /// - `unroll`: a `gen` or `sum` with constant bounds and a trip count in
-///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count).
+///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count); `unroll off`: any
+///   `gen` or `sum` (no pragma is the loop as written).
 fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Diagnostic> {
     let (var, span) = (hint.var.as_str(), hint.span);
     let (path, is_gen) = loop_path(expr, var, span)?;
@@ -2001,6 +2001,7 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
                 Err(d) => Err(refuse(format!("its body has no shape ({})", d.message))),
             }
         }
+        HintKind::UnrollOff => Ok(()),
         HintKind::Unroll => {
             let extent = poly::normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
             let refuse = |why: String| {
@@ -2036,6 +2037,8 @@ pub fn check_hints(shapes: &ShapeEnv, expr: &Expr, hints: &[LoopHint]) -> Result
         check_hint(shapes, expr, h)?;
         for earlier in &hints[..k] {
             if earlier.var == h.var {
+                // `unroll` combines with nothing (`unroll off` included); `unroll off`
+                // with `parallel` or `vectorize`, whose pragmas it leaves alone.
                 let clash = earlier.kind == h.kind
                     || earlier.kind == HintKind::Unroll
                     || h.kind == HintKind::Unroll;
@@ -2043,15 +2046,14 @@ pub fn check_hints(shapes: &ShapeEnv, expr: &Expr, hints: &[LoopHint]) -> Result
                     return Err(Diagnostic::error(
                         "E0843",
                         format!(
-                            "`{}` is already annotated by `{} {}`",
+                            "`{}` is already annotated by `{}`",
                             h.var,
-                            earlier.kind.directive(),
-                            earlier.var
+                            earlier.kind.step_text(&earlier.var)
                         ),
                     )
                     .at(h.span, "conflicting annotation")
                     .with_secondary(earlier.span, "the earlier annotation")
-                    .with_note("a loop gets one pragma: `parallel` and `vectorize` combine (`omp parallel for simd`), `unroll` combines with neither, and repeating one is a mistake"));
+                    .with_note("a loop gets one pragma: `parallel` and `vectorize` combine (`omp parallel for simd`), `unroll` combines with neither (nor with `unroll off`, which combines with both), and repeating one is a mistake"));
                 }
             }
             if earlier.kind == HintKind::Parallel
