@@ -37,20 +37,11 @@ use std::collections::HashSet;
 use atl_lang::diag::Diagnostic;
 use atl_lang::ir::{HintKind, LoopHint};
 
+use crate::UNROLLED_COPIES_MAX;
 use crate::ir::{For, Ix, LoopOrigin, Stmt};
 
 /// Longest constant trip count marked for unrolling.
 pub(crate) const UNROLL_MAX: i64 = 16;
-
-/// The most copies of a statement that nested unrolled loops may make (the product of
-/// their trip counts). A register tile needs its row loop unrolled, so that its
-/// accumulators have constant indices and stay in registers (a 16-row tile: 16); more
-/// only makes straight-line code for the C compiler to schedule. Measured with gcc 12
-/// at -O2 on a Zen 4, a 3 x 3 depthwise convolution's 2 x 16 tile partitioned at its
-/// borders (9 copies of the tile): the taps and the tile unrolled (3 x 3 x 2 = 18)
-/// compiled in 6 s and ran in 0.43 ms; the outer tap loop kept (3 x 2 = 6), in 2.4 s
-/// and 0.37 to 0.43 ms.
-const UNROLLED_COPIES_MAX: i64 = 16;
 
 /// Shortest constant trip count worth SIMD lanes.
 const VECTOR_MIN: i64 = 4;

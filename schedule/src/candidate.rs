@@ -199,20 +199,9 @@ impl Candidate {
         // the inner tile loop first (its first copy, in the full tiles of the outer
         // one, keeps the name), then the outer.
         if self.partition_guards {
-            let vars: Vec<(&str, &str)> = match (&t.row, t.col_outer) {
-                (None, _) => vec![(t.col.as_str(), names.col_tiles.as_str())],
-                (Some(r), false) => vec![
-                    (t.col.as_str(), names.col_tiles.as_str()),
-                    (r.as_str(), names.row_tiles.as_str()),
-                ],
-                (Some(r), true) => vec![
-                    (r.as_str(), names.row_tiles.as_str()),
-                    (t.col.as_str(), names.col_tiles.as_str()),
-                ],
-            };
-            for (var, tiles) in vars {
-                if nest.guard_vars.contains(var) {
-                    steps.push(format!("partition {tiles}"));
+            for (var, tile_loop) in pair.iter().zip(&tiles).rev() {
+                if nest.guard_vars.contains(*var) {
+                    steps.push(format!("partition {tile_loop}"));
                 }
             }
         }

@@ -263,7 +263,7 @@ const UNROLLED_CODE_MAX: i64 = 400;
 /// full tiles and the last one, and, `at_guards`, those of a loop a guard mentions
 /// into three parts).
 fn unrolled_code(nest: &Nest, tile: &Tile, lanes: i64, at_guards: bool) -> i64 {
-    const UNROLLED_COPIES_MAX: i64 = 16;
+    use atl_lower::UNROLLED_COPIES_MAX;
     let rows = if tile.row.is_some() { tile.rows } else { 1 };
     let mut unrolled = rows;
     for sum in nest.sums.iter().rev() {
