@@ -313,10 +313,22 @@ impl<'k> CPrinter<'k> {
     /// Whether the kernel calls a function of the C math library (a scalar function
     /// printed as a libm call).
     fn uses_libm(&self) -> bool {
-        let mut found = false;
+        !self.libm_functions().is_empty()
+    }
+
+    /// The scalar functions the kernel calls that are printed as libm calls, in the
+    /// table's order.
+    fn libm_functions(&self) -> Vec<ScalarFn> {
+        let mut found = std::collections::BTreeSet::new();
         self.kernel.walk(&mut |st| {
             let mut look = |v: &Val| {
-                v.visit(&mut |n| found |= matches!(n, Val::Call(f, _) if f.c_name(false).is_some()))
+                v.visit(&mut |n| {
+                    if let Val::Call(f, _) = n
+                        && f.c_name(false).is_some()
+                    {
+                        found.insert(f.name());
+                    }
+                })
             };
             match st {
                 Stmt::Store { value, .. } | Stmt::SetScalar { value, .. } => look(value),
@@ -324,7 +336,49 @@ impl<'k> CPrinter<'k> {
                 _ => {}
             }
         });
-        found
+        ScalarFn::named()
+            .filter(|f| found.contains(f.name()))
+            .collect()
+    }
+
+    /// Under `--fp fast`, the functions that glibc's vector math library (libmvec,
+    /// glibc 2.22 and later on x86-64) computes in SIMD loops are declared with GCC's
+    /// `simd` attribute, as glibc's own headers do under `-ffast-math`: GCC then calls
+    /// their vector variants (`_ZGVeN16v_expf`, …) in the loops it vectorizes, which
+    /// `-lm` links. They are not libm's scalar functions (a few ulp apart:
+    /// docs/integration.md gives the measured error), so strict kernels keep the
+    /// scalar calls, and `ATL_NO_LIBMVEC` turns the declarations off.
+    fn vector_math(&self) -> String {
+        let vector: Vec<ScalarFn> = self
+            .libm_functions()
+            .into_iter()
+            .filter(|f| f.in_libmvec())
+            .collect();
+        if self.fp == Fp::Strict || vector.is_empty() {
+            return String::new();
+        }
+        let (c_type, double) = match self.dtype {
+            Dtype::F64 => ("double", true),
+            Dtype::F32 => ("float", false),
+        };
+        let names: Vec<&str> = vector.iter().filter_map(|f| f.c_name(double)).collect();
+        let mut s = format!(
+            "/* {} in SIMD loops: glibc's vector math library (libmvec, linked by -lm),\n   \
+             a few ulp from libm's scalar functions (--fp fast). GCC only; define\n   \
+             ATL_NO_LIBMVEC for the scalar functions everywhere. */\n\
+             #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) \\\n    \
+             && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 22) \\\n    \
+             && !defined(ATL_NO_LIBMVEC)\n",
+            names.join(", ")
+        );
+        for name in names {
+            let _ = writeln!(
+                s,
+                "__attribute__((__simd__(\"notinbranch\"))) {c_type} {name}({c_type});"
+            );
+        }
+        s.push_str("#endif\n");
+        s
     }
 
     /// The header: include guard, the prototype, `extern "C"` for C++.
@@ -376,6 +430,7 @@ impl<'k> CPrinter<'k> {
         }
         if needs.contains(&Need::Math) {
             s.push_str("#include <math.h>\n");
+            s.push_str(&self.vector_math());
         }
         if needs.contains(&Need::Threads) {
             s.push_str("#ifdef _OPENMP\n#include <omp.h>\n#endif\n");

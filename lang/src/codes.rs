@@ -605,6 +605,11 @@ pub static CODES: &[ErrorCode] = &[
         "guard the read by exactly its bounds (`[0 <= q && q < W] * X[.., q]`), with any further condition in a separate guard",
     ),
     active(
+        "E0834",
+        "`stage X into XT order …` cannot make the copy: an order that is not a permutation of the dimensions, a tensor that is not a matrix (`stage` re-orders matrices only), or `X` not read by index",
+        "stage a matrix read as `X[a, b]`, with `order 1, 0` (transposed) or `order 0, 1` (a plain copy)",
+    ),
+    active(
         "E0838",
         "`compute_root` (or `compute_at` at an outer loop) of a stage that reads the variable of a loop it would leave",
         "compute the stage at that loop or inside it (`compute_at x at i`)",

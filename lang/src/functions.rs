@@ -36,6 +36,9 @@ struct Entry {
     c_double: &'static str,
     c_float: &'static str,
     zero_to_zero: bool,
+    /// glibc's vector math library (libmvec, x86-64) has SIMD variants of the C
+    /// function, which kernels built with `--fp fast` call in their SIMD loops.
+    libmvec: bool,
     doc: &'static str,
 }
 
@@ -48,6 +51,7 @@ const TABLE: &[Entry] = &[
         c_double: "sqrt",
         c_float: "sqrtf",
         zero_to_zero: true,
+        libmvec: false,
         doc: "square root (NaN below zero)",
     },
     Entry {
@@ -57,6 +61,7 @@ const TABLE: &[Entry] = &[
         c_double: "exp",
         c_float: "expf",
         zero_to_zero: false,
+        libmvec: true,
         doc: "exponential",
     },
     Entry {
@@ -66,6 +71,7 @@ const TABLE: &[Entry] = &[
         c_double: "log",
         c_float: "logf",
         zero_to_zero: false,
+        libmvec: true,
         doc: "natural logarithm (-inf at zero, NaN below)",
     },
     Entry {
@@ -75,6 +81,7 @@ const TABLE: &[Entry] = &[
         c_double: "fabs",
         c_float: "fabsf",
         zero_to_zero: true,
+        libmvec: false,
         doc: "absolute value",
     },
     Entry {
@@ -84,6 +91,7 @@ const TABLE: &[Entry] = &[
         c_double: "",
         c_float: "",
         zero_to_zero: true,
+        libmvec: false,
         doc: "the larger value: `a > b ? a : b`",
     },
     Entry {
@@ -93,6 +101,7 @@ const TABLE: &[Entry] = &[
         c_double: "",
         c_float: "",
         zero_to_zero: true,
+        libmvec: false,
         doc: "the smaller value: `a < b ? a : b`",
     },
 ];
@@ -186,6 +195,12 @@ impl ScalarFn {
             ScalarFn::Select(_) => 2..4,
             f => 0..f.arity(),
         }
+    }
+
+    /// Whether glibc's libmvec has SIMD variants of the function's C spelling
+    /// ([`ScalarFn::c_name`]).
+    pub fn in_libmvec(self) -> bool {
+        self.entry().is_some_and(|e| e.libmvec)
     }
 
     /// The C library function for a one-argument function (`None` for those printed

@@ -172,6 +172,14 @@ pub const STEPS: &[StepInfo] = &[
         help: "copy a matrix's columns into contiguous zero-padded panels, computed once",
     },
     StepInfo {
+        name: "stage",
+        class: StepClass::Directive,
+        synopsis: "stage X into XT order P, P",
+        usage: "`stage K into KT order 1, 0` copies the matrix `K` transposed (`KT[d, j]` is `K[j, d]`), once, and reads the copy instead",
+        keywords: &["into", "order"],
+        help: "read a copy of a matrix stored in another order (transposed), computed once",
+    },
+    StepInfo {
         name: "boundary",
         class: StepClass::Directive,
         synopsis: "boundary X into XP [pad N]",
@@ -341,7 +349,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 150 rules. *)
+(* 151 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -113,6 +113,7 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_algebra.mul_add_r_stmt K) /\
   (@Rules_algebra.mul_sum_l_stmt K) /\
   (@Rules_algebra.mul_sum_r_stmt K) /\
+  (@Rules_algebra.scale_into_sum_stmt K) /\
   (@Rules_algebra.sum_mul_l_stmt K) /\
   (@Rules_algebra.sum_add_stmt K) /\
   (@Rules_algebra.gen_add_stmt K) /\
@@ -267,6 +268,7 @@ Proof.
   split; [exact (@Proofs_algebra.mul_add_r K) |].
   split; [exact (@Proofs_algebra.mul_sum_l K) |].
   split; [exact (@Proofs_algebra.mul_sum_r K) |].
+  split; [exact (@Proofs_algebra.scale_into_sum K) |].
   split; [exact (@Proofs_algebra.sum_mul_l K) |].
   split; [exact (@Proofs_algebra.sum_add K) |].
   split; [exact (@Proofs_algebra.gen_add K) |].

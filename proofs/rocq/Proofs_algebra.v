@@ -27,6 +27,11 @@ Theorem mul_sum_l : mul_sum_l_stmt.
 Proof. unfold mul_sum_l_stmt; alg. rewrite sumn_mul_l; reflexivity. Qed.
 Theorem mul_sum_r : mul_sum_r_stmt.
 Proof. unfold mul_sum_r_stmt; alg. rewrite sumn_mul_r; reflexivity. Qed.
+Theorem scale_into_sum : scale_into_sum_stmt.
+Proof.
+  unfold scale_into_sum_stmt; alg. rewrite <- sumn_mul_r.
+  apply sumn_ext; intros; ring.
+Qed.
 Theorem sum_mul_l : sum_mul_l_stmt.
 Proof. unfold sum_mul_l_stmt; alg. rewrite sumn_mul_l; reflexivity. Qed.
 Theorem sum_add : sum_add_stmt.

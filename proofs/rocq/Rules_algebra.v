@@ -121,6 +121,21 @@ Definition mul_sum_r_stmt : Prop :=
   (Mul (Sum lo hi (fun i : Z => (e i))) b) ==
   (Sum lo hi (fun i : Z => (Mul (e i) b))).
 
+(** factor its inner loops do not read, once, instead of every product.
+    [scale_into_sum: (sum ?i in ?lo..?hi: ?a * ?e) * ?b => sum ?i in ?lo..?hi: (?a * ?b) * ?e grade: real] *)
+Definition scale_into_sum_stmt : Prop :=
+  forall (a : Z -> T) (b : T) (e : Z -> T) (hi : Z) (lo : Z) (sh_a : list Z) (sh_b : list Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_a (a i)) ->
+  WS sh_b b ->
+  (forall (i : Z), WS sh_e (e i)) ->
+  (* the left side is well-formed *)
+  sh_b = [] ->
+  sh_a = [] ->
+  sh_e = [] ->
+  (Mul (Sum lo hi (fun i : Z => (Mul (a i) (e i)))) b) ==
+  (Sum lo hi (fun i : Z => (Mul (Mul (a i) b) (e i)))).
+
 (** sum_mul_l: the reverse of mul_sum_l, factoring out of a sum.
     [sum_mul_l: sum ?i in ?lo..?hi: ?a * ?e => ?a * (sum ?i in ?lo..?hi: ?e) grade: real] *)
 Definition sum_mul_l_stmt : Prop :=

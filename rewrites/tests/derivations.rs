@@ -50,7 +50,15 @@ fn assignments(names: &[String]) -> Vec<BTreeMap<String, i64>> {
     // Multiples of 16, where an `assume` that a size is one (a max-reduction split by
     // 16) holds, in both positions.
     if names.len() <= 2 {
-        for mix in [[67, 131], [130, 65], [3, 48], [32, 16], [5, 64]] {
+        for mix in [
+            [67, 131],
+            [130, 65],
+            [3, 48],
+            [32, 16],
+            [5, 64],
+            [16, 7],
+            [48, 3],
+        ] {
             out.push(
                 names
                     .iter()

@@ -43,17 +43,17 @@ const MAX_RANK: usize = 3;
 
 /// A read of the tensor: the path of its outermost access, its indices (first dimension
 /// first), the loops around it (outermost first) and the path of the tensor itself.
-struct TensorRead {
-    path: Vec<usize>,
-    indices: Vec<IndexExpr>,
-    loops: Vec<Loop>,
-    base: Vec<usize>,
+pub(super) struct TensorRead {
+    pub(super) path: Vec<usize>,
+    pub(super) indices: Vec<IndexExpr>,
+    pub(super) loops: Vec<Loop>,
+    pub(super) base: Vec<usize>,
 }
 
 /// Every read `x[i1]…[ik]` (an input or a `let` variable named `x`) of `e`, with `k` the
 /// length of the chain of accesses (a use of `x` that is not read by index has `k = 0`),
 /// except those in the values of the `let`s in `skip`.
-fn reads_of(e: &Expr, x: &str, skip: &[String]) -> Vec<TensorRead> {
+pub(super) fn reads_of(e: &Expr, x: &str, skip: &[String]) -> Vec<TensorRead> {
     fn go(
         e: &Expr,
         x: &str,
@@ -108,7 +108,7 @@ fn reads_of(e: &Expr, x: &str, skip: &[String]) -> Vec<TensorRead> {
 }
 
 /// A read as the user wrote it, `x[i1, …]`.
-fn shown(x: &str, read: &TensorRead) -> String {
+pub(super) fn shown(x: &str, read: &TensorRead) -> String {
     format!(
         "{x}[{}]",
         read.indices
@@ -408,7 +408,7 @@ impl Applier<'_, '_> {
     /// `let xp = v in … let other = v in …`: `other` is brought next to `xp`
     /// (`let_swap` with the lets between), named as `xp` (`let_share`) and inlined
     /// (`unfold_let`).
-    fn share(&mut self, xp: &str, other: &str, span: Span) -> Result<(), Diagnostic> {
+    pub(super) fn share(&mut self, xp: &str, other: &str, span: Span) -> Result<(), Diagnostic> {
         loop {
             let path = super::let_path(&self.expr, other, span)?;
             let Some((&last, parent)) = path.split_last() else {

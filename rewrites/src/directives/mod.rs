@@ -51,6 +51,7 @@
 
 mod boundary;
 mod partition;
+mod stage;
 
 use std::collections::BTreeMap;
 
@@ -1395,6 +1396,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("fuse", fuse_directive),
     ("compute_root", compute_root_directive),
     ("pack", pack_directive),
+    ("stage", stage::stage_directive),
     ("boundary", boundary::boundary_directive),
     ("partition", partition::partition_directive),
     ("compute_inline", compute_inline_directive),
@@ -1589,6 +1591,57 @@ fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(
     Ok(())
 }
 
+/// A scale between a `gen` and the `sum` directly in it (`gen j: (sum d: e) * c`, a
+/// scaled dot product, possibly under guards) moves into the sum, so that the two loops are directly nested:
+/// onto the first factor of a product (`scale_into_sum`: `(sum d: a * e) * c` is
+/// `sum d: (a * c) * e`, so a tile scales the factor its inner loops do not read once),
+/// else onto the body (`mul_sum_r`, `mul_sum_l` for `c * sum`). Graded `real`, as any
+/// regrouping of a reduction's terms.
+fn scale_into_inner_sum(
+    applier: &mut Applier<'_, '_>,
+    a: &str,
+    b: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let expr = applier.expr.clone();
+    let (pa, _) = find_loop(Some(applier.env.program), &expr, a, span)?;
+    let (pb, _) = find_loop(Some(applier.env.program), &expr, b, span)?;
+    let (outer, inner) = if pa.len() < pb.len() {
+        (pa, pb)
+    } else {
+        (pb, pa)
+    };
+    // Guards may sit between the gen and the scale (a tile's tail guards).
+    if inner.len() < outer.len() + 2
+        || !inner.starts_with(&outer)
+        || inner[outer.len()..inner.len() - 1].iter().any(|&c| c != 0)
+        || (outer.len() + 1..inner.len() - 1).any(|n| {
+            !matches!(
+                node_at(&expr, &inner[..n]).map(|e| &e.kind),
+                Some(ExprKind::Guard { .. })
+            )
+        })
+    {
+        return Ok(());
+    }
+    let scale = &inner[..inner.len() - 1];
+    let (Some(ExprKind::Gen { .. }), Some(ExprKind::Binary { op: BinOp::Mul, .. })) = (
+        node_at(&expr, &outer).map(|n| &n.kind),
+        node_at(&expr, scale).map(|n| &n.kind),
+    ) else {
+        return Ok(());
+    };
+    let Some(ExprKind::Sum { body, .. }) = node_at(&expr, &inner).map(|n| &n.kind) else {
+        return Ok(());
+    };
+    let rule = match (inner[inner.len() - 1], &body.kind) {
+        (0, ExprKind::Binary { op: BinOp::Mul, .. }) => "scale_into_sum",
+        (0, _) => "mul_sum_r",
+        _ => "mul_sum_l",
+    };
+    applier.apply(rw(rule, false, scale.to_vec(), vec![], span))
+}
+
 /// Exchanges the directly nested loops `a` and `b` (one `*_swap` step, after lifting a
 /// split's tail guard between them into the inner loop).
 fn exchange_loops(
@@ -1597,6 +1650,7 @@ fn exchange_loops(
     b: &str,
     span: Span,
 ) -> Result<(), Diagnostic> {
+    scale_into_inner_sum(applier, a, b, span)?;
     // Several guards stacked between the two loops (two splits' tail guards) are
     // first made one (`rw guard_and`).
     for _ in 0..8 {
