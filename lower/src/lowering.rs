@@ -102,6 +102,15 @@ pub(crate) fn lower(
 ) -> Result<Kernel, Diagnostic> {
     let mut names: Vec<String> = program.sizes.iter().map(|s| s.name.clone()).collect();
     names.extend(program.inputs.iter().map(|i| i.name.clone()));
+    // The definition's name is the kernel's default C symbol, which has a companion:
+    // the names lowering makes up (the accumulators' copy loops `t`, `t1`, …) must not
+    // hide them in C (the validator refuses that, `atl_validate::names`).
+    names.extend(program.defs.iter().flat_map(|d| {
+        [
+            d.name.clone(),
+            atl_loopir::cnames::set_threads_symbol(&d.name),
+        ]
+    }));
     let mut supply = NameSupply::new(names.iter().cloned());
     let out = supply.fresh("out");
     let prover = Prover::new(program, solver);

@@ -404,3 +404,61 @@ fn a_name_reused_in_separate_c_blocks_is_validated() {
     );
     assert_validated(&parse(&twice));
 }
+
+/// The names lowering makes up (an accumulator `acc`, the copy loops `t`, `t1` of a
+/// register tile) avoid the definitions' names, which are the kernels' default C
+/// symbols: a definition named `acc`, or a derivation named `t1`, is not refused for
+/// a clash with its own function (it was: "the loop variable `t1` in loop `t` hides
+/// the kernel's C function `t1`").
+#[test]
+fn made_up_names_avoid_the_kernels_own_name() {
+    let source = "\
+size n, m, k
+input A : [n, k]
+input B : [k, m]
+def acc = gen i < n: sum j < k: A[i, j]
+def t = gen i < n, j < m: sum c < k: A[i, c] * B[c, j]
+derive t1 from t {
+  tile i, j by 2, 4 into io, jo, ii, ji
+  reorder io, jo, c, ii, ji
+}
+";
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let (lib, _) = atl_rewrites::Library::standard();
+    let solver = atl_solver::Solver::new();
+    let env = atl_rewrites::Env {
+        program: &checked.program,
+        shapes: &checked.shapes,
+        library: &lib,
+        solver: &solver,
+    };
+    let (derivations, diags) = atl_rewrites::run_derivations(&env);
+    assert!(diags.is_empty(), "{diags:?}");
+    let (program, shapes) =
+        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    for def in ["acc", "t1"] {
+        let kernel = atl_lower::lower_def_with(
+            &program,
+            &shapes,
+            def,
+            &solver,
+            &atl_lower::LowerOptions::default(),
+        )
+        .expect("lowers");
+        let report = validate(
+            &kernel,
+            Some(&Source {
+                program: &program,
+                shapes: &shapes,
+                def,
+            }),
+            &solver,
+        );
+        assert_eq!(
+            report.verdict,
+            KernelVerdict::Validated,
+            "`{def}`:\n{report}"
+        );
+    }
+}

@@ -131,6 +131,10 @@ const PATTERNS: &[&[i64]] = &[
     // are not.
     &[3, 32, 5, 16, 2],
     &[5, 48, 2, 16, 3],
+    // A first size that is a multiple of 16 (attention's `assume N % 16 == 0`).
+    &[16, 3, 5, 2, 4],
+    &[32, 7, 2, 3, 2],
+    &[48, 2, 3, 5, 7],
 ];
 
 /// The size assignments a definition is tested at: those of [`PATTERNS`] that
