@@ -1,7 +1,7 @@
 //! A candidate schedule and the directives that write it. A candidate is a register
 //! tile (a `gen` loop `row`, optional, by `rows`, and the unit-stride `gen` loop `col` by
 //! `cols`, the tile's loops innermost), an optional packed copy of one operand
-//! (`pack`) or zero-bordered copy (`boundary`), the order of the loops outside the
+//! (`pack`), transposed copy (`stage`) or zero-bordered copy (`boundary`), the order of the loops outside the
 //! tile, and whether the outermost loop runs in parallel. [`Candidate::steps`] renders it
 //! as ordinary directives, which the derivation engine expands into checked rule steps:
 //! the search is never trusted, whatever it proposes is checked like a user's schedule.
@@ -43,6 +43,9 @@ pub struct Candidate {
     pub pack: Option<String>,
     /// `boundary X into XB`: the zero-bordered copy of a guarded read.
     pub boundary: Option<String>,
+    /// `stage X into XT order 1, 0`: the transposed copy of a matrix read with the
+    /// columns in its first index (`U[r, k]` in TTM), so that it is read along them.
+    pub stage: Option<String>,
     /// The loops outside the tile, outermost first.
     pub order: Vec<Slot>,
     pub parallel: bool,
@@ -60,6 +63,7 @@ pub struct Names {
     pub col_in: String,
     pub packed: String,
     pub bordered: String,
+    pub staged: String,
 }
 
 impl Names {
@@ -85,6 +89,7 @@ impl Names {
             col_in: take(format!("{col}r")),
             packed: take(format!("{packed_input}p")),
             bordered: take(format!("{packed_input}b")),
+            staged: take(format!("{packed_input}t")),
         }
     }
 }
@@ -98,6 +103,7 @@ impl Candidate {
             .pack
             .as_deref()
             .or(self.boundary.as_deref())
+            .or(self.stage.as_deref())
             .unwrap_or("x");
         let names = Names::fresh(nest, row, &t.col, copied);
         let mut steps = Vec::new();
@@ -106,6 +112,9 @@ impl Candidate {
         }
         if let Some(x) = &self.pack {
             steps.push(format!("pack {x} by {} into {}", t.cols, names.packed));
+        }
+        if let Some(x) = &self.stage {
+            steps.push(format!("stage {x} into {} order 1, 0", names.staged));
         }
         // Before tiling, the loops that end outside the tile loops (the untiled gens,
         // and the sums placed there) in their order, then the tiled pair adjacent and
@@ -233,6 +242,9 @@ impl Candidate {
         }
         if let Some(x) = &self.boundary {
             s.push_str(&format!(", boundary {x}"));
+        }
+        if let Some(x) = &self.stage {
+            s.push_str(&format!(", stage {x} transposed"));
         }
         if self.partition_guards {
             s.push_str(", partitioned at the guards");

@@ -79,6 +79,9 @@ pub struct Model<'n> {
     caches: [f64; 3],
     /// Reads the candidate copies (packed or zero-bordered): contiguous per tile.
     copied: BTreeSet<String>,
+    /// A matrix the candidate reads through a transposed copy (`stage`): its indices
+    /// are exchanged, its rows are as long as its first dimension.
+    staged: Option<String>,
     /// The tiles partitioned at the guards: the interior (nearly all tiles) selects
     /// nothing.
     partitioned: bool,
@@ -122,9 +125,18 @@ impl<'n> Model<'n> {
                 .cloned()
                 .collect(),
             partitioned: candidate.partition_guards,
+            staged: candidate.stage.clone(),
             input_rows: inputs
                 .iter()
-                .map(|x| (x.to_string(), shape(x).last().copied().unwrap_or(1) as f64))
+                .map(|x| {
+                    let s = shape(x);
+                    let row = if candidate.stage.as_deref() == Some(*x) {
+                        s.first()
+                    } else {
+                        s.last()
+                    };
+                    (x.to_string(), row.copied().unwrap_or(1) as f64)
+                })
                 .collect(),
             input_sizes: inputs
                 .iter()
@@ -261,6 +273,16 @@ impl<'n> Model<'n> {
         (fits && total * LINE_BYTES <= cap, total)
     }
 
+    /// The indices of a read as the candidate performs it (exchanged for the staged
+    /// matrix, which is read through its transposed copy).
+    fn read_indices(&self, r: &crate::nest::Read) -> Vec<IndexExpr> {
+        if self.staged.as_deref() == Some(r.input.as_str()) {
+            r.indices.iter().rev().cloned().collect()
+        } else {
+            r.indices.clone()
+        }
+    }
+
     /// Every access (the reads and the output's write) with its row stride in bytes
     /// at the sizes searched for and whether it reads a copy.
     fn accesses(&self) -> Vec<(Vec<IndexExpr>, f64, bool)> {
@@ -276,7 +298,7 @@ impl<'n> Model<'n> {
             .iter()
             .map(|r| {
                 (
-                    r.indices.clone(),
+                    self.read_indices(r),
                     last_extent(Some(&r.input)) * self.element_bytes,
                     self.copied.contains(&r.input),
                 )
@@ -332,11 +354,21 @@ impl<'n> Model<'n> {
         let compute = accumulators * ops / 2.0;
         let mut loads = 0.0;
         for r in &self.nest.reads {
+            let indices = self.read_indices(r);
             let by_row = row
                 .as_deref()
-                .is_some_and(|rw| r.indices.iter().any(|i| i.mentions(rw)));
-            let by_col = r.indices.iter().any(|i| i.mentions(col));
-            loads += if by_row { rows } else { 1.0 } * if by_col { vectors_per_row } else { 1.0 };
+                .is_some_and(|rw| indices.iter().any(|i| i.mentions(rw)));
+            let by_col = indices.iter().any(|i| i.mentions(col));
+            // The columns in another index than the last: a strided gather, one load
+            // per lane.
+            let gathered = by_col && !indices.last().is_some_and(|i| i.mentions(col));
+            let per_vector = if gathered { self.lanes } else { 1.0 };
+            loads += if by_row { rows } else { 1.0 }
+                * if by_col {
+                    vectors_per_row * per_vector
+                } else {
+                    1.0
+                };
         }
         // The column operand can be a memory operand of the multiply-add and the row
         // operand a broadcast: the accumulators and one temporary are live.
@@ -380,10 +412,11 @@ impl<'n> Model<'n> {
         [lines, lines, lines]
     }
 
-    /// Lines a copy (`pack`, `boundary`) reads and writes once, before the nest.
+    /// Lines a copy (`pack`, `boundary`, `stage`) reads and writes once, before the nest.
     pub fn copies(&self) -> f64 {
         self.copied
             .iter()
+            .chain(&self.staged)
             .map(|x| {
                 let elements: f64 = self
                     .input_sizes

@@ -78,6 +78,12 @@ pub fn ranked(
                 .map(|r| Some(r.input.clone())),
         )
         .collect();
+    let stages: Vec<Option<String>> = nest
+        .reads
+        .iter()
+        .filter(|r| stageable(nest, r, &col.name))
+        .map(|r| Some(r.input.clone()))
+        .collect();
     let borders: Vec<Option<String>> = std::iter::once(None)
         .chain(
             nest.reads
@@ -87,6 +93,13 @@ pub fn ranked(
                 })
                 .map(|r| Some(r.input.clone())),
         )
+        .collect();
+    // At most one copy per candidate: packed, bordered or transposed.
+    let copies: Vec<(Option<String>, Option<String>, Option<String>)> = packs
+        .iter()
+        .flat_map(|p| borders.iter().map(move |b| (p.clone(), b.clone(), None)))
+        .filter(|(p, b, _)| p.is_none() || b.is_none())
+        .chain(stages.iter().map(|s| (None, None, s.clone())))
         .collect();
     let mut out = Vec::new();
     let mut size = SpaceSize::default();
@@ -105,11 +118,8 @@ pub fn ranked(
                 if reduction && accumulators + 2 > machine.vector_registers as i64 {
                     continue;
                 }
-                for pack in &packs {
-                    for border in &borders {
-                        if pack.is_some() && border.is_some() {
-                            continue;
-                        }
+                for (pack, border, stage) in &copies {
+                    {
                         let orders: &[bool] = if row.is_some() {
                             &[false, true]
                         } else {
@@ -139,6 +149,7 @@ pub fn ranked(
                                 },
                                 pack: pack.clone(),
                                 boundary: border.clone(),
+                                stage: stage.clone(),
                                 order: Vec::new(),
                                 parallel: false,
                                 partition_guards,
@@ -214,6 +225,7 @@ fn whole_rows(
                 },
                 pack: None,
                 boundary: None,
+                stage: None,
                 order: order.clone(),
                 parallel: threads > 1 && nest.gens.len() > 1,
                 partition_guards,
@@ -299,6 +311,17 @@ fn packable(nest: &Nest, read: &crate::nest::Read, col: &str) -> bool {
     read.indices.len() == 2
         && read.indices[1] == atl_lang::index::IndexExpr::var(col)
         && !read.indices[0].mentions(col)
+        && nest.reads.iter().filter(|r| r.input == read.input).count() == 1
+        && !read.guarded
+}
+
+/// A matrix read `X[col, e]` whose second index does not move with the columns: the
+/// columns walk its first dimension, a strided gather, which `stage` (a transposed copy,
+/// read `XT[e, col]`) makes contiguous.
+fn stageable(nest: &Nest, read: &crate::nest::Read, col: &str) -> bool {
+    read.indices.len() == 2
+        && read.indices[0] == atl_lang::index::IndexExpr::var(col)
+        && !read.indices[1].mentions(col)
         && nest.reads.iter().filter(|r| r.input == read.input).count() == 1
         && !read.guarded
 }

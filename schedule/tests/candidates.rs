@@ -1,6 +1,7 @@
 //! The directives candidates write, replayed by the derivation engine as `atl check`
 //! would: a stencil's tile loop partitioned at its guards (the interior tiles run
-//! without a boundary test on it) and an element-wise map's untiled rows. Each derived
+//! without a boundary test on it), an element-wise map's untiled rows, and a
+//! contraction's operand read along its first dimension staged transposed. Each derived
 //! program is compared with the specification by the interpreter.
 
 mod common;
@@ -25,6 +26,12 @@ const ADD: &str = "size A, B, C, D
 input t1 : [A, B, C, D]
 input t2 : [A, B, C, D]
 def add = gen i < A, j < B, k < C, l < D: t1[i, j, k, l] + t2[i, j, k, l]
+";
+
+const TTM: &str = "size I, J, K, R
+input T : [I, J, K]
+input U : [R, K]
+def ttm = gen i < I, j < J, r < R: sum k < K: T[i, j, k] * U[r, k]
 ";
 
 fn sizes(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
@@ -228,4 +235,44 @@ fn an_element_wise_map_keeps_its_rows_whole_and_its_written_order() {
         &derived,
         &[vec![("A", 1), ("B", 2), ("C", 3), ("D", 5)]],
     );
+}
+
+#[test]
+fn a_contractions_operand_read_across_its_rows_is_staged_transposed() {
+    let at = [("I", 128), ("J", 128), ("K", 128), ("R", 32)];
+    let all = candidates(TTM, "ttm", &at, 1);
+    // `U[r, k]` with the vector lanes on `r`: a gather, one load per lane, unless `U`
+    // is read through its transposed copy. Every tile is proposed both ways, and the
+    // copy is the cheaper of each pair.
+    let best = &all[0];
+    assert_eq!(
+        best.candidate.stage.as_deref(),
+        Some("U"),
+        "{}",
+        best.candidate.summary()
+    );
+    let twin = all
+        .iter()
+        .find(|r| r.candidate.stage.is_none() && r.candidate.tile == best.candidate.tile)
+        .expect("the same tile without the copy");
+    assert!(best.estimate < twin.estimate);
+    // `T[i, j, k]` is read along the reduction, not the columns: never staged.
+    assert!(
+        all.iter()
+            .all(|r| r.candidate.stage.as_deref() != Some("T"))
+    );
+    let nest = {
+        let (checked, _) = atl_lang::check_source(TTM);
+        analyze(&checked.unwrap().program, "ttm", &sizes(&at)).unwrap()
+    };
+    let steps = best.candidate.steps(&nest);
+    assert_eq!(steps[0], "stage U into Ut order 1, 0", "{steps:?}");
+    let (checked, derived) = derive(TTM, "ttm", &steps);
+    let shown = atl_lang::pretty::expr_to_string(&derived, Default::default());
+    assert!(!shown.contains("U[r"), "{shown}");
+    let cases: Vec<Vec<(&str, i64)>> = [(1, 1, 1, 1), (2, 9, 5, 33), (1, 17, 3, 70)]
+        .iter()
+        .map(|&(i, j, k, r)| vec![("I", i), ("J", j), ("K", k), ("R", r)])
+        .collect();
+    assert_same_values(&checked, "ttm", &derived, &cases);
 }

@@ -65,6 +65,7 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
             whole: false,
         },
         pack: pack.then(|| "B".to_string()),
+        stage: None,
         boundary: None,
         order,
         parallel: false,

@@ -72,6 +72,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
             whole: false,
         },
         pack: None,
+        stage: None,
         boundary: None,
         order: Vec::new(),
         parallel: false,
