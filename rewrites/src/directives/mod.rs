@@ -1969,6 +1969,23 @@ fn annotation(
 /// - `unroll`: a `gen` or `sum` with constant bounds and a trip count in
 ///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count); `unroll off`: any
 ///   `gen` or `sum` (no pragma is the loop as written).
+/// The chain of loops directly nested in `e` (looking through guards), outermost
+/// first: `sum ry < 3: sum rx < 3: [g] * …` gives `ry, rx`.
+fn loops_directly_inside(e: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = e;
+    loop {
+        match &cur.kind {
+            ExprKind::Gen { var, body, .. } | ExprKind::Sum { var, body, .. } => {
+                out.push(var.clone());
+                cur = body;
+            }
+            ExprKind::Guard { body, .. } => cur = body,
+            _ => return out,
+        }
+    }
+}
+
 fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Diagnostic> {
     let (var, span) = (hint.var.as_str(), hint.span);
     let (path, is_gen) = loop_path(expr, var, span)?;
@@ -2040,7 +2057,17 @@ fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Dia
                     ),
                     _ => continue,
                 };
-                return Err(refuse(why));
+                let mut d = refuse(why);
+                // The loops directly inside (through guards), outermost first: moved out
+                // of the vectorized loop, they leave it innermost.
+                let inner = loops_directly_inside(body);
+                if !inner.is_empty() {
+                    d.help = Some(format!(
+                        "move the loops inside `{var}` out of it, then vectorize it: `reorder {}, {var}` (a `sum` around a vectorized `gen` accumulates a vector of partial results, one per lane: the additions stay in order)",
+                        inner.join(", ")
+                    ));
+                }
+                return Err(d);
             }
             let mut lets = inside
                 .first()
