@@ -1956,19 +1956,6 @@ fn annotation(
     })
 }
 
-/// Whether one hint makes sense for its loop in `expr`:
-///
-/// - `parallel`: a `gen` (a `sum`'s iterations accumulate into the same elements, so
-///   running them on different threads would race).
-/// - `vectorize`: a `gen` whose body is scalar and contains no loop and no `let`: SIMD
-///   lanes run consecutive iterations at once, so each must be straight-line code on
-///   its own element (a per-iteration buffer or a nested loop has no lane-wise form,
-///   and a `sum` vectorized would reassociate its additions). One exception: a body
-///   that is itself a max-reduction of straight-line code (the partial maxima of
-///   `rfactor`), which each lane folds on its own, in order.
-/// - `unroll`: a `gen` or `sum` with constant bounds and a trip count in
-///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count); `unroll off`: any
-///   `gen` or `sum` (no pragma is the loop as written).
 /// The chain of loops directly nested in `e` (looking through guards), outermost
 /// first: `sum ry < 3: sum rx < 3: [g] * …` gives `ry, rx`.
 fn loops_directly_inside(e: &Expr) -> Vec<String> {
@@ -1986,6 +1973,19 @@ fn loops_directly_inside(e: &Expr) -> Vec<String> {
     }
 }
 
+/// Whether one hint makes sense for its loop in `expr`:
+///
+/// - `parallel`: a `gen` (a `sum`'s iterations accumulate into the same elements, so
+///   running them on different threads would race).
+/// - `vectorize`: a `gen` whose body is scalar and contains no loop and no `let`: SIMD
+///   lanes run consecutive iterations at once, so each must be straight-line code on
+///   its own element (a per-iteration buffer or a nested loop has no lane-wise form,
+///   and a `sum` vectorized would reassociate its additions). One exception: a body
+///   that is itself a max-reduction of straight-line code (the partial maxima of
+///   `rfactor`), which each lane folds on its own, in order.
+/// - `unroll`: a `gen` or `sum` with constant bounds and a trip count in
+///   `2..=UNROLL_HINT_MAX` (the unroll pragma takes the trip count); `unroll off`: any
+///   `gen` or `sum` (no pragma is the loop as written).
 fn check_hint(shapes: &ShapeEnv, expr: &Expr, hint: &LoopHint) -> Result<(), Diagnostic> {
     let (var, span) = (hint.var.as_str(), hint.span);
     let (path, is_gen) = loop_path(expr, var, span)?;
