@@ -571,8 +571,8 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0827",
-        "a stage cannot be moved across a construct that no let-lifting rule handles (`++`, `pad`, `trunc_l`, a max-reduction's body)",
-        "rewrite the program around the stage",
+        "a stage cannot be moved across a construct that no let-lifting rule handles (`++`, `pad`, `trunc_l`, a max-reduction's body), or out of a stage it reads",
+        "rewrite the program around the stage; move the stage it reads first",
     ),
     active(
         "E0828",

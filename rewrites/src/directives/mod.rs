@@ -857,6 +857,24 @@ impl Applier<'_, '_> {
                 "compute it at that loop or inside it (`compute_at {x} at {written}`), or leave it where it is"
             )));
         }
+        // A stage that reads the stage around it cannot leave it: that one moves first.
+        if let ExprKind::Let { var: outer, .. } = &parent_node.kind
+            && *k == 1
+            && let Some(ExprKind::Let { value, .. }) = self.node(path).map(|n| &n.kind)
+            && !uses(value, outer).is_empty()
+        {
+            return Err(Diagnostic::error(
+                "E0827",
+                format!("`{x}` cannot move out of the stage `{outer}`: it reads `{outer}`"),
+            )
+            .at(span, "the stage depends on the stage around it")
+            .with_note(format!(
+                "`{outer}` is computed where `{x}` is (its `let` encloses `{x}`'s), and `{x}` reads it"
+            ))
+            .with_help(format!(
+                "move `{outer}` first, to the same place or further out (`compute_at {outer} at …` or `compute_root {outer}` before this step), then `{x}`"
+            )));
+        }
         let rule = lift_rule(parent_node, *k).ok_or_else(|| no_lift_rule(x, parent_node, span))?;
         self.apply(rw(&rule, false, parent.to_vec(), vec![], span))?;
         Ok(parent.to_vec())
@@ -1591,6 +1609,75 @@ fn reorder_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(
     Ok(())
 }
 
+/// E0824 for two loops that are not directly nested, saying what separates them when
+/// one is inside the other: a loop (name it too) or a construct no exchange crosses.
+fn not_directly_nested(
+    applier: &Applier<'_, '_>,
+    expr: &Expr,
+    (a, pa): (&str, &[usize]),
+    (b, pb): (&str, &[usize]),
+    span: Span,
+) -> Diagnostic {
+    let mut help = "`reorder` exchanges loops nested one directly in the other: name every loop \
+                    between them too (`reorder a, b, c`)"
+        .to_string();
+    let (outer, inner) = if pa.len() < pb.len() {
+        (pa, pb)
+    } else {
+        (pb, pa)
+    };
+    let mut between = Vec::new();
+    if inner.starts_with(outer) {
+        for n in outer.len() + 1..inner.len() {
+            if let Some(node) = node_at(expr, &inner[..n]) {
+                between.push(node);
+            }
+        }
+    }
+    let shown: Vec<String> = between
+        .iter()
+        .filter(|n| !matches!(n.kind, ExprKind::Guard { .. }))
+        .map(|n| construct(n))
+        .collect();
+    let loop_between = between
+        .iter()
+        .any(|n| matches!(n.kind, ExprKind::Gen { .. } | ExprKind::Sum { .. }));
+    if !loop_between && !shown.is_empty() {
+        help = if between
+            .iter()
+            .any(|n| matches!(n.kind, ExprKind::Binary { op: BinOp::Div, .. }))
+        {
+            "a division of the sum blocks the exchange (no rule moves `/` into a sum): write the \
+             scale as a product (`* 0.125` for `/ 8`), which `reorder` moves into the sum"
+                .to_string()
+        } else if between
+            .iter()
+            .any(|n| matches!(n.kind, ExprKind::Let { .. }))
+        {
+            "a stage computed between them blocks the exchange: move it out first \
+             (`compute_at`, `compute_root`)"
+                .to_string()
+        } else {
+            "only guards, or a scale of a sum (`(sum d: …) * c`), may stand between the two \
+             loops: rewrite the body so that the inner loop is directly inside the outer one"
+                .to_string()
+        };
+    }
+    let mut d = Diagnostic::error(
+        "E0824",
+        format!("`{a}` and `{b}` are not directly nested loops"),
+    )
+    .at(span, "cannot exchange");
+    if !shown.is_empty() {
+        d = d.with_note(format!("between them: {}", shown.join(", then ")));
+    }
+    d.with_note(crate::loops::listing_written(
+        &crate::loops::loops(expr),
+        Some(applier.env.program),
+    ))
+    .with_help(help)
+}
+
 /// A scale between a `gen` and the `sum` directly in it (`gen j: (sum d: e) * c`, a
 /// scaled dot product, possibly under guards) moves into the sum, so that the two loops are directly nested:
 /// onto the first factor of a product (`scale_into_sum`: `(sum d: a * e) * c` is
@@ -1742,19 +1829,7 @@ fn exchange_loops(
         // `trunc_r(flatten(…))`).
         return across_split::exchange_out_of_split(applier, &first, span);
     } else {
-        return Err(Diagnostic::error(
-            "E0824",
-            format!("`{a}` and `{b}` are not directly nested loops"),
-        )
-        .at(span, "cannot exchange")
-        .with_note(crate::loops::listing_written(
-            &crate::loops::loops(expr),
-            Some(applier.env.program),
-        ))
-        .with_help(
-            "`reorder` exchanges loops nested one directly in the other: name every loop \
-             between them too (`reorder a, b, c`)",
-        ));
+        return Err(not_directly_nested(applier, expr, (a, &pa), (b, &pb), span));
     };
     // An inner loop whose range depends on the outer loop (a triangular nest) has no
     // exchange: said here, in the user's names, rather than as the swap rule's
