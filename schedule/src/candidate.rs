@@ -52,6 +52,11 @@ pub struct Candidate {
     /// `partition` of the tile loops at the guards (boundary conditions): the interior
     /// tiles run without them, the border tiles keep them.
     pub partition_guards: bool,
+    /// No tile: the innermost `sum` vectorized as this many partial sums (`split`,
+    /// `rfactor`, `reorder`, `vectorize`: dot products along contiguous rows, a matrix-
+    /// vector product's), each output element one at a time. The other fields but
+    /// `parallel` are then unused.
+    pub partial_sums: Option<i64>,
 }
 
 /// The names a candidate's directives introduce, fresh in the program.
@@ -97,6 +102,9 @@ impl Names {
 impl Candidate {
     /// The directives of the candidate, one per line (the body of a `derive` block).
     pub fn steps(&self, nest: &Nest) -> Vec<String> {
+        if let Some(width) = self.partial_sums {
+            return self.partial_sum_steps(nest, width);
+        }
         let t = &self.tile;
         let row = t.row.as_deref().unwrap_or("");
         let copied = self
@@ -225,8 +233,55 @@ impl Candidate {
         steps
     }
 
+    /// `split k by W`, `rfactor` of the inner loop into `W` partial sums, which the
+    /// vector lanes hold (`reorder ko, l`, `vectorize l`), then `parallel` on the
+    /// outermost `gen`.
+    fn partial_sum_steps(&self, nest: &Nest, width: i64) -> Vec<String> {
+        let Some(k) = nest.sums.last() else {
+            return Vec::new();
+        };
+        let mut used: BTreeSet<String> = nest.names().map(str::to_string).collect();
+        let mut take = |base: String| {
+            let mut name = base.clone();
+            let mut n = 2;
+            while used.contains(&name) {
+                name = format!("{base}{n}");
+                n += 1;
+            }
+            used.insert(name.clone());
+            name
+        };
+        let (outer, inner) = (take(format!("{}o", k.name)), take(format!("{}i", k.name)));
+        let (lane, part) = (take("l".to_string()), take("part".to_string()));
+        let mut steps = vec![
+            format!("split {} by {width} into {outer}, {inner}", k.name),
+            format!("rfactor {inner} into {lane} as {part}"),
+            format!("reorder {outer}, {lane}"),
+            format!("vectorize {lane}"),
+        ];
+        if self.parallel
+            && let Some(first) = nest.gens.first()
+        {
+            steps.push(format!("parallel {}", first.name));
+        }
+        steps
+    }
+
     /// A one-line summary (`tile j x i 16 x 6, pack B, order jt, it, k, parallel`).
     pub fn summary(&self) -> String {
+        if let Some(width) = self.partial_sums {
+            let k = self
+                .order
+                .first()
+                .map_or("the reduction".to_string(), |s| match s {
+                    Slot::Loop(n) => n.clone(),
+                    Slot::Tiles => "the reduction".to_string(),
+                });
+            return format!(
+                "{width} partial sums of {k} in the vector lanes{}",
+                if self.parallel { ", parallel" } else { "" }
+            );
+        }
         let t = &self.tile;
         let mut s = match &t.row {
             None if t.whole => format!("rows of {} whole", t.col),

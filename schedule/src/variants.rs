@@ -150,6 +150,7 @@ pub fn ranked(
                                 pack: pack.clone(),
                                 boundary: border.clone(),
                                 stage: stage.clone(),
+                                partial_sums: None,
                                 order: Vec::new(),
                                 parallel: false,
                                 partition_guards,
@@ -185,7 +186,84 @@ pub fn ranked(
         out.extend(whole_rows(nest, machine, element_bytes, threads, &mut size));
     }
     out.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));
-    (out, size)
+    // The partial sums come first whatever their estimate: the tile model does not
+    // describe them, and they are few.
+    let mut partial = partial_sums(nest, machine, element_bytes, threads, &mut size);
+    partial.extend(out);
+    (partial, size)
+}
+
+/// Where every read that moves with the output's last `gen` has it in another index
+/// than the last (a register tile over it would gather) and a read has the innermost
+/// `sum` as its last index (a contiguous row: a matrix-vector product's `A[i, j]`),
+/// that sum vectorized as 1, 2 and 4 vectors of partial sums. Estimated as one
+/// multiply-add per vector of each partial-sum step plus every input line read once
+/// from memory (and each read's row of the sum from L1 per output element): a rough
+/// figure, reported, not used to rank them among the tiles.
+fn partial_sums(
+    nest: &Nest,
+    machine: &Machine,
+    element_bytes: usize,
+    threads: usize,
+    size: &mut SpaceSize,
+) -> Vec<Ranked> {
+    use atl_lang::index::IndexExpr;
+    let (Some(col), Some(k)) = (nest.gens.last(), nest.sums.last()) else {
+        return Vec::new();
+    };
+    let lanes = machine.lanes(element_bytes) as i64;
+    let last_is = |r: &crate::nest::Read, v: &str| r.indices.last() == Some(&IndexExpr::var(v));
+    let gathers = nest
+        .reads
+        .iter()
+        .all(|r| !r.indices.last().is_some_and(|i| i.mentions(&col.name)));
+    let contiguous = nest.reads.iter().any(|r| last_is(r, &k.name));
+    if !gathers || !contiguous || k.extent < 2 * lanes {
+        return Vec::new();
+    }
+    let outputs: f64 = nest.gens.iter().map(|g| g.extent.max(1) as f64).product();
+    let input_lines: f64 = nest
+        .input_shapes
+        .iter()
+        .map(|(_, s)| s.iter().product::<i64>() as f64 * element_bytes as f64 / 64.0)
+        .sum();
+    let row_lines = nest.reads.len() as f64 * k.extent as f64 * element_bytes as f64 / 64.0;
+    let parallel = threads > 1 && nest.gens.first().is_some_and(|g| g.extent > 1);
+    [1, 2, 4]
+        .iter()
+        .map(|&vectors| vectors * lanes)
+        .filter(|&w| w <= k.extent)
+        .map(|width| {
+            size.variants += 1;
+            let steps = (k.extent as f64 / width as f64).ceil() * (width / lanes) as f64;
+            let cycles = outputs * (steps + width as f64 + row_lines * 2.0) + input_lines * 16.0;
+            let divide = if parallel {
+                (threads as f64).min(nest.gens[0].extent as f64)
+            } else {
+                1.0
+            };
+            Ranked {
+                candidate: Candidate {
+                    tile: Tile {
+                        row: None,
+                        rows: 1,
+                        col: col.name.clone(),
+                        cols: 1,
+                        col_outer: false,
+                        whole: false,
+                    },
+                    pack: None,
+                    boundary: None,
+                    stage: None,
+                    order: vec![Slot::Loop(k.name.clone())],
+                    parallel,
+                    partition_guards: false,
+                    partial_sums: Some(width),
+                },
+                estimate: cycles / divide,
+            }
+        })
+        .collect()
 }
 
 /// The untiled candidates of an element-wise nest: the loops as written, the rows
@@ -226,6 +304,7 @@ fn whole_rows(
                 pack: None,
                 boundary: None,
                 stage: None,
+                partial_sums: None,
                 order: order.clone(),
                 parallel: threads > 1 && nest.gens.len() > 1,
                 partition_guards,

@@ -34,6 +34,18 @@ input U : [R, K]
 def ttm = gen i < I, j < J, r < R: sum k < K: T[i, j, k] * U[r, k]
 ";
 
+const MATVEC: &str = "size M, N
+input A : [M, N]
+input x : [N]
+def mv = gen i < M: sum j < N: A[i, j] * x[j]
+";
+
+const MATMUL: &str = "size M, N, K
+input A : [M, K]
+input B : [K, N]
+def mm = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
+";
+
 fn sizes(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
     pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
 }
@@ -243,8 +255,12 @@ fn a_contractions_operand_read_across_its_rows_is_staged_transposed() {
     let all = candidates(TTM, "ttm", &at, 1);
     // `U[r, k]` with the vector lanes on `r`: a gather, one load per lane, unless `U`
     // is read through its transposed copy. Every tile is proposed both ways, and the
-    // copy is the cheaper of each pair.
-    let best = &all[0];
+    // copy is the cheaper of each pair. (The partial sums of `k`, a dot product along
+    // `T`'s rows, come first, unranked.)
+    let best = all
+        .iter()
+        .find(|r| r.candidate.partial_sums.is_none())
+        .expect("a tile");
     assert_eq!(
         best.candidate.stage.as_deref(),
         Some("U"),
@@ -275,4 +291,63 @@ fn a_contractions_operand_read_across_its_rows_is_staged_transposed() {
         .map(|&(i, j, k, r)| vec![("I", i), ("J", j), ("K", k), ("R", r)])
         .collect();
     assert_same_values(&checked, "ttm", &derived, &cases);
+}
+
+#[test]
+fn dot_products_along_contiguous_rows_are_vectorized_as_partial_sums() {
+    let at = [("M", 2048), ("N", 2048)];
+    let all = candidates(MATVEC, "mv", &at, 2);
+    // A matrix-vector product: a tile over `i` would gather `A[i, j]` across rows; the
+    // partial sums of `j` (1, 2 and 4 vectors of 16 lanes) come first.
+    let widths: Vec<i64> = all
+        .iter()
+        .filter_map(|r| r.candidate.partial_sums)
+        .collect();
+    assert_eq!(widths, [16, 32, 64]);
+    assert!(all[..3].iter().all(|r| r.candidate.partial_sums.is_some()));
+    let nest = {
+        let (checked, _) = atl_lang::check_source(MATVEC);
+        analyze(&checked.unwrap().program, "mv", &sizes(&at)).unwrap()
+    };
+    let steps = all[1].candidate.steps(&nest);
+    assert_eq!(
+        steps,
+        [
+            "split j by 32 into jo, ji",
+            "rfactor ji into l as part",
+            "reorder jo, l",
+            "vectorize l",
+            "parallel i"
+        ]
+    );
+    let (checked, derived) = derive(MATVEC, "mv", &steps);
+    let cases: Vec<Vec<(&str, i64)>> = [(1, 1), (3, 31), (2, 70), (5, 64)]
+        .iter()
+        .map(|&(m, n)| vec![("M", m), ("N", n)])
+        .collect();
+    // Partial sums regroup the additions (graded `real`): equal up to rounding.
+    let spec = &checked.program.def("mv").expect("spec").body;
+    for case in &cases {
+        let at = sizes(case);
+        let inputs: BTreeMap<String, Tensor> = [
+            (
+                "A".to_string(),
+                Tensor::random(vec![case[0].1 as usize, case[1].1 as usize], 1),
+            ),
+            ("x".to_string(), Tensor::random(vec![case[1].1 as usize], 2)),
+        ]
+        .into();
+        let options = EvalOptions::default();
+        let want = eval_expr(&checked.program, spec, &at, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, &derived, &at, &inputs, &options).unwrap();
+        for (g, w) in got.data.iter().zip(&want.data) {
+            assert!(
+                (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                "{case:?}: {g} vs {w}"
+            );
+        }
+    }
+    // A matmul reads `B[k, j]` along the output's columns: tiles, no partial sums.
+    let matmul = candidates(MATMUL, "mm", &[("M", 512), ("N", 512), ("K", 512)], 1);
+    assert!(matmul.iter().all(|r| r.candidate.partial_sums.is_none()));
 }

@@ -73,6 +73,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
         },
         pack: None,
         stage: None,
+        partial_sums: None,
         boundary: None,
         order: Vec::new(),
         parallel: false,
