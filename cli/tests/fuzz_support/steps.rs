@@ -2,7 +2,8 @@
 //! with random `at N` / `in PATH` and `with` values that include huge constants, zero,
 //! negative numbers and the names of binders already in the program, to provoke
 //! capture), the tactics `simpl`, `simpl_guard`, `check`, `window`, and the Halide-style
-//! directives of `docs/directives.md`.
+//! directives of `docs/directives.md` (`split`, `tile`, `reorder`, `fuse`, `stage`,
+//! `compute_*`, `bound`, the loop annotations).
 //!
 //! Steps are chosen from the program as it is after the previous accepted steps (its
 //! sites, binders and lets), so that a good share of them apply; whether one is sound is
@@ -24,6 +25,19 @@ pub fn names(e: &Expr) -> (Vec<String>, Vec<String>) {
         _ => {}
     });
     (loops, lets)
+}
+
+/// The inputs `e` reads, each once, in the order first read.
+fn inputs(e: &Expr) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    e.walk(&mut |x| {
+        if let ExprKind::Input(name) = &x.kind
+            && !out.contains(name)
+        {
+            out.push(name.clone());
+        }
+    });
+    out
 }
 
 /// Pairs of loops (outer, inner) with the inner the first loop under the outer one.
@@ -227,7 +241,22 @@ pub fn step(
     } else {
         (v.clone(), rng.pick(&loops).clone())
     };
-    match rng.below(12) {
+    match rng.below(13) {
+        // A staged copy of an input or a stage, transposed or as it is (refused with
+        // E0834 unless it is a matrix read by index).
+        11 => {
+            let mut tensors = inputs(e);
+            tensors.extend(lets.iter().cloned());
+            if tensors.is_empty() {
+                return "simpl".to_string();
+            }
+            let order = if rng.chance(75) { "1, 0" } else { "0, 1" };
+            format!(
+                "stage {} into {} order {order}",
+                rng.pick(&tensors),
+                binder_name(rng, &loops, &taken, "st")
+            )
+        }
         0..=2 => {
             let tail = match rng.below(5) {
                 0 => " tail round",
