@@ -217,3 +217,33 @@ derive exact from t {
     assert_eq!(diags.len(), 1);
     assert_eq!(diags[0].code, "E0855", "{:?}", diags[0]);
 }
+
+#[test]
+fn a_stage_computed_per_iteration_gets_its_copy_next_to_it() {
+    let source = "\
+size n, m
+input A : [n, m]
+def t = gen i < n:
+  let r = gen a < m, b < m: A[i, a] * A[i, b] * A[i, b] in
+  sum a < m: r[a, 0] * 2
+derive staged from t {
+  stage r into rt order 1, 0
+}
+";
+    let (checked, derivations, diags) = common::derive(source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let staged = &derivations[0].result;
+    let shown = atl_lang::pretty::expr_to_string(staged, Default::default());
+    // Inside the loop over `i`, right after `r`, which it copies.
+    assert_eq!(lets(staged), ["r", "rt"], "{shown}");
+    assert!(shown.contains("rt[0, a"), "{shown}");
+    let spec = &checked.program.def("t").expect("t").body;
+    let options = EvalOptions::default();
+    for (n, m) in [(1, 1), (3, 5), (2, 8)] {
+        let inputs: BTreeMap<String, Tensor> = [("A".to_string(), eighths(vec![n, m], 8))].into();
+        let s = sizes(&[("n", n), ("m", m)]);
+        let want = eval_expr(&checked.program, spec, &s, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, staged, &s, &inputs, &options).unwrap();
+        assert_eq!(got, want, "n={n}, m={m}");
+    }
+}

@@ -12,7 +12,9 @@
 //! - `rw transpose_def` at the inner transpose: `transpose(gen i < c: gen j < r: X[j][i])`;
 //! - `rw let_intro with x := XT` there, `rw transpose_let` at the outer transpose:
 //!   `(let XT = gen … in transpose(XT))[a][b]`;
-//! - `compute_root XT`, then `rw get_transpose` at the read: `XT[b][a]`.
+//! - `compute_root XT` for an input; for a stage, `XT` is lifted to just inside `let X`
+//!   (a stage computed per iteration of a loop gets its copy there too); then
+//!   `rw get_transpose` at the read: `XT[b][a]`.
 //!
 //! (`0, 1` is `let_intro` and `compute_root` alone.) Several reads of `X` share one copy:
 //! each is staged into a copy of its own, and the later copies are recognized as the
@@ -23,7 +25,7 @@ use atl_lang::ir::ExprKind;
 use atl_lang::span::Span;
 
 use super::boundary::{reads_of, shown};
-use super::{Applier, Call, find_path, name_index, rw};
+use super::{Applier, Call, find_path, let_path, name_index, rw};
 
 fn refuse(span: Span, msg: String) -> Diagnostic {
     Diagnostic::error("E0834", msg).at(span, "no staged copy made")
@@ -79,6 +81,23 @@ fn join(order: &[usize]) -> String {
 }
 
 impl Applier<'_, '_> {
+    /// The copy `xt` of `x` is computed once: at the root for an input, and right
+    /// inside `let x` for a stage (lifted out of every construct between them, so that
+    /// a stage computed per iteration of a loop gets its copy per iteration too).
+    fn place_copy(&mut self, x: &str, xt: &str, span: Span) -> Result<(), Diagnostic> {
+        if let_path(&self.expr, x, span).is_err() {
+            return self.compute_root(xt, span);
+        }
+        let mut path = let_path(&self.expr, xt, span)?;
+        while let Some((&k, parent)) = path.split_last() {
+            match self.node(parent).map(|n| &n.kind) {
+                Some(ExprKind::Let { var, .. }) if var == x && k == 1 => break,
+                _ => path = self.lift_once(xt, &path, span)?,
+            }
+        }
+        Ok(())
+    }
+
     fn stage(&mut self, x: &str, xt: &str, transposed: bool, span: Span) -> Result<(), Diagnostic> {
         self.check_fresh(&[xt], span)?;
         let reads = reads_of(&self.expr, x, &[]);
@@ -129,7 +148,7 @@ impl Applier<'_, '_> {
             } else {
                 self.apply(rw("let_intro", false, base, with_name(), span))?;
             }
-            self.compute_root(&name, span)?;
+            self.place_copy(x, &name, span)?;
             if transposed {
                 // The read `transpose(XT)[a][b]` becomes `XT[b][a]`.
                 let expr = self.expr.clone();
