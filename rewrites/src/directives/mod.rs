@@ -1889,6 +1889,25 @@ fn pack_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
     };
     let q = call.int(q)?;
     let span = call.span;
+    // `pack_cols` packs matrices: another rank is refused here, in the user's words,
+    // rather than by the rule's shape condition.
+    if let Some(read) = boundary::reads_of(&applier.expr, x, &[]).first()
+        && read.indices.len() != 2
+    {
+        return Err(Diagnostic::error(
+            "E0834",
+            format!(
+                "`pack` copies matrices: `{x}` is read with {} indices (`{}`)",
+                read.indices.len(),
+                boundary::shown(x, read)
+            ),
+        )
+        .at(span, "no packed copy made")
+        .with_help(
+            "pack a matrix read as `X[k, j]`; a batched operand has no packed copy yet \
+             (its tiles can read it as it is, as examples/bmm's `fast` does)",
+        ));
+    }
     applier.apply(Step {
         kind: StepKind::Rewrite {
             backward: false,
