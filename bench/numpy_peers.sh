@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/numpy_peers.sh -- time the examples issue 30 compares with numpy (attention and
-# TTM) against numpy on this machine, in one process, the calls interleaved in a
+# TTM, and the row softmax) against numpy on this machine, in one process, the calls interleaved in a
 # shuffled order, at 1 thread (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1).
 #
 #   bash bench/numpy_peers.sh [--runs N] [DEFINITION...]
@@ -10,7 +10,8 @@
 # BLAS (`Q @ K.T`, `np.einsum`) and its own vector `exp`. Before timing, each kernel's
 # result is compared with numpy's in float64. Prints the medians and numpy / kernel
 # (above 1: the kernel is faster). Definitions are `FILE:DEF` (default: attention's
-# `fast`, TTM's `fast`, and TTM's searched schedule when bench/schedules/ttm.atl exists).
+# `fast`, TTM's `fast`, softmax_rows16's `fast_vec`, and TTM's searched schedule when
+# bench/schedules/ttm.atl exists).
 # Needs python3 with numpy ($PYTHON overrides the interpreter).
 set -euo pipefail
 
@@ -21,12 +22,13 @@ DEFS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) DEFS+=("$1"); shift ;;
   esac
 done
 if [ "${#DEFS[@]}" -eq 0 ]; then
-  DEFS=("examples/attention/attention.atl:fast" "examples/ttm/ttm.atl:fast")
+  DEFS=("examples/attention/attention.atl:fast" "examples/ttm/ttm.atl:fast"
+    "examples/softmax/softmax_rows16.atl:fast_vec")
   if [ -f "$HERE/schedules/ttm.atl" ]; then
     DEFS+=("bench/schedules/ttm.atl:ttm_scheduled")
   fi
@@ -71,8 +73,14 @@ I, J, KK, R = 128, 128, 128, 32
 T, U = f32(I, J, KK), f32(R, KK)
 def ttm(T, U):
     return np.einsum("ijk,rk->ijr", T, U, optimize=True)
+SN, SM = 512, 1024
+X = f32(SN, SM)
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 WORKLOADS = {
     "attention": (f"N={N}, D={D}", (Q, K, V), attention),
+    "softmax_rows16": (f"n={SN}, m={SM}", (X,), softmax),
     "ttm": (f"I={I}, J={J}, K={KK}, R={R}", (T, U), ttm),
 }
 
