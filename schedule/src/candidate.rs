@@ -59,6 +59,18 @@ pub struct Candidate {
     pub partial_sums: Option<i64>,
 }
 
+/// `base`, or `base2`, `base3`, … if it is in `used`; the name chosen is then used.
+fn fresh_in(used: &mut BTreeSet<String>, base: String) -> String {
+    let mut name = base.clone();
+    let mut k = 2;
+    while used.contains(&name) {
+        name = format!("{base}{k}");
+        k += 1;
+    }
+    used.insert(name.clone());
+    name
+}
+
 /// The names a candidate's directives introduce, fresh in the program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Names {
@@ -77,16 +89,7 @@ impl Names {
     pub fn fresh(nest: &Nest, row: &str, col: &str, packed_input: &str) -> Names {
         let mut used: BTreeSet<String> = nest.names().map(str::to_string).collect();
         used.extend(["io", "ii", "jo", "ji", "k1"].map(str::to_string));
-        let mut take = |base: String| {
-            let mut name = base.clone();
-            let mut k = 2;
-            while used.contains(&name) {
-                name = format!("{base}{k}");
-                k += 1;
-            }
-            used.insert(name.clone());
-            name
-        };
+        let mut take = |base: String| fresh_in(&mut used, base);
         Names {
             row_tiles: take(format!("{row}t")),
             row_in: take(format!("{row}r")),
@@ -241,16 +244,7 @@ impl Candidate {
             return Vec::new();
         };
         let mut used: BTreeSet<String> = nest.names().map(str::to_string).collect();
-        let mut take = |base: String| {
-            let mut name = base.clone();
-            let mut n = 2;
-            while used.contains(&name) {
-                name = format!("{base}{n}");
-                n += 1;
-            }
-            used.insert(name.clone());
-            name
-        };
+        let mut take = |base: String| fresh_in(&mut used, base);
         let (outer, inner) = (take(format!("{}o", k.name)), take(format!("{}i", k.name)));
         let (lane, part) = (take("l".to_string()), take("part".to_string()));
         let mut steps = vec![

@@ -293,15 +293,7 @@ impl Applier<'_, '_> {
         // recognized as the first (`let_share`) and inlined (`unfold_let`).
         let mut names = Vec::new();
         for k in 0..reads.len() {
-            let name = if k == 0 {
-                xp.to_string()
-            } else {
-                let mut n = format!("{xp}_{k}");
-                while self.check_fresh(&[&n], span).is_err() {
-                    n.push('_');
-                }
-                n
-            };
+            let name = self.copy_name(xp, k, span);
             let read = reads_of(&self.expr, x, &names)
                 .into_iter()
                 .next()
@@ -403,6 +395,19 @@ impl Applier<'_, '_> {
         .with_help(format!(
             "guard the read by exactly its bounds (`[{shown_bounds}]`), and keep any further condition in a separate guard around it"
         )))
+    }
+
+    /// The name of the copy of the `k`-th read: `xp` for the first, then fresh
+    /// variants (`xp_1`, …), which [`Applier::share`] folds into `xp`.
+    pub(super) fn copy_name(&self, xp: &str, k: usize, span: Span) -> String {
+        if k == 0 {
+            return xp.to_string();
+        }
+        let mut n = format!("{xp}_{k}");
+        while self.check_fresh(&[&n], span).is_err() {
+            n.push('_');
+        }
+        n
     }
 
     /// `let xp = v in … let other = v in …`: `other` is brought next to `xp`

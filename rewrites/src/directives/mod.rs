@@ -1678,6 +1678,23 @@ fn not_directly_nested(
     .with_help(help)
 }
 
+/// The paths of the loops `a` and `b` in `expr`, the shallower first.
+fn outer_and_inner(
+    applier: &Applier<'_, '_>,
+    expr: &Expr,
+    a: &str,
+    b: &str,
+    span: Span,
+) -> Result<(Vec<usize>, Vec<usize>), Diagnostic> {
+    let (pa, _) = find_loop(Some(applier.env.program), expr, a, span)?;
+    let (pb, _) = find_loop(Some(applier.env.program), expr, b, span)?;
+    Ok(if pa.len() < pb.len() {
+        (pa, pb)
+    } else {
+        (pb, pa)
+    })
+}
+
 /// A scale between a `gen` and the `sum` directly in it (`gen j: (sum d: e) * c`, a
 /// scaled dot product, possibly under guards) moves into the sum, so that the two loops are directly nested:
 /// onto the first factor of a product (`scale_into_sum`: `(sum d: a * e) * c` is
@@ -1691,13 +1708,7 @@ fn scale_into_inner_sum(
     span: Span,
 ) -> Result<(), Diagnostic> {
     let expr = applier.expr.clone();
-    let (pa, _) = find_loop(Some(applier.env.program), &expr, a, span)?;
-    let (pb, _) = find_loop(Some(applier.env.program), &expr, b, span)?;
-    let (outer, inner) = if pa.len() < pb.len() {
-        (pa, pb)
-    } else {
-        (pb, pa)
-    };
+    let (outer, inner) = outer_and_inner(applier, &expr, a, b, span)?;
     // Guards may sit between the gen and the scale (a tile's tail guards).
     if inner.len() < outer.len() + 2
         || !inner.starts_with(&outer)
@@ -1742,13 +1753,7 @@ fn exchange_loops(
     // first made one (`rw guard_and`).
     for _ in 0..8 {
         let expr = applier.expr.clone();
-        let (pa, _) = find_loop(Some(applier.env.program), &expr, a, span)?;
-        let (pb, _) = find_loop(Some(applier.env.program), &expr, b, span)?;
-        let (outer, inner) = if pa.len() < pb.len() {
-            (pa, pb)
-        } else {
-            (pb, pa)
-        };
+        let (outer, inner) = outer_and_inner(applier, &expr, a, b, span)?;
         let stacked = inner.len() > outer.len() + 2
             && inner.starts_with(&outer)
             && inner[outer.len()..].iter().all(|&c| c == 0)

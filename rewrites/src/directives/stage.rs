@@ -123,15 +123,7 @@ impl Applier<'_, '_> {
         }
         let mut names: Vec<String> = Vec::new();
         for k in 0..reads.len() {
-            let name = if k == 0 {
-                xt.to_string()
-            } else {
-                let mut n = format!("{xt}_{k}");
-                while self.check_fresh(&[&n], span).is_err() {
-                    n.push('_');
-                }
-                n
-            };
+            let name = self.copy_name(xt, k, span);
             let read = reads_of(&self.expr, x, &names)
                 .into_iter()
                 .next()
