@@ -36,8 +36,7 @@ KERNELS=(
 
 # The searched schedules: bench/schedules/WORKLOAD.atl holds the specification and the
 # `derive SPEC_scheduled` block `atl schedule` appended (bench/schedule.sh). A workload
-# without a file (the blur: two stages, which the search does not place yet) is left
-# out of that candidate.
+# without a file is left out of that candidate.
 WORKLOADS=(blur3x3 matmul tensor_add4d conv1d bmm dwconv)
 SCHED_KERNELS=()
 SCHED_MISSING=()

@@ -125,11 +125,12 @@ fn the_json_document_lists_the_candidates() {
 #[test]
 fn schedule_refuses_what_it_cannot_search() {
     let dir = tempfile::tempdir().expect("tempdir");
-    // A two-stage program (a `let`): not a one-stage nest.
+    // A two-stage program whose stage is a reduction: not a one-stage nest, and
+    // inlining the stage would leave its loop in the body.
     let staged = dir.path().join("staged.atl");
     std::fs::write(
         &staged,
-        "size n\ninput f : [n]\ndef g = let t = gen i < n: f[i] * 2 in gen i < n: t[i] + 1\n",
+        "size n\ninput f : [n]\ndef g = let t = gen i < n: sum j < n: f[j] * f[i] in gen i < n: t[i] + 1\n",
     )
     .expect("write");
     let (code, _, err) = atl(&[

@@ -824,7 +824,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0960",
-        "`atl schedule` cannot search schedules of this definition: it is not a one-stage nest of `gen` loops around `sum` loops around a scalar (the message says what is in the way)",
+        "`atl schedule` cannot search schedules of this definition: it is not a one-stage nest of `gen` loops around `sum` loops around a scalar, and its stages do not inline into one (the message says what is in the way)",
         "schedule it by hand with directives (docs/directives.md)",
     ),
     active(

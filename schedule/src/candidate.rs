@@ -103,11 +103,19 @@ impl Names {
 }
 
 impl Candidate {
-    /// The directives of the candidate, one per line (the body of a `derive` block).
+    /// The directives of the candidate, one per line (the body of a `derive` block):
+    /// the nest's prefix (its stages inlined), then the candidate's own.
     pub fn steps(&self, nest: &Nest) -> Vec<String> {
-        if let Some(width) = self.partial_sums {
-            return self.partial_sum_steps(nest, width);
-        }
+        let mut steps = nest.prefix.clone();
+        steps.extend(match self.partial_sums {
+            Some(width) => self.partial_sum_steps(nest, width),
+            None => self.tile_steps(nest),
+        });
+        steps
+    }
+
+    /// The register tile's directives.
+    fn tile_steps(&self, nest: &Nest) -> Vec<String> {
         let t = &self.tile;
         let row = t.row.as_deref().unwrap_or("");
         let copied = self

@@ -4,7 +4,8 @@
 //! verify` checks: the search itself is never trusted, and never needed to rebuild the
 //! kernel.
 //!
-//! - [`nest`]: the specification's loop nest (gens around sums around a scalar body).
+//! - [`nest`]: the specification's loop nest (gens around sums around a scalar body);
+//!   [`stages`]: the nest a specification's stages inline into.
 //! - [`machine`]: vector width, vector registers, caches and cores, detected at run time.
 //! - [`candidate`]: a point of the space (register tile, copies, loop order, parallel)
 //!   and the directives that write it.
@@ -21,6 +22,7 @@ pub mod machine;
 pub mod nest;
 pub mod search;
 pub mod space;
+pub mod stages;
 pub mod variants;
 
 use std::path::Path;
@@ -48,7 +50,7 @@ pub fn schedule(
         .iter()
         .find(|d| d.name == def)
         .map(|d| d.name_span);
-    let nest = nest::analyze(&loaded.program, &def, &options.sizes).map_err(|why| {
+    let nest = stages::nest_of(&loaded.source, &loaded.program, &def, &options.sizes).map_err(|why| {
         let mut d = Diagnostic::error(
             "E0960",
             format!("`atl schedule` cannot search schedules of `{def}`: {why}"),

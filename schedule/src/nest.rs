@@ -45,6 +45,9 @@ pub struct Nest {
     /// The loop variables the body's guards mention: the loops `partition` can split
     /// into a guard-free steady state and its boundary iterations.
     pub guard_vars: BTreeSet<String>,
+    /// Directives every candidate starts with (`compute_inline` of the specification's
+    /// stages, [`crate::stages`]); the loops above are those of the program they leave.
+    pub prefix: Vec<String>,
 }
 
 impl Nest {
@@ -149,6 +152,7 @@ pub fn analyze(
         input_shapes,
         ops: ops.max(1),
         guard_vars,
+        prefix: Vec::new(),
     })
 }
 

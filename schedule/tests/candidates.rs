@@ -351,3 +351,65 @@ fn dot_products_along_contiguous_rows_are_vectorized_as_partial_sums() {
     let matmul = candidates(MATMUL, "mm", &[("M", 512), ("N", 512), ("K", 512)], 1);
     assert!(matmul.iter().all(|r| r.candidate.partial_sums.is_none()));
 }
+
+const BLUR: &str = "size H, W
+input img : [H, W]
+def blur =
+  let bx =
+      gen y < H, x < W:
+        [0 <= x - 1] * img[y, x - 1] + img[y, x] + [x + 1 < W] * img[y, x + 1] in
+  gen y < H, x < W: [0 <= y - 1] * bx[y - 1, x] + bx[y, x] + [y + 1 < H] * bx[y + 1, x]
+";
+
+const ROW_SOFTMAX: &str = "size N, M
+input X : [N, M]
+def softmax =
+  let total = gen i < N: sum j < M: exp(X[i, j]) in
+  gen i < N, j < M: exp(X[i, j]) / total[i]
+";
+
+#[test]
+fn a_two_stage_stencil_is_searched_as_the_nest_its_stage_inlines_into() {
+    let at = [("H", 64), ("W", 64)];
+    let (checked, _) = atl_lang::check_source(BLUR);
+    let program = checked.unwrap().program;
+    let nest = atl_schedule::stages::nest_of(BLUR, &program, "blur", &sizes(&at))
+        .expect("the inlined nest");
+    assert_eq!(
+        nest.def, "blur",
+        "the derivation starts from the specification"
+    );
+    assert_eq!(nest.prefix, ["compute_inline bx"]);
+    // Nine reads of the input (three taps of three taps), every one under a guard.
+    assert_eq!(nest.reads.len(), 9, "{:?}", nest.reads);
+    assert!(nest.reads.iter().all(|r| r.input == "img"));
+    assert_eq!(nest.gens.len(), 2);
+    let all = ranked(&nest, &common::avx512_machine(), 4, 1).0;
+    let partitioned = all
+        .iter()
+        .find(|r| r.candidate.partition_guards && r.candidate.tile.row.is_some())
+        .expect("a tile partitioned at the guards");
+    let steps = partitioned.candidate.steps(&nest);
+    assert_eq!(steps[0], "compute_inline bx", "{steps:?}");
+    let (checked, derived) = derive(BLUR, "blur", &steps);
+    let cases: Vec<Vec<(&str, i64)>> = [(1, 1), (2, 3), (5, 17), (9, 40)]
+        .iter()
+        .map(|&(h, w)| vec![("H", h), ("W", w)])
+        .collect();
+    assert_same_values(&checked, "blur", &derived, &cases);
+}
+
+#[test]
+fn a_stage_that_is_a_reduction_is_not_inlined_into_every_element() {
+    let (checked, _) = atl_lang::check_source(ROW_SOFTMAX);
+    let program = checked.unwrap().program;
+    let why = atl_schedule::stages::nest_of(
+        ROW_SOFTMAX,
+        &program,
+        "softmax",
+        &sizes(&[("N", 64), ("M", 64)]),
+    )
+    .expect_err("a row sum inlined leaves a loop in the body");
+    assert!(why.contains("compute_inline total"), "{why}");
+    assert!(why.contains("a loop inside the body"), "{why}");
+}

@@ -51,6 +51,7 @@ fn matmul(n: i64) -> Nest {
         input_shapes: vec![("A".into(), vec![n, n]), ("B".into(), vec![n, n])],
         ops: 1,
         guard_vars: Default::default(),
+        prefix: Vec::new(),
     }
 }
 

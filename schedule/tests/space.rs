@@ -58,6 +58,7 @@ fn nest() -> Nest {
         ],
         ops: 1,
         guard_vars: Default::default(),
+        prefix: Vec::new(),
     }
 }
 
