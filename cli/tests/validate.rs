@@ -353,3 +353,56 @@ fn a_program_name_c_reserves_is_refused_with_e0944() {
     assert!(err.contains("E0944"), "{err}");
     assert!(err.contains("the input `int` is a C keyword"), "{err}");
 }
+
+/// A matmul with its reduction blocked (BLAS's `kc`): the block loop outermost, each
+/// block's register tile accumulated from zero and added into the output, the last
+/// block's loop bounded by `min(256, K - 256 * ko)`.
+const K_BLOCKED: &str = "size M, N, K
+input A : [M, K]
+input B : [K, N]
+def matmul = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
+derive k_blocked from matmul {
+  split k by 256 into ko, ki
+  reorder ko, i, j, ki
+  tile i, j by 6, 16 into io, jt, ii, jl
+  simpl
+  reorder ko, io, jt, ki, ii, jl
+  partition io
+  partition jt
+}
+";
+
+#[test]
+fn a_k_blocked_matmul_is_validated_and_its_edits_are_not() {
+    let file = scratch("k_blocked.atl", K_BLOCKED);
+    let (code, text, err) = atl(&["emit", &file, "--def", "k_blocked", "--ir"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    // The block's tile, then its sum added into the output; the last block bounded.
+    assert!(
+        text.contains("for ki in 0..min(256, K - 256 * ko) {"),
+        "{text}"
+    );
+    assert!(text.contains("] += acc["), "{text}");
+    let (code, out, err) = atl(&["validate", &file, "--def", "k_blocked"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("0 refuted, 0 unknown"), "{out}");
+    // Each edit below changes the kernel's result for some sizes: none is validated.
+    for (from, to) in [
+        // The last block one term short.
+        ("min(256, K - 256 * ko)", "min(256, K - 256 * ko - 1)"),
+        // Every block after the first overwrites the ones before.
+        ("] += acc[", "] = acc["),
+        // The blocks' terms shifted by one.
+        (
+            "A[K * ii + 6 * (K * io) + ki + 256 * ko",
+            "A[K * ii + 6 * (K * io) + ki + 255 * ko",
+        ),
+    ] {
+        let edited = text.replacen(from, to, 1);
+        assert_ne!(edited, text, "`{from}` is not in the kernel:\n{text}");
+        let ir = scratch("k_blocked_edited.ir", &edited);
+        let (code, out, err) = atl(&["validate", &file, "--def", "k_blocked", "--ir", &ir]);
+        assert_eq!(code, EXIT_USER, "{from} => {to}: {out}{err}");
+        assert!(!out.contains("verdict: validated"), "{from} => {to}: {out}");
+    }
+}

@@ -606,7 +606,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0834",
-        "`stage X into XT order …` or `pack X by Q into XP` cannot make the copy: an order that is not a permutation of the dimensions, a tensor that is not a matrix (both copy matrices only), or `X` not read by index",
+        "`stage X into XT order …` or `pack X by Q into XP` cannot make the copy: an order that is not a permutation of the dimensions, a tensor that is not a matrix (`stage` copies matrices, `pack` matrices and batches of matrices read once as `X[b, k, j]` with `b` a loop), or `X` not read by index",
         "stage or pack a matrix read as `X[a, b]`; `stage` with `order 1, 0` (transposed) or `order 0, 1` (a plain copy)",
     ),
     active(

@@ -24,7 +24,7 @@
 //! Guards, bounds checks and truncation guards that the solver proves true are
 //! dropped; ones it proves false remove the code they protect.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -89,6 +89,10 @@ pub(crate) struct Lowerer<'a, 'p> {
     scope: HashMap<String, Vec<Binding>>,
     supply: NameSupply,
     preconditions: Vec<Precondition>,
+    /// The local tiles of the sums being lowered ([`Lowerer::sum_into_buffer`]).
+    tiles: BTreeSet<String>,
+    /// How many sums being lowered accumulate in place into memory (not a tile).
+    sums_into_memory: usize,
 }
 
 /// Lowers definition `def` to a kernel writing into a buffer named `out` (or a fresh
@@ -127,6 +131,8 @@ pub(crate) fn lower(
         scope: HashMap::new(),
         supply,
         preconditions: Vec::new(),
+        tiles: BTreeSet::new(),
+        sums_into_memory: 0,
     };
     l.size_preconditions(program);
     // The kernel's inputs are those the definition reads (after inlining the
@@ -737,18 +743,15 @@ impl Lowerer<'_, '_> {
                 // vectorizes and the select does not (a batched matmul's last column
                 // tile took 75% of the time). The destination's layout (θ's extent)
                 // is unchanged.
+                // The guard may also sit below inner `gen`s (a register tile's last
+                // row tile, `gen ir: gen jr: [ir + 8 * it < M && …] * …`): the row
+                // loop is bounded, and the columns keep the rest of the guard, a
+                // blend where the loads are safe, so they stay whole vectors.
                 if mode == StoreOp::Accumulate
-                    && let ExprKind::Guard { pred, body: inner } = &body.kind
-                    && is_pure(inner)
-                    && self.shape(inner)?.is_empty()
-                    && let Some((bound, rest)) = upper_bound_of(pred, var)
                     && selects(&plain)
+                    && let Some((bound, body)) = self.bounded_under_gens(body, var)?
                 {
                     let hi = IndexExpr::bin(IndexOp::Min, hi.clone(), bound);
-                    let body = match rest {
-                        Some(rest) => Expr::guard(rest, (**inner).clone()),
-                        None => (**inner).clone(),
-                    };
                     return self.for_loop(var, lo, &hi, LoopOrigin::Gen, move |l| {
                         l.stmt(&body, &dest, mode, &theta)
                     });
@@ -778,6 +781,18 @@ impl Lowerer<'_, '_> {
             {
                 if mode == StoreOp::Assign && small_constant_len(&shape, &self.prover).is_some() {
                     return self.sum_into_buffer(e, &shape, dest, StoreOp::Assign, theta);
+                }
+                // Accumulating into memory rather than into an enclosing sum's tile
+                // (`sum ko: gen io, jt: sum ki: gen ii, jl: …`, a blocked reduction),
+                // the block's sum gets a tile of its own, then added: the register
+                // tile stays in registers across `ki`, and the additions are grouped
+                // as the definition groups them.
+                if mode == StoreOp::Accumulate
+                    && self.sums_into_memory > 0
+                    && small_constant_len(&shape, &self.prover).is_some()
+                    && matches!(dest, Dest::Buf(b) if !self.tiles.contains(b))
+                {
+                    return self.sum_into_buffer(e, &shape, dest, StoreOp::Accumulate, theta);
                 }
                 let mut out = Vec::new();
                 if mode == StoreOp::Assign {
@@ -846,9 +861,64 @@ impl Lowerer<'_, '_> {
         dest: &Dest,
         theta: &Reindexer,
     ) -> Result<Vec<Stmt>, Diagnostic> {
-        let (dest, theta) = (dest.clone(), theta.clone());
-        self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
-            l.stmt(body, &dest, StoreOp::Accumulate, &theta)
+        let into_memory = matches!(dest, Dest::Buf(b) if !self.tiles.contains(b));
+        self.sums_into_memory += usize::from(into_memory);
+        let plain = {
+            let (dest, theta) = (dest.clone(), theta.clone());
+            self.for_loop(var, lo, hi, LoopOrigin::Sum, move |l| {
+                l.stmt(body, &dest, StoreOp::Accumulate, &theta)
+            })
+        };
+        self.sums_into_memory -= usize::from(into_memory);
+        let plain = plain?;
+        // A guard below the sum's `gen`s that bounds the sum's variable from above
+        // (`sum ki < 256: gen ii, jl: [ki + 256 * ko < K] * …`, the last block of a
+        // split reduction) can be the loop's bound, as for a `gen` above: the
+        // iterations it rules out add nothing, and the register tile inside then has
+        // no select (a k-blocked matmul ran 7x slower with it).
+        if selects(&plain)
+            && let Some((bound, body)) = self.bounded_under_gens(body, var)?
+        {
+            let hi = IndexExpr::bin(IndexOp::Min, hi.clone(), bound);
+            let (dest, theta) = (dest.clone(), theta.clone());
+            self.sums_into_memory += usize::from(into_memory);
+            let bounded = self.for_loop(var, lo, &hi, LoopOrigin::Sum, move |l| {
+                l.stmt(&body, &dest, StoreOp::Accumulate, &theta)
+            });
+            self.sums_into_memory -= usize::from(into_memory);
+            return bounded;
+        }
+        Ok(plain)
+    }
+
+    /// `gen`s around a guard around a pure scalar, where the guard bounds `var` from
+    /// above with a bound that mentions none of the `gen`s' variables: the bound, and
+    /// the `gen`s with the rest of the guard.
+    fn bounded_under_gens(
+        &mut self,
+        e: &Expr,
+        var: &str,
+    ) -> Result<Option<(IndexExpr, Expr)>, Diagnostic> {
+        Ok(match &e.kind {
+            ExprKind::Gen {
+                var: g,
+                lo,
+                hi,
+                body,
+            } if g != var => self
+                .bounded_under_gens(body, var)?
+                .filter(|(bound, _)| !bound.mentions(g))
+                .map(|(bound, body)| (bound, Expr::gen_(g.clone(), lo.clone(), hi.clone(), body))),
+            ExprKind::Guard { pred, body } if is_pure(body) && self.shape(body)?.is_empty() => {
+                upper_bound_of(pred, var).map(|(bound, rest)| {
+                    let body = match rest {
+                        Some(rest) => Expr::guard(rest, (**body).clone()),
+                        None => (**body).clone(),
+                    };
+                    (bound, body)
+                })
+            }
+            _ => None,
         })
     }
 
@@ -880,7 +950,10 @@ impl Lowerer<'_, '_> {
         let ExprKind::Sum { var, lo, hi, body } = &sum.kind else {
             return Err(internal("a sum buffer for something other than a sum"));
         };
-        let mut body = self.sum_in_place(var, lo, hi, body, &tile_dest, &Reindexer::identity())?;
+        self.tiles.insert(tile.clone());
+        let body = self.sum_in_place(var, lo, hi, body, &tile_dest, &Reindexer::identity());
+        self.tiles.remove(&tile);
+        let mut body = body?;
         // `stmt` in accumulate mode does not zero: do it first.
         let mut inner = self.zeros(&dims, &tile_dest, &Reindexer::identity())?;
         inner.append(&mut body);

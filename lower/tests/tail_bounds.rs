@@ -3,7 +3,9 @@
 //! around loads (`acc += j < N ? A * B : 0` does not vectorize: the load may not be
 //! evaluated past the bound). Checked on the loop IR (the bound is a `min`, the
 //! select is gone) and on values against the interpreter, at sizes with and without a
-//! tail, for the guard written as `<`, `<=`, `>` and `>=`.
+//! tail, for the guard written as `<`, `<=`, `>` and `>=`. The same for a guard below
+//! inner `gen`s (a last row tile's, bounding the rows) and for a sum's own guard (the
+//! last block of a split reduction).
 
 use std::collections::BTreeMap;
 
@@ -93,4 +95,63 @@ fn a_guard_on_another_loop_or_a_lower_bound_stays_a_guard() {
         let (_, _, text) = lowered(guard);
         assert!(!text.contains("min("), "{guard}:\n{text}");
     }
+}
+
+/// `program`'s kernel checked against the interpreter at `cases` (NB, M, N, K).
+fn assert_values(source: &str, def: &str, cases: &[(i64, i64, i64, i64)]) -> String {
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let kernel = atl_lower::lower_def(&checked.program, &checked.shapes, def, &Default::default())
+        .unwrap_or_else(|d| panic!("{d:?}"));
+    for &(nb, m, n, k) in cases {
+        let sizes = BTreeMap::from([
+            ("NB".to_string(), nb),
+            ("M".to_string(), m),
+            ("N".to_string(), n),
+            ("K".to_string(), k),
+        ]);
+        let inputs = inputs(&sizes);
+        let want = eval_def(
+            &checked.program,
+            def,
+            &sizes,
+            &inputs,
+            &EvalOptions::default(),
+        )
+        .expect("evaluates");
+        let got = atl_lower::run_kernel(&kernel, &sizes, &inputs).expect("runs");
+        // Nested sums accumulate in place (lowering's default grouping), so the
+        // roundings may differ from the interpreter's grouping by a few ulps.
+        assert_eq!(got.shape, want.shape);
+        for (g, w) in got.data.iter().zip(&want.data) {
+            assert!(
+                (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                "at M={m}, N={n}, K={k}: {g} vs {w}"
+            );
+        }
+    }
+    atl_loopir::kernel_to_string(&kernel)
+}
+
+#[test]
+fn a_row_tiles_guard_below_its_columns_bounds_the_rows() {
+    // The last row tile: the guard on the rows sits below the column loop, which it
+    // does not mention; the rows are bounded and the columns keep no select.
+    let source = "size NB, M, N, K\ninput A : [NB, M, K]\ninput B : [NB, K, N]\n\
+        def bmm = gen b < NB, it < cdiv(M, 4): sum k < K: gen ir < 4, j < N: \
+        [it * 4 + ir < M] * (A[b, it * 4 + ir, k] * B[b, k, j])\n";
+    let text = assert_values(source, "bmm", &[(2, 8, 5, 3), (2, 7, 5, 3), (1, 1, 2, 2)]);
+    assert!(text.contains("for ir in 0..min(4, M - 4 * it) {"), "{text}");
+    assert!(!text.contains(" ? "), "a select is left:\n{text}");
+}
+
+#[test]
+fn a_last_reduction_blocks_guard_bounds_the_block() {
+    // A reduction split in blocks of 8, the last one cut at K.
+    let source = "size NB, M, N, K\ninput A : [NB, M, K]\ninput B : [NB, K, N]\n\
+        def bmm = gen b < NB, i < M, j < N: sum ko < cdiv(K, 8): sum ki < 8: \
+        [ko * 8 + ki < K] * (A[b, i, ko * 8 + ki] * B[b, ko * 8 + ki, j])\n";
+    let text = assert_values(source, "bmm", &[(1, 2, 3, 16), (1, 2, 3, 13), (2, 1, 1, 1)]);
+    assert!(text.contains("for ki in 0..min(8, K - 8 * ko) {"), "{text}");
+    assert!(!text.contains(" ? "), "a select is left:\n{text}");
 }

@@ -120,3 +120,55 @@ derive not_a_tile from matmul {
         &[(1, 1, 1), (6, 16, 2), (13, 35, 3), (7, 17, 5)],
     );
 }
+
+#[test]
+fn a_batched_operand_is_packed_one_batch_at_a_time() {
+    let source = "size NB, M, N, K
+input A : [NB, M, K]
+input B : [NB, K, N]
+def bmm = gen b < NB, i < M, j < N: sum k < K: A[b, i, k] * B[b, k, j]
+derive packed from bmm {
+  pack B by 16 into Bp
+  tile i, j by 8, 16 into it, jt, ir, jr
+  simpl
+  reorder b, it, jt, k, ir, jr
+  partition it
+  partition jt
+}
+";
+    let (checked, derivations, diags) = common::derive(source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let packed = &derivations[0].result;
+    // The copy is computed inside the batch loop: `gen b: let Bp = … in …`.
+    let ExprKind::Gen { var, body, .. } = &packed.kind else {
+        panic!("{packed:?}")
+    };
+    assert_eq!(var, "b");
+    assert!(
+        matches!(&body.kind, ExprKind::Let { var, .. } if var == "Bp"),
+        "{body:?}"
+    );
+    let spec = &checked.program.def("bmm").unwrap().body;
+    let options = EvalOptions::default();
+    for (nb, m, n, k) in [(1, 1, 1, 1), (2, 8, 16, 3), (3, 9, 21, 4), (2, 17, 35, 2)] {
+        let sizes: BTreeMap<String, i64> = [("NB", nb), ("M", m), ("N", n), ("K", k)]
+            .into_iter()
+            .map(|(s, v)| (s.to_string(), v))
+            .collect();
+        let inputs: BTreeMap<String, Tensor> = [
+            (
+                "A".to_string(),
+                Tensor::random(vec![nb as usize, m as usize, k as usize], 3),
+            ),
+            (
+                "B".to_string(),
+                Tensor::random(vec![nb as usize, k as usize, n as usize], 4),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let want = eval_expr(&checked.program, spec, &sizes, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, packed, &sizes, &inputs, &options).unwrap();
+        assert_eq!(got, want, "at NB={nb}, M={m}, N={n}, K={k}");
+    }
+}

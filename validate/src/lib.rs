@@ -347,7 +347,9 @@ pub fn validate_monitored(
             return interrupted(checked);
         }
         let mut eval = source::SourceEval::new(src.program, src.shapes);
-        checked.extend(values::check(&walked, &mut eval, src.def, solver));
+        checked.extend(values::check(
+            &walked, &mut eval, src.def, solver, &cancelled,
+        ));
     }
     if let Some(m) = monitor {
         m.advance(2);

@@ -661,9 +661,17 @@ pub(crate) struct Comparison<'s> {
     solver: &'s Solver,
     sizes: Vec<String>,
     questions: usize,
+    /// Whether the validation was cancelled: every question is then unanswered, which
+    /// leaves the obligations unknown (never proved).
+    cancelled: &'s dyn Fn() -> bool,
 }
 
 impl<'s> Comparison<'s> {
+    /// Whether no more questions may be asked: the budget is spent, or cancelled.
+    fn spent(&self) -> bool {
+        self.questions >= QUESTION_BUDGET || (self.cancelled)()
+    }
+
     fn facts(&self, facts: &[Pred]) -> Facts {
         Facts {
             sizes: self.sizes.clone(),
@@ -682,7 +690,7 @@ impl<'s> Comparison<'s> {
         if facts.contains(p) {
             return Some(true);
         }
-        if self.questions >= QUESTION_BUDGET {
+        if self.spent() {
             return None;
         }
         self.questions += 1;
@@ -703,7 +711,7 @@ impl<'s> Comparison<'s> {
         {
             return true;
         }
-        if self.questions >= QUESTION_BUDGET {
+        if self.spent() {
             return false;
         }
         self.questions += 1;
@@ -908,7 +916,7 @@ impl<'s> Comparison<'s> {
         if a == b && !matches!(a, Term::Unknown(_)) {
             return Outcome::Equal;
         }
-        if self.questions >= QUESTION_BUDGET {
+        if self.spent() {
             return Outcome::Differs("the check's budget of solver questions is spent".into());
         }
         // Case splits on undecided selections, the kernel's first.
@@ -1175,14 +1183,26 @@ fn keeps_order(value: &IndexExpr, inner: &[&str]) -> bool {
 
 /// `0 <= r - K*var` and `r - K*var < K` among `conjuncts`, with `K` a size or a
 /// positive constant (so `K >= 1`) and `r` free of `var`: then `var` is `r / K`
-/// (floor division), the one value that satisfies both.
+/// (floor division), the one value that satisfies both. A tail tile's bound `x <
+/// min(K, N - K*var)` implies `x < K`, and is read as both bounds.
 fn solve_tile(var: &str, conjuncts: &[&Pred]) -> Option<IndexExpr> {
     let mut lower: Vec<IndexExpr> = Vec::new();
     let mut upper: Vec<(IndexExpr, IndexExpr)> = Vec::new();
     for c in conjuncts {
         match c {
             Pred::Cmp(CmpOp::Le, z, x) if z.as_const() == Some(0) => lower.push(x.clone()),
-            Pred::Cmp(CmpOp::Lt, x, k) => upper.push((x.clone(), k.clone())),
+            Pred::Cmp(CmpOp::Lt, x, k) => {
+                let mut bounds = vec![k];
+                while let Some(b) = bounds.pop() {
+                    match b {
+                        IndexExpr::Bin(atl_lang::index::IndexOp::Min, a, b) => {
+                            bounds.push(a);
+                            bounds.push(b);
+                        }
+                        _ => upper.push((x.clone(), b.clone())),
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -1256,6 +1276,7 @@ pub fn check(
     source: &mut SourceEval<'_>,
     def: &str,
     solver: &Solver,
+    cancelled: &dyn Fn() -> bool,
 ) -> Vec<CheckedObligation> {
     let out = &walk.bindings[walk.output];
     let mut kernel = Kernel {
@@ -1268,6 +1289,7 @@ pub fn check(
         solver,
         sizes: walk.sizes.clone(),
         questions: 0,
+        cancelled,
     };
     let mut results = Vec::new();
     let no_subst = Subst::new();

@@ -498,3 +498,30 @@ def f = gen i < 3 * n: [i < 1] * a[0]
     assert_ne!(report.verdict, KernelVerdict::Validated, "{report}");
     assert_wrong_result(&report);
 }
+
+// ---- tiles whose last tile is bounded by `min` ---------------------------------------
+
+/// Row sums into the output, the rows in tiles of 2 whose last tile is cut at `n`
+/// (`ii < min(2, n - 2 * io)`): each `+=` adds into the element of the one tile
+/// iteration that covers it, which the check finds from the tile's bounds.
+const TILED_ROW_SUMS_INTO_OUTPUT: &str = "kernel by_hand(n, m; b: [n, m]) -> o: [n]
+  source: 0
+{
+  fill o[0..n] = 0
+  for io in 0..(n + 1) / 2 {  # gen
+    for ii in 0..min(2, n - 2 * io) {  # gen
+      for j in 0..m {  # sum
+        o[2 * io + ii] += b[(2 * io + ii) * m + j @ (2 * io + ii, j)]  @ (2 * io + ii)
+      }
+    }
+  }
+}
+";
+
+#[test]
+fn a_tiled_accumulation_whose_last_tile_is_cut_by_min_is_validated() {
+    assert_validated(&against(TILED_ROW_SUMS_INTO_OUTPUT, "row_sums"));
+    // The last tile cut one row short: the last row keeps its zero.
+    let short = TILED_ROW_SUMS_INTO_OUTPUT.replace("min(2, n - 2 * io)", "min(2, n - 2 * io - 1)");
+    assert_wrong_result(&against(&short, "row_sums"));
+}

@@ -1016,6 +1016,18 @@ impl Applier<'_, '_> {
     /// `compute_at x at l`: `let x` moves to the body of loop `l`, and is shrunk to the
     /// rows that body reads.
     fn compute_at(&mut self, x: &str, l: &str, span: Span) -> Result<(), Diagnostic> {
+        let lp = self.place_at(x, l, span)?;
+        // A scalar stage has no window: moved to the loop, it is computed once per
+        // iteration, which is all `compute_at` asks.
+        if self.stage_is_scalar(&lp) {
+            return Ok(());
+        }
+        self.shrink_to_window(x, lp, span)
+    }
+
+    /// `let x` moved to the body of loop `l` (or to the chain of `let`s there), whole;
+    /// the path of the `let`.
+    fn place_at(&mut self, x: &str, l: &str, span: Span) -> Result<Vec<usize>, Diagnostic> {
         let mut lp = let_path(&self.expr, x, span)?;
         let (loop_p, _) = find_loop(Some(self.env.program), &self.expr, l, span)?;
         let mut loop_body = loop_p.clone();
@@ -1084,11 +1096,11 @@ impl Applier<'_, '_> {
             .at(span, "cannot compute the stage there")
             .with_help("the loop must be one of the stage's consumers"));
         }
-        // A scalar stage has no window: moved to the loop, it is computed once per
-        // iteration, which is all `compute_at` asks.
-        if self.stage_is_scalar(&lp) {
-            return Ok(());
-        }
+        Ok(lp)
+    }
+
+    /// The stage `let x` (at `lp`) shrunk to the window its body reads.
+    fn shrink_to_window(&mut self, x: &str, lp: Vec<usize>, span: Span) -> Result<(), Diagnostic> {
         let dims = self.window_bounds(x, &lp, span)?;
         let d = dims.len();
         self.apply(Step {
@@ -1894,24 +1906,27 @@ fn pack_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
     };
     let q = call.int(q)?;
     let span = call.span;
-    // `pack_cols` packs matrices: another rank is refused here, in the user's words,
-    // rather than by the rule's shape condition.
-    if let Some(read) = boundary::reads_of(&applier.expr, x, &[]).first()
-        && read.indices.len() != 2
-    {
-        return Err(Diagnostic::error(
-            "E0834",
-            format!(
-                "`pack` copies matrices: `{x}` is read with {} indices (`{}`)",
-                read.indices.len(),
-                boundary::shown(x, read)
-            ),
-        )
-        .at(span, "no packed copy made")
-        .with_help(
-            "pack a matrix read as `X[k, j]`; a batched operand has no packed copy yet \
-             (its tiles can read it as it is, as examples/bmm's `fast` does)",
-        ));
+    let reads = boundary::reads_of(&applier.expr, x, &[]);
+    match reads.first().map(|r| r.indices.len()) {
+        None | Some(2) => {}
+        // A batched operand `X[b, k, j]`: the matrix `X[b]` is packed, its copy
+        // computed once per iteration of the batch loop `b`.
+        Some(3) => return pack_batched(applier, x, q, xp, &reads, span),
+        // `pack_cols` packs matrices: another rank is refused here, in the user's
+        // words, rather than by the rule's shape condition.
+        Some(_) => {
+            let read = &reads[0];
+            return Err(Diagnostic::error(
+                "E0834",
+                format!(
+                    "`pack` copies matrices and batches of matrices: `{x}` is read with {} indices (`{}`)",
+                    read.indices.len(),
+                    boundary::shown(x, read)
+                ),
+            )
+            .at(span, "no packed copy made")
+            .with_help("pack a matrix read as `X[k, j]`, or a batch of them read as `X[b, k, j]`"));
+        }
     }
     applier.apply(Step {
         kind: StepKind::Rewrite {
@@ -1932,7 +1947,16 @@ fn pack_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
         span,
     })?;
     applier.compute_root(xp, span)?;
-    // The reads `(gen …: XP[…])[k][j]`, innermost generator first.
+    resolve_packed_reads(applier, xp, span)
+}
+
+/// The packed copy's reads `(gen …: XP[…])[k][j]` resolved to `XP[j / Q][k][j % Q]`,
+/// innermost generator first, then the guards that hold dropped.
+fn resolve_packed_reads(
+    applier: &mut Applier<'_, '_>,
+    xp: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
     for _ in 0..16 {
         let expr = applier.expr.clone();
         let reads_xp = |e: &Expr| {
@@ -1957,6 +1981,62 @@ fn pack_directive(applier: &mut Applier<'_, '_>, call: &Call<'_>) -> Result<(), 
         kind: StepKind::SimplGuard,
         span,
     })
+}
+
+/// `pack X by Q into XP` of a batched operand read once as `X[b, k, j]`, `b` a loop
+/// around the read: `pack_cols` of the matrix `X[b]` (`XP[jo][k][ji]` is
+/// `X[b][k][jo*Q + ji]`), its copy computed at `b` (`compute_at XP at b`: one batch's
+/// panels at a time, in cache while that batch is computed), its reads resolved.
+fn pack_batched(
+    applier: &mut Applier<'_, '_>,
+    x: &str,
+    q: i64,
+    xp: &str,
+    reads: &[boundary::TensorRead],
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let refuse = |why: String| {
+        Diagnostic::error("E0834", why)
+            .at(span, "no packed copy made")
+            .with_help(
+                "pack a batched operand read once as `X[b, k, j]`, with `b` a loop around the read",
+            )
+    };
+    let [read] = reads else {
+        return Err(refuse(format!(
+            "`pack` of a batched operand packs one read: `{x}` is read {} times",
+            reads.len()
+        )));
+    };
+    let batch = match &read.indices[0] {
+        IndexExpr::Var(b) if read.loops.iter().any(|(v, _, _)| v == b) => b.clone(),
+        other => {
+            return Err(refuse(format!(
+                "`pack` of a batched operand needs its batch index to be a loop: `{}` has `{other}`",
+                boundary::shown(x, read)
+            )));
+        }
+    };
+    // The matrix `X[b]`: the tensor's path without its last step.
+    let mut matrix = read.base.clone();
+    matrix.pop();
+    applier.apply(Step {
+        kind: StepKind::Rewrite {
+            backward: false,
+            rule: ident("pack_cols", span),
+            site: ast::SiteSelector {
+                path: Some((matrix.into_iter().map(|p| p as u64).collect(), span)),
+                ..Default::default()
+            },
+            with: vec![
+                (ident("q", span), int(q, span)),
+                (ident("x", span), name_index(xp, span)),
+            ],
+        },
+        span,
+    })?;
+    applier.place_at(xp, &batch, span)?;
+    resolve_packed_reads(applier, xp, span)
 }
 
 fn compute_root_directive(
