@@ -125,12 +125,12 @@ fn the_json_document_lists_the_candidates() {
 #[test]
 fn schedule_refuses_what_it_cannot_search() {
     let dir = tempfile::tempdir().expect("tempdir");
-    // A two-stage program whose stage is a reduction: not a one-stage nest, and
-    // inlining the stage would leave its loop in the body.
+    // A maximum (not a nest the search tiles), in a stage of its own that inlining
+    // would recompute per element, read by a nest: nothing to search.
     let staged = dir.path().join("staged.atl");
     std::fs::write(
         &staged,
-        "size n\ninput f : [n]\ndef g = let t = gen i < n: sum j < n: f[j] * f[i] in gen i < n: t[i] + 1\n",
+        "size n\ninput f : [n]\ndef g = let t = gen i < n: max j < n: f[j] * f[i] in t[0]\n",
     )
     .expect("write");
     let (code, _, err) = atl(&[

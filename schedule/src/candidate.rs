@@ -57,13 +57,17 @@ pub struct Candidate {
     /// vector product's), each output element one at a time. The other fields but
     /// `parallel` are then unused.
     pub partial_sums: Option<i64>,
+    /// A stage that is not one nest (a softmax's rows, with stages computed per row):
+    /// a schedule written out, `(summary, directives)`. The other fields are unused.
+    pub fixed: Option<(String, Vec<String>)>,
 }
 
-/// `base`, or `base2`, `base3`, … if it is in `used`; the name chosen is then used.
-fn fresh_in(used: &mut BTreeSet<String>, base: String) -> String {
+/// `base`, or `base2`, `base3`, … if it is in `used` or reserved in C (`d` + `o` is
+/// `do`); the name chosen is then used.
+pub(crate) fn fresh_in(used: &mut BTreeSet<String>, base: String) -> String {
     let mut name = base.clone();
     let mut k = 2;
-    while used.contains(&name) {
+    while used.contains(&name) || atl_loopir::cnames::reserved(&name).is_some() {
         name = format!("{base}{k}");
         k += 1;
     }
@@ -103,14 +107,40 @@ impl Names {
 }
 
 impl Candidate {
+    /// A schedule written out ([`Candidate::fixed`]).
+    pub fn written(summary: &str, steps: &[String]) -> Candidate {
+        Candidate {
+            tile: Tile {
+                row: None,
+                rows: 1,
+                col: String::new(),
+                cols: 1,
+                col_outer: false,
+                whole: true,
+            },
+            pack: None,
+            boundary: None,
+            stage: None,
+            order: Vec::new(),
+            parallel: false,
+            partition_guards: false,
+            partial_sums: None,
+            fixed: Some((summary.to_string(), steps.to_vec())),
+        }
+    }
+
     /// The directives of the candidate, one per line (the body of a `derive` block):
-    /// the nest's prefix (its stages inlined), then the candidate's own.
+    /// the nest's prefix (its stages inlined, or the stages before it scheduled), the
+    /// candidate's own, the nest's suffix (the stages after it scheduled).
     pub fn steps(&self, nest: &Nest) -> Vec<String> {
         let mut steps = nest.prefix.clone();
-        steps.extend(match self.partial_sums {
-            Some(width) => self.partial_sum_steps(nest, width),
-            None => self.tile_steps(nest),
-        });
+        let own = match (&self.fixed, self.partial_sums) {
+            (Some((_, fixed)), _) => fixed.clone(),
+            (None, Some(width)) => self.partial_sum_steps(nest, width),
+            (None, None) => self.tile_steps(nest),
+        };
+        steps.extend(own.iter().map(|s| nest.spell(s)));
+        steps.extend(nest.suffix.iter().cloned());
         steps
     }
 
@@ -271,6 +301,9 @@ impl Candidate {
 
     /// A one-line summary (`tile j x i 16 x 6, pack B, order jt, it, k, parallel`).
     pub fn summary(&self) -> String {
+        if let Some((summary, _)) = &self.fixed {
+            return summary.clone();
+        }
         if let Some(width) = self.partial_sums {
             let k = self
                 .order

@@ -50,7 +50,19 @@ pub fn schedule(
         .iter()
         .find(|d| d.name == def)
         .map(|d| d.name_span);
-    let nest = stages::nest_of(&loaded.source, &loaded.program, &def, &options.sizes).map_err(|why| {
+    let lanes = machine::Machine::detect().lanes(match options.dtype {
+        atl_emit_c::Dtype::F32 => 4,
+        atl_emit_c::Dtype::F64 => 8,
+    }) as i64;
+    let plan = stages::plan(
+        &loaded.source,
+        &loaded.program,
+        &def,
+        &options.sizes,
+        lanes,
+        options.threads.max(1),
+    )
+    .map_err(|why| {
         let mut d = Diagnostic::error(
             "E0960",
             format!("`atl schedule` cannot search schedules of `{def}`: {why}"),
@@ -61,5 +73,12 @@ pub fn schedule(
         }
         Failure::diagnostics(vec![d], file, &loaded.source)
     })?;
-    search::search(observer, &loaded.source, &loaded.program, &nest, options)
+    match plan {
+        stages::Plan::One(nest) => {
+            search::search(observer, &loaded.source, &loaded.program, &nest, options)
+        }
+        stages::Plan::Stages(stages) => {
+            search::search_stages(observer, &loaded.source, &loaded.program, &stages, options)
+        }
+    }
 }

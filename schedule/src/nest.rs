@@ -48,6 +48,14 @@ pub struct Nest {
     /// Directives every candidate starts with (`compute_inline` of the specification's
     /// stages, [`crate::stages`]); the loops above are those of the program they leave.
     pub prefix: Vec<String>,
+    /// Directives every candidate ends with (the schedules of the stages after this
+    /// one, [`crate::search::search_stages`]).
+    pub suffix: Vec<String>,
+    /// How the candidate's directives spell a loop whose name alone is ambiguous (a
+    /// stage's `i` when another stage's loop was also written `i`): `S.i`.
+    pub spellings: BTreeMap<String, String>,
+    /// Further names the program uses (other stages' loops), which made-up names avoid.
+    pub reserved: BTreeSet<String>,
 }
 
 impl Nest {
@@ -64,6 +72,30 @@ impl Nest {
         self.loops()
             .map(|l| l.name.as_str())
             .chain(self.reads.iter().map(|r| r.input.as_str()))
+            .chain(self.reserved.iter().map(String::as_str))
+    }
+
+    /// A directive with the loops whose names are ambiguous spelled as `stage.var`.
+    pub fn spell(&self, step: &str) -> String {
+        if self.spellings.is_empty() {
+            return step.to_string();
+        }
+        let mut out = String::new();
+        let mut word = String::new();
+        let flush = |word: &mut String, out: &mut String| {
+            out.push_str(self.spellings.get(word.as_str()).unwrap_or(word));
+            word.clear();
+        };
+        for c in step.chars() {
+            if c.is_alphanumeric() || c == '_' || (c == '.' && !word.is_empty()) {
+                word.push(c);
+            } else {
+                flush(&mut word, &mut out);
+                out.push(c);
+            }
+        }
+        flush(&mut word, &mut out);
+        out
     }
 }
 
@@ -76,6 +108,19 @@ pub fn analyze(
     let d = program
         .def(def)
         .ok_or_else(|| format!("no definition `{def}`"))?;
+    analyze_expr(program, &d.body, def, sizes, &BTreeMap::new())
+}
+
+/// The nest of the expression `e` (a definition's body, or the value of one of its
+/// stages) at `sizes`; `stages` are the shapes of the stages it may read like inputs
+/// (`S[i, k]` of a `let S` computed before it). `def` names the definition.
+pub fn analyze_expr(
+    program: &Program,
+    e: &Expr,
+    def: &str,
+    sizes: &BTreeMap<String, i64>,
+    stages: &BTreeMap<String, Vec<i64>>,
+) -> Result<Nest, String> {
     let env = |name: &str| sizes.get(name).copied();
     let extent = |lo: &IndexExpr, hi: &IndexExpr, var: &str| -> Result<i64, String> {
         if lo.as_const() != Some(0) {
@@ -88,7 +133,10 @@ pub fn analyze(
     };
     let mut gens = Vec::new();
     let mut sums = Vec::new();
-    let mut body: &Expr = &d.body;
+    let mut body: &Expr = e;
+    // A scale of the reduction (`(sum d: …) * 0.125`), which `reorder` moves into the
+    // sum (`scale_into_sum`): one more operation per element.
+    let mut scale_ops = 0;
     loop {
         match &body.kind {
             ExprKind::Gen {
@@ -117,6 +165,22 @@ pub fn analyze(
                 });
                 body = b;
             }
+            ExprKind::Binary {
+                op: atl_lang::ir::BinOp::Mul,
+                lhs,
+                rhs,
+            } if sums.is_empty() && !gens.is_empty() && scale_ops == 0 => {
+                let (sum, scale) = match (&lhs.kind, &rhs.kind) {
+                    (ExprKind::Sum { .. }, _) => (lhs, rhs),
+                    (_, ExprKind::Sum { .. }) => (rhs, lhs),
+                    _ => break,
+                };
+                if !matches!(scale.kind, ExprKind::Lit(_)) {
+                    break;
+                }
+                scale_ops = 1;
+                body = sum;
+            }
             _ => break,
         }
     }
@@ -125,13 +189,18 @@ pub fn analyze(
             "`{def}` is not a `gen` nest (the search schedules tensors computed by `gen` loops)"
         ));
     }
-    let mut found = Scan::default();
+    let mut found = Scan {
+        stages: stages.keys().cloned().collect(),
+        ..Scan::default()
+    };
     scan(body, false, &mut found)?;
     let Scan {
         reads,
         ops,
         guard_vars,
+        ..
     } = found;
+    let ops = ops + scale_ops;
     let mut input_shapes = Vec::new();
     for input in &program.inputs {
         if reads.iter().any(|r| r.input == input.name) {
@@ -144,6 +213,11 @@ pub fn analyze(
             input_shapes.push((input.name.clone(), dims));
         }
     }
+    for (stage, dims) in stages {
+        if reads.iter().any(|r| &r.input == stage) {
+            input_shapes.push((stage.clone(), dims.clone()));
+        }
+    }
     Ok(Nest {
         def: def.to_string(),
         gens,
@@ -153,12 +227,17 @@ pub fn analyze(
         ops: ops.max(1),
         guard_vars,
         prefix: Vec::new(),
+        suffix: Vec::new(),
+        spellings: BTreeMap::new(),
+        reserved: BTreeSet::new(),
     })
 }
 
 /// What [`scan`] collects from the scalar body.
 #[derive(Default)]
 struct Scan {
+    /// The stages computed before the nest, read like inputs.
+    stages: BTreeSet<String>,
     reads: Vec<Read>,
     ops: usize,
     guard_vars: BTreeSet<String>,
@@ -178,7 +257,9 @@ fn scan(e: &Expr, guarded: bool, found: &mut Scan) -> Result<(), String> {
             }
             indices.reverse();
             match &cur.kind {
-                ExprKind::Input(name) => {
+                ExprKind::Input(name) | ExprKind::Var(name)
+                    if matches!(cur.kind, ExprKind::Input(_)) || found.stages.contains(name) =>
+                {
                     found.reads.push(Read {
                         input: name.clone(),
                         indices,

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -25,6 +26,7 @@ use atl_lower::Kernel;
 use crate::candidate::Candidate;
 use crate::machine::Machine;
 use crate::nest::Nest;
+use crate::stages::Stage;
 use crate::variants::{Ranked, SpaceSize, ranked};
 
 /// The compile time a candidate gets: a fast tile compiles in a second or two, while
@@ -105,6 +107,25 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// This search followed by `next` (a later stage's, whose best includes this one's
+    /// schedule): every candidate of both, `next`'s best and rematch.
+    fn then(mut self, next: Outcome) -> Outcome {
+        let offset = self.tried.len();
+        self.tried.extend(next.tried);
+        self.best = offset + next.best;
+        self.rematch = next
+            .rematch
+            .into_iter()
+            .map(|(k, m)| (offset + k, m))
+            .collect();
+        self.candidates += next.candidates;
+        self.space.variants += next.space.variants;
+        self.space.orders += next.space.orders;
+        self.space.egraph_nodes += next.space.egraph_nodes;
+        self.rank_correlation = next.rank_correlation.or(self.rank_correlation);
+        self
+    }
+
     pub fn best(&self) -> &Tried {
         &self.tried[self.best]
     }
@@ -226,19 +247,59 @@ fn prepare(
     let kernel = gated
         .lower_for(Fp::Fast)
         .map_err(|d| Verdict::Failed(messages(&d)))?;
-    validate_kernel_monitored(
-        &loaded.program,
-        &loaded.shapes,
-        name,
-        &kernel,
-        monitor.map(|m| &**m),
-    )
-    .map_err(|(_, d)| Verdict::Failed(d.message.clone()))?;
+    validate_within(&loaded.program, &loaded.shapes, name, &kernel, monitor)?;
     Ok(Prepared {
         kernel,
         program: loaded.program,
         name: name.to_string(),
     })
+}
+
+/// The time a candidate's validation gets: most take a few seconds; one whose value
+/// check drags on (tens of thousands of solver questions, ending unknown) would eat the
+/// budget, and a kernel validated that slowly is not worth waiting for.
+const VALIDATE_LIMIT: Duration = Duration::from_secs(60);
+
+/// [`validate_kernel_monitored`] stopped after [`VALIDATE_LIMIT`] (or when the search is
+/// cancelled): a stopped validation leaves the kernel not validated.
+fn validate_within(
+    program: &Program,
+    shapes: &atl_lang::shapes::ShapeEnv,
+    name: &str,
+    kernel: &Kernel,
+    monitor: Option<&Arc<Monitor>>,
+) -> Result<(), Verdict> {
+    let local = Monitor::new();
+    let finished = AtomicBool::new(false);
+    let timed_out = AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let begun = Instant::now();
+            while !finished.load(Ordering::Relaxed) {
+                if monitor.is_some_and(|m| m.is_cancelled()) {
+                    local.cancel();
+                    return;
+                }
+                if begun.elapsed() >= VALIDATE_LIMIT {
+                    timed_out.store(true, Ordering::Relaxed);
+                    local.cancel();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let result = validate_kernel_monitored(program, shapes, name, kernel, Some(&local));
+        finished.store(true, Ordering::Relaxed);
+        result
+    });
+    match result {
+        Ok(_) => Ok(()),
+        Err(_) if timed_out.load(Ordering::Relaxed) => Err(Verdict::Failed(format!(
+            "its validation was stopped after {} s",
+            VALIDATE_LIMIT.as_secs()
+        ))),
+        Err((_, d)) => Err(Verdict::Failed(d.message.clone())),
+    }
 }
 
 fn messages(diagnostics: &[Diagnostic]) -> String {
@@ -292,6 +353,13 @@ fn time(
     Ok(median(&times))
 }
 
+fn element_bytes(dtype: Dtype) -> usize {
+    match dtype {
+        Dtype::F32 => 4,
+        Dtype::F64 => 8,
+    }
+}
+
 /// Searches schedules of the nest of `def` in `program` (loaded from `source`).
 pub fn search(
     observer: &mut dyn Observer,
@@ -300,14 +368,144 @@ pub fn search(
     nest: &Nest,
     options: &Options,
 ) -> Result<Outcome, Failure> {
+    let machine = Machine::detect();
+    let threads = options.threads.max(1);
+    let (ranked, space) = ranked(nest, &machine, element_bytes(options.dtype), threads);
+    search_ranked(
+        observer,
+        source,
+        program,
+        nest,
+        ranked,
+        space,
+        machine,
+        options,
+        10 * REMATCH_TIME,
+    )
+}
+
+/// Searches the stages of a [`Plan::Stages`](crate::stages::Plan) one at a time, each
+/// with the schedules chosen so far for the others around it (the stages before it
+/// as its prefix, those after it as its suffix), within a share of the budget left.
+/// Two rounds: every stage in order (60% of the budget when there are several nests),
+/// then every nest but the last again, now timed with the later stages scheduled (in
+/// the first round they ran as written, whose time drowned the differences between
+/// an earlier stage's candidates). A stage for which no candidate was timed stays as
+/// chosen before (as written, at first). The outcome lists every candidate; its best
+/// is the last search's, which holds every stage's schedule.
+pub fn search_stages(
+    observer: &mut dyn Observer,
+    source: &str,
+    program: &Program,
+    stages: &[Stage],
+    options: &Options,
+) -> Result<Outcome, Failure> {
     let start = Instant::now();
     let machine = Machine::detect();
-    let element_bytes = match options.dtype {
-        Dtype::F32 => 4,
-        Dtype::F64 => 8,
-    };
     let threads = options.threads.max(1);
-    let (ranked, space) = ranked(nest, &machine, element_bytes, threads);
+    let nests: Vec<usize> = (0..stages.len())
+        .filter(|&k| matches!(stages[k], Stage::Nest(_)))
+        .collect();
+    let mut rounds: Vec<(Duration, Vec<usize>)> =
+        vec![(options.budget, (0..stages.len()).collect())];
+    if nests.len() > 1 {
+        rounds[0].0 = options.budget.mul_f64(0.6);
+        rounds.push((options.budget, nests[..nests.len() - 1].to_vec()));
+    }
+    let mut chosen: Vec<Vec<String>> = vec![Vec::new(); stages.len()];
+    let mut merged: Option<Outcome> = None;
+    let mut last_failure = None;
+    for (round, (deadline, order)) in rounds.iter().enumerate() {
+        for (n, &k) in order.iter().enumerate() {
+            let left = deadline.saturating_sub(start.elapsed());
+            let share = left / (order.len() - n) as u32;
+            let mut nest = stages[k].nest().clone();
+            nest.prefix = chosen[..k].concat();
+            nest.suffix = chosen[k + 1..].concat();
+            let (ranked, space) = match &stages[k] {
+                Stage::Nest(_) => ranked(&nest, &machine, element_bytes(options.dtype), threads),
+                Stage::Fixed { variants, .. } => (
+                    variants
+                        .iter()
+                        .map(|(summary, steps)| Ranked {
+                            candidate: Candidate::written(summary, steps),
+                            estimate: 0.0,
+                        })
+                        .collect(),
+                    SpaceSize {
+                        variants: variants.len(),
+                        ..SpaceSize::default()
+                    },
+                ),
+            };
+            let stage_options = Options {
+                budget: share,
+                ..options.clone()
+            };
+            // The budget a stage leaves goes to the next ones rather than to a long
+            // rematch; the last search's rematch may take what is left, as one nest's.
+            let last = round + 1 == rounds.len() && n + 1 == order.len();
+            let rematch_max = if last {
+                10 * REMATCH_TIME
+            } else {
+                REMATCH_TIME
+            };
+            match search_ranked(
+                observer,
+                source,
+                program,
+                &nest,
+                ranked,
+                space,
+                machine.clone(),
+                &stage_options,
+                rematch_max,
+            ) {
+                Ok(outcome) => {
+                    let steps = &outcome.best().steps;
+                    chosen[k] = steps[nest.prefix.len()..steps.len() - nest.suffix.len()].to_vec();
+                    merged = Some(match merged {
+                        None => outcome,
+                        Some(before) => before.then(outcome),
+                    });
+                }
+                Err(failure) if nothing_timed(&failure) => last_failure = Some(failure),
+                Err(failure) => return Err(failure),
+            }
+        }
+    }
+    match merged {
+        Some(mut outcome) => {
+            outcome.elapsed = start.elapsed();
+            Ok(outcome)
+        }
+        None => Err(last_failure.unwrap_or_else(|| Failure::message("error: no stage to search"))),
+    }
+}
+
+/// Whether the search failed only because no candidate was timed (E0961).
+fn nothing_timed(failure: &Failure) -> bool {
+    failure.reports.iter().any(|r| {
+        matches!(r, atl_driver::Report::Diagnostics(located)
+            if located.diagnostics.iter().any(|d| d.code == "E0961"))
+    })
+}
+
+/// Searches `ranked`, the candidates of `nest`, in their order.
+#[allow(clippy::too_many_arguments)]
+fn search_ranked(
+    observer: &mut dyn Observer,
+    source: &str,
+    program: &Program,
+    nest: &Nest,
+    ranked: Vec<Ranked>,
+    space: SpaceSize,
+    machine: Machine,
+    options: &Options,
+    rematch_max: Duration,
+) -> Result<Outcome, Failure> {
+    let start = Instant::now();
+    let threads = options.threads.max(1);
     let candidates = ranked.len();
     let name = fresh_name(program, &nest.def);
     let base = without_derivations(source);
@@ -475,7 +673,7 @@ pub fn search(
     let rematch_time = options
         .budget
         .saturating_sub(start.elapsed())
-        .clamp(REMATCH_TIME, 10 * REMATCH_TIME);
+        .clamp(REMATCH_TIME, rematch_max);
     let (best_index, rematch) =
         match leaders.rematch(&options.sizes, &timing_inputs, threads, rematch_time) {
             Ok(Some((k, times))) => (k, times),

@@ -151,6 +151,7 @@ pub fn ranked(
                                 boundary: border.clone(),
                                 stage: stage.clone(),
                                 partial_sums: None,
+                                fixed: None,
                                 order: Vec::new(),
                                 parallel: false,
                                 partition_guards,
@@ -259,6 +260,7 @@ fn partial_sums(
                     parallel,
                     partition_guards: false,
                     partial_sums: Some(width),
+                    fixed: None,
                 },
                 estimate: cycles / divide,
             }
@@ -305,6 +307,7 @@ fn whole_rows(
                 boundary: None,
                 stage: None,
                 partial_sums: None,
+                fixed: None,
                 order: order.clone(),
                 parallel: threads > 1 && nest.gens.len() > 1,
                 partition_guards,
@@ -387,9 +390,18 @@ fn is_sum(nest: &Nest, slot: &Slot) -> bool {
 /// A matrix read `X[e, col]` whose row index does not move with the columns: `pack`
 /// makes its tile's columns contiguous.
 fn packable(nest: &Nest, read: &crate::nest::Read, col: &str) -> bool {
-    read.indices.len() == 2
-        && read.indices[1] == atl_lang::index::IndexExpr::var(col)
-        && !read.indices[0].mentions(col)
+    use atl_lang::index::IndexExpr;
+    // A matrix `X[k, col]`, or a batch of them `X[b, k, col]` with `b` a `gen` of the
+    // nest (packed one batch at a time, at `b`).
+    let matrix = match read.indices.as_slice() {
+        [_, _] => &read.indices[..],
+        [IndexExpr::Var(b), ..] if b != col && nest.gens.iter().any(|g| &g.name == b) => {
+            &read.indices[1..]
+        }
+        _ => return false,
+    };
+    matrix[1] == IndexExpr::var(col)
+        && !matrix[0].mentions(col)
         && nest.reads.iter().filter(|r| r.input == read.input).count() == 1
         && !read.guarded
 }

@@ -413,3 +413,118 @@ fn a_stage_that_is_a_reduction_is_not_inlined_into_every_element() {
     assert!(why.contains("compute_inline total"), "{why}");
     assert!(why.contains("a loop inside the body"), "{why}");
 }
+
+const SOFTMAX_ROWS: &str = "size n, m
+assume m % 16 == 0
+input x : [n, m]
+def softmax =
+  gen i < n, j < m:
+    let mx = max k < m: x[i, k] in
+    let s = sum k < m: exp(x[i, k] - mx) in exp(x[i, j] - mx) / s
+";
+
+#[test]
+fn stages_that_are_nests_are_searched_one_after_the_other() {
+    let at = [("N", 64), ("M", 64)];
+    let (checked, _) = atl_lang::check_source(ROW_SOFTMAX);
+    let program = checked.unwrap().program;
+    let plan =
+        atl_schedule::stages::plan(ROW_SOFTMAX, &program, "softmax", &sizes(&at), 16, 1).unwrap();
+    let atl_schedule::stages::Plan::Stages(stages) = plan else {
+        panic!("a row sum does not inline into one nest")
+    };
+    // The row sum, then the definition's own nest, which reads it like an input.
+    assert_eq!(stages.len(), 2);
+    let (total, own) = (stages[0].nest(), stages[1].nest());
+    assert_eq!(total.sums.len(), 1);
+    assert!(own.reads.iter().any(|r| r.input == "total"));
+    assert!(
+        own.input_shapes.contains(&("total".to_string(), vec![64])),
+        "{:?}",
+        own.input_shapes
+    );
+}
+
+#[test]
+fn a_stage_with_stages_per_row_gets_them_computed_once_per_row() {
+    let at = [("n", 32), ("m", 64)];
+    let (checked, _) = atl_lang::check_source(SOFTMAX_ROWS);
+    let program = checked.unwrap().program;
+    let plan =
+        atl_schedule::stages::plan(SOFTMAX_ROWS, &program, "softmax", &sizes(&at), 16, 2).unwrap();
+    let atl_schedule::stages::Plan::Stages(stages) = plan else {
+        panic!("stages per row are not one nest")
+    };
+    let [atl_schedule::stages::Stage::Fixed { nest, variants }] = stages.as_slice() else {
+        panic!("{stages:?}")
+    };
+    // Placed per row; then the sum's, then both reductions as 16 partial results.
+    assert_eq!(variants.len(), 3, "{variants:?}");
+    for (summary, steps) in variants {
+        assert!(
+            steps.contains(&"compute_at mx at i".to_string()),
+            "{steps:?}"
+        );
+        assert!(
+            steps.contains(&"compute_at s at i".to_string()),
+            "{steps:?}"
+        );
+        assert_eq!(
+            steps.last().map(String::as_str),
+            Some("vectorize j"),
+            "{summary}"
+        );
+        assert!(steps.contains(&"parallel i".to_string()), "{steps:?}");
+        let candidate = atl_schedule::candidate::Candidate::written(summary, steps);
+        let (checked, derived) = derive(SOFTMAX_ROWS, "softmax", &candidate.steps(nest));
+        let cases: Vec<Vec<(&str, i64)>> = [(1, 16), (3, 32), (5, 48)]
+            .iter()
+            .map(|&(n, m)| vec![("n", n), ("m", m)])
+            .collect();
+        assert_same_values_close(&checked, "softmax", &derived, &cases);
+    }
+    // The row maximum's loop is named with its stage: both loops were written `k`.
+    assert!(
+        variants[2]
+            .1
+            .iter()
+            .any(|s| s.starts_with("split mx.k by 16"))
+    );
+}
+
+/// As [`assert_same_values`], up to reassociation (partial sums): relative 1e-12.
+fn assert_same_values_close(
+    checked: &atl_lang::Checked,
+    def: &str,
+    derived: &Expr,
+    cases: &[Vec<(&str, i64)>],
+) {
+    let spec = &checked.program.def(def).expect("spec").body;
+    for case in cases {
+        let at = sizes(case);
+        let env = |name: &str| at.get(name).copied();
+        let inputs: BTreeMap<String, Tensor> = checked
+            .program
+            .inputs
+            .iter()
+            .map(|input| {
+                let shape = input
+                    .shape
+                    .iter()
+                    .map(|d| d.eval(&env).expect("size") as usize)
+                    .collect();
+                (input.name.clone(), Tensor::random(shape, 5))
+            })
+            .collect();
+        let options = EvalOptions::default();
+        let want = eval_expr(&checked.program, spec, &at, &inputs, &options).unwrap();
+        let got = eval_expr(&checked.program, derived, &at, &inputs, &options).unwrap();
+        assert_eq!(got.shape, want.shape);
+        for (g, w) in got.data.iter().zip(&want.data) {
+            assert!(
+                (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                "at {case:?}: {g} vs {w}"
+            );
+        }
+    }
+}

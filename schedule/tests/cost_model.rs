@@ -52,6 +52,9 @@ fn matmul(n: i64) -> Nest {
         ops: 1,
         guard_vars: Default::default(),
         prefix: Vec::new(),
+        suffix: Vec::new(),
+        spellings: Default::default(),
+        reserved: Default::default(),
     }
 }
 
@@ -68,6 +71,7 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
         pack: pack.then(|| "B".to_string()),
         stage: None,
         partial_sums: None,
+        fixed: None,
         boundary: None,
         order,
         parallel: false,

@@ -59,6 +59,9 @@ fn nest() -> Nest {
         ops: 1,
         guard_vars: Default::default(),
         prefix: Vec::new(),
+        suffix: Vec::new(),
+        spellings: Default::default(),
+        reserved: Default::default(),
     }
 }
 
@@ -75,6 +78,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
         pack: None,
         stage: None,
         partial_sums: None,
+        fixed: None,
         boundary: None,
         order: Vec::new(),
         parallel: false,
