@@ -50,10 +50,8 @@ pub fn schedule(
         .iter()
         .find(|d| d.name == def)
         .map(|d| d.name_span);
-    let lanes = machine::Machine::detect().lanes(match options.dtype {
-        atl_emit_c::Dtype::F32 => 4,
-        atl_emit_c::Dtype::F64 => 8,
-    }) as i64;
+    let machine = machine::Machine::detect();
+    let lanes = machine.lanes(search::element_bytes(options.dtype)) as i64;
     let plan = stages::plan(
         &loaded.source,
         &loaded.program,
@@ -74,11 +72,21 @@ pub fn schedule(
         Failure::diagnostics(vec![d], file, &loaded.source)
     })?;
     match plan {
-        stages::Plan::One(nest) => {
-            search::search(observer, &loaded.source, &loaded.program, &nest, options)
-        }
-        stages::Plan::Stages(stages) => {
-            search::search_stages(observer, &loaded.source, &loaded.program, &stages, options)
-        }
+        stages::Plan::One(nest) => search::search(
+            observer,
+            &loaded.source,
+            &loaded.program,
+            &nest,
+            machine,
+            options,
+        ),
+        stages::Plan::Stages(stages) => search::search_stages(
+            observer,
+            &loaded.source,
+            &loaded.program,
+            &stages,
+            machine,
+            options,
+        ),
     }
 }

@@ -309,7 +309,7 @@ fn messages(diagnostics: &[Diagnostic]) -> String {
 }
 
 /// The first error of a failure, as `CODE message`.
-fn first_message(failure: &Failure) -> String {
+pub(crate) fn first_message(failure: &Failure) -> String {
     failure
         .reports
         .iter()
@@ -353,7 +353,7 @@ fn time(
     Ok(median(&times))
 }
 
-fn element_bytes(dtype: Dtype) -> usize {
+pub(crate) fn element_bytes(dtype: Dtype) -> usize {
     match dtype {
         Dtype::F32 => 4,
         Dtype::F64 => 8,
@@ -366,9 +366,9 @@ pub fn search(
     source: &str,
     program: &Program,
     nest: &Nest,
+    machine: Machine,
     options: &Options,
 ) -> Result<Outcome, Failure> {
-    let machine = Machine::detect();
     let threads = options.threads.max(1);
     let (ranked, space) = ranked(nest, &machine, element_bytes(options.dtype), threads);
     search_ranked(
@@ -398,10 +398,10 @@ pub fn search_stages(
     source: &str,
     program: &Program,
     stages: &[Stage],
+    machine: Machine,
     options: &Options,
 ) -> Result<Outcome, Failure> {
     let start = Instant::now();
-    let machine = Machine::detect();
     let threads = options.threads.max(1);
     let nests: Vec<usize> = (0..stages.len())
         .filter(|&k| matches!(stages[k], Stage::Nest(_)))

@@ -27,11 +27,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use atl_lang::index::IndexExpr;
 use atl_lang::ir::{Expr, ExprKind, Program};
-use atl_rewrites::{Env, Library, run_derivations};
 
 use crate::candidate::fresh_in;
 use crate::nest::{Loop, Nest, analyze, analyze_expr};
-use crate::search::without_derivations;
+use crate::search::{first_message, without_derivations};
 
 /// The `let` stages of `def`'s body, outermost first.
 pub fn stage_names(program: &Program, def: &str) -> Vec<String> {
@@ -376,7 +375,8 @@ pub fn nest_of(
     Ok(nest)
 }
 
-/// The program with `derive NAME from def { steps }` replayed, and `NAME`.
+/// The program with `derive NAME from def { steps }` replayed, and `NAME`: the file
+/// loaded as `atl check` loads it (the search's candidates are loaded the same way).
 fn inline(source: &str, def: &str, steps: &[String]) -> Result<(Program, String), String> {
     let mut name = format!("{def}_inlined");
     while source.contains(&name) {
@@ -387,30 +387,15 @@ fn inline(source: &str, def: &str, steps: &[String]) -> Result<(Program, String)
         without_derivations(source),
         steps.join("\n  ")
     );
-    let (checked, diags) = atl_lang::check_source(&text);
-    let checked = checked.ok_or_else(|| first(&diags))?;
-    let (library, diags) = Library::standard();
-    if let Some((_, d)) = diags.first() {
-        return Err(first(std::slice::from_ref(d)));
-    }
-    let solver = atl_solver::Solver::new();
-    let env = Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &library,
-        solver: &solver,
-    };
-    let (derivations, diags) = run_derivations(&env);
-    if !diags.is_empty() {
-        return Err(first(&diags));
-    }
-    let (program, _) = atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
-    Ok((program, name))
-}
-
-fn first(diags: &[atl_lang::diag::Diagnostic]) -> String {
-    diags.first().map_or_else(
-        || "refused".to_string(),
-        |d| format!("{} {}", d.code, d.message),
-    )
+    let scratch = tempfile::Builder::new()
+        .prefix("atl-schedule-inline")
+        .suffix(".atl")
+        .tempfile()
+        .map_err(|e| format!("cannot write a scratch file: {e}"))?;
+    std::fs::write(scratch.path(), text)
+        .map_err(|e| format!("cannot write a scratch file: {e}"))?;
+    let loaded =
+        atl_driver::load::load_derived(&mut atl_driver::Collect::default(), scratch.path())
+            .map_err(|f| first_message(&f))?;
+    Ok((loaded.program, name))
 }

@@ -2020,21 +2020,13 @@ fn pack_batched(
     // The matrix `X[b]`: the tensor's path without its last step.
     let mut matrix = read.base.clone();
     matrix.pop();
-    applier.apply(Step {
-        kind: StepKind::Rewrite {
-            backward: false,
-            rule: ident("pack_cols", span),
-            site: ast::SiteSelector {
-                path: Some((matrix.into_iter().map(|p| p as u64).collect(), span)),
-                ..Default::default()
-            },
-            with: vec![
-                (ident("q", span), int(q, span)),
-                (ident("x", span), name_index(xp, span)),
-            ],
-        },
+    applier.apply(rw(
+        "pack_cols",
+        false,
+        matrix,
+        vec![("q", int(q, span)), ("x", name_index(xp, span))],
         span,
-    })?;
+    ))?;
     applier.place_at(xp, &batch, span)?;
     resolve_packed_reads(applier, xp, span)
 }
