@@ -95,7 +95,23 @@ struct LetInfo {
 #[derive(Clone, Debug, Default)]
 struct Scope {
     facts: Vec<Pred>,
+    /// The positions in `facts` of the guards' conditions: a value's shape does not
+    /// depend on them (`[false] * trunc_r(2, f)` still has the shape `n - 2`), so the
+    /// obligations that make shapes valid do not assume them.
+    guards: Vec<usize>,
     lets: Vec<LetInfo>,
+}
+
+impl Scope {
+    /// The facts without the guards' conditions: the loops' ranges.
+    fn shape_facts(&self) -> Vec<Pred> {
+        self.facts
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !self.guards.contains(k))
+            .map(|(_, f)| f.clone())
+            .collect()
+    }
 }
 
 /// The walk. Holds the memo of definition predicates and the counter that makes
@@ -291,7 +307,14 @@ impl<'a> Analyzer<'a> {
             amount: k.clone(),
             extent: n.clone(),
         };
-        self.record(out, kind, at, scope, Vec::new(), goal);
+        // Under the loops' ranges only: a guard does not keep a shape from being
+        // computed (the interpreter's zero of a false guard has the body's shape).
+        let unguarded = Scope {
+            facts: scope.shape_facts(),
+            guards: Vec::new(),
+            lets: Vec::new(),
+        };
+        self.record(out, kind, at, &unguarded, Vec::new(), goal);
     }
 
     /// [`Analyzer::visit_node`], with the predicate capped: a formula beyond
@@ -377,9 +400,11 @@ impl<'a> Analyzer<'a> {
                 Ok((bs, PadPred::FALSE))
             }
             ExprKind::Guard { pred, body } => {
+                scope.guards.push(scope.facts.len());
                 scope.facts.push(pred.clone());
                 let r = self.visit(body, scope, out);
                 scope.facts.pop();
+                scope.guards.pop();
                 let (bs, bp) = r?;
                 Ok((bs, PadPred::or(PadPred::atom(Pred::not(pred.clone())), bp)))
             }
