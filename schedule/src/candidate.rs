@@ -43,6 +43,11 @@ pub struct Candidate {
     pub pack: Option<String>,
     /// `boundary X into XB`: the zero-bordered copy of a guarded read.
     pub boundary: Option<String>,
+    /// The bordered copy computed per column tile (`compute_at XB at` the columns' tile
+    /// loop, outside the rows' one): a window of the input, written and read in L1,
+    /// rather than the whole input bordered before the nest (Halide's Adams2019 does
+    /// this to the convolution's input).
+    pub local_copy: bool,
     /// `stage X into XT order 1, 0`: the transposed copy of a matrix read with the
     /// columns in its first index (`U[r, k]` in TTM), so that it is read along them.
     pub stage: Option<String>,
@@ -120,6 +125,7 @@ impl Candidate {
             },
             pack: None,
             boundary: None,
+            local_copy: false,
             stage: None,
             order: Vec::new(),
             parallel: false,
@@ -246,6 +252,12 @@ impl Candidate {
         }
         order.push(&names.col_in);
         steps.push(format!("reorder {}", order.join(", ")));
+        if self.local_copy && self.boundary.is_some() {
+            steps.push(format!(
+                "compute_at {} at {}",
+                names.bordered, names.col_tiles
+            ));
+        }
         // The full tiles apart from the last one, whatever the sizes searched for: the
         // kernel is for every size, and a tail guard left in the steady state costs
         // as much on sizes that are multiples as on others.
@@ -332,6 +344,9 @@ impl Candidate {
         }
         if let Some(x) = &self.boundary {
             s.push_str(&format!(", boundary {x}"));
+            if self.local_copy {
+                s.push_str(&format!(" per {} tile", t.col));
+            }
         }
         if let Some(x) = &self.stage {
             s.push_str(&format!(", stage {x} transposed"));

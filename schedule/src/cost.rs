@@ -31,6 +31,13 @@ const LINE_BYTES: f64 = 64.0;
 const AGAINST_ORDER: f64 = 1.5;
 /// Vector multiply-adds of straight-line code in an unrolled tile before it costs.
 const CODE_LIMIT: f64 = 160.0;
+/// Cycles one entry into a loop costs (its set-up, its exit branch, the registers the
+/// compiler reloads around it). Of two orders of the same loops, the one whose inner
+/// loop is entered more often is slower: on conv1d (Zen 4, one thread, 5 x 32 tile,
+/// `atl bench`), `sum c < 64` around `sum r < R` against `r` around `c` cost between 3
+/// and 16 cycles more per entry into the short loop in two runs. With it, larger tiles
+/// (fewer entries per multiply-add) rank higher, as they measure.
+const LOOP_ENTRY: f64 = 8.0;
 
 /// An estimate: cycles of computation and line misses per cache level.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +73,8 @@ pub struct TiledLoop {
     pub name: String,
     pub trips: f64,
     pub reduction: bool,
+    /// Unrolled by lowering (see [`crate::nest::Loop::unrolled`]): entering it is free.
+    pub unrolled: bool,
 }
 
 /// The model of one candidate's tile and copies; the order is what varies.
@@ -79,6 +88,9 @@ pub struct Model<'n> {
     caches: [f64; 3],
     /// Reads the candidate copies (packed or zero-bordered): contiguous per tile.
     copied: BTreeSet<String>,
+    /// The bordered copy is made per column tile ([`Candidate::local_copy`]): its
+    /// writes stay in L1, only its reads of the input come from memory.
+    local_copy: bool,
     /// A matrix the candidate reads through a transposed copy (`stage`): its indices
     /// are exchanged, its rows are as long as its first dimension.
     staged: Option<String>,
@@ -125,6 +137,7 @@ impl<'n> Model<'n> {
                 .cloned()
                 .collect(),
             partitioned: candidate.partition_guards,
+            local_copy: candidate.local_copy && candidate.boundary.is_some(),
             staged: candidate.stage.clone(),
             input_rows: inputs
                 .iter()
@@ -154,12 +167,14 @@ impl<'n> Model<'n> {
                 name: n.clone(),
                 trips: extent(n),
                 reduction: self.nest.find(n).is_some_and(|l| l.reduction),
+                unrolled: self.nest.find(n).is_some_and(|l| l.unrolled),
             }],
             Slot::Tiles => {
                 let c = TiledLoop {
                     name: format!("{col}/tiles"),
                     trips: (extent(col) / cols).ceil(),
                     reduction: false,
+                    unrolled: false,
                 };
                 match row {
                     None => vec![c],
@@ -168,6 +183,7 @@ impl<'n> Model<'n> {
                             name: format!("{r}/tiles"),
                             trips: (extent(r) / rows).ceil(),
                             reduction: false,
+                            unrolled: false,
                         };
                         if col_outer { vec![c, r] } else { vec![r, c] }
                     }
@@ -412,8 +428,10 @@ impl<'n> Model<'n> {
         [lines, lines, lines]
     }
 
-    /// Lines a copy (`pack`, `boundary`, `stage`) reads and writes once, before the nest.
+    /// Lines a copy (`pack`, `boundary`, `stage`) reads and writes once, before the nest
+    /// (a local copy: reads, its writes stay in L1).
     pub fn copies(&self) -> f64 {
+        let passes = if self.local_copy { 1.0 } else { 2.0 };
         self.copied
             .iter()
             .chain(&self.staged)
@@ -423,7 +441,7 @@ impl<'n> Model<'n> {
                     .iter()
                     .find(|(n, _)| n == x)
                     .map_or(0.0, |(_, e)| *e);
-                2.0 * elements * self.element_bytes / LINE_BYTES
+                passes * elements * self.element_bytes / LINE_BYTES
             })
             .sum()
     }
@@ -439,6 +457,9 @@ impl<'n> Model<'n> {
         child_is_tile: bool,
     ) -> Cost {
         let mut cycles = l.trips * child.cycles;
+        if !l.unrolled {
+            cycles += LOOP_ENTRY;
+        }
         let mut accumulators = 0.0;
         if l.reduction && child_is_tile {
             // The accumulators stay in registers across the reduction.

@@ -17,6 +17,9 @@ pub struct Loop {
     pub reduction: bool,
     /// The trip count at the sizes searched for.
     pub extent: i64,
+    /// The extent is a number in the program, small enough for lowering to unroll the
+    /// loop (`sum ry < 3`): no loop is left in the C, entering it costs nothing.
+    pub unrolled: bool,
 }
 
 /// A read of an input: `A[i, k]` is `A` with the indices `i`, `k`.
@@ -149,6 +152,7 @@ pub fn analyze_expr(
                     name: var.clone(),
                     reduction: false,
                     extent: extent(lo, hi, var)?,
+                    unrolled: unrolled(hi),
                 });
                 body = b;
             }
@@ -162,6 +166,7 @@ pub fn analyze_expr(
                     name: var.clone(),
                     reduction: true,
                     extent: extent(lo, hi, var)?,
+                    unrolled: unrolled(hi),
                 });
                 body = b;
             }
@@ -298,4 +303,10 @@ fn scan(e: &Expr, guarded: bool, found: &mut Scan) -> Result<(), String> {
         }
         _ => Err("a construct the search does not handle yet (stages, reshapes, definitions)".to_string()),
     }
+}
+
+/// Whether lowering unrolls a loop of extent `hi` (a number up to its copy limit).
+fn unrolled(hi: &IndexExpr) -> bool {
+    hi.as_const()
+        .is_some_and(|n| (2..=atl_lower::UNROLLED_COPIES_MAX).contains(&n))
 }

@@ -170,6 +170,7 @@ pub fn plan(
                                 name: v.clone(),
                                 reduction: false,
                                 extent: *e,
+                                unrolled: false,
                             })
                             .collect(),
                         sums: Vec::new(),

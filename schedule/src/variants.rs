@@ -149,6 +149,7 @@ pub fn ranked(
                                 },
                                 pack: pack.clone(),
                                 boundary: border.clone(),
+                                local_copy: false,
                                 stage: stage.clone(),
                                 partial_sums: None,
                                 fixed: None,
@@ -171,8 +172,25 @@ pub fn ranked(
                             candidate.parallel =
                                 threads > 1 && order.first().is_some_and(|s| !is_sum(nest, s));
                             candidate.order = order;
+                            let local = local_copy_applies(nest, &candidate);
                             let estimate =
                                 estimate(nest, machine, &candidate, element_bytes, threads);
+                            if local {
+                                let mut twin = candidate.clone();
+                                twin.local_copy = true;
+                                let estimate = crate::cost::estimate(
+                                    nest,
+                                    machine,
+                                    &twin,
+                                    element_bytes,
+                                    threads,
+                                );
+                                size.variants += 1;
+                                out.push(Ranked {
+                                    candidate: twin,
+                                    estimate,
+                                });
+                            }
                             out.push(Ranked {
                                 candidate,
                                 estimate,
@@ -255,6 +273,7 @@ fn partial_sums(
                     },
                     pack: None,
                     boundary: None,
+                    local_copy: false,
                     stage: None,
                     order: vec![Slot::Loop(k.name.clone())],
                     parallel,
@@ -305,6 +324,7 @@ fn whole_rows(
                 },
                 pack: None,
                 boundary: None,
+                local_copy: false,
                 stage: None,
                 partial_sums: None,
                 fixed: None,
@@ -381,6 +401,33 @@ fn unrolled_code(nest: &Nest, tile: &Tile, lanes: i64, at_guards: bool) -> i64 {
         })
         .product();
     unrolled * vectors * copies
+}
+
+/// Whether a candidate's bordered copy can be made per column tile instead
+/// ([`Candidate::local_copy`]): the columns' tile loop is outside the rows' (or there
+/// are no rows), no `sum` is outside the tiles (the window would be one of its
+/// iterations), and the bordered read moves with the columns but not with the rows (a
+/// window computed once serves every row tile), and so does every loop outside the
+/// tiles (a loop it does not move with would compute the same window again at each of
+/// its iterations).
+fn local_copy_applies(nest: &Nest, candidate: &Candidate) -> bool {
+    let Some(x) = &candidate.boundary else {
+        return false;
+    };
+    let t = &candidate.tile;
+    let Some(read) = nest.reads.iter().find(|r| &r.input == x) else {
+        return false;
+    };
+    let moves_with = |v: &str| read.indices.iter().any(|i| i.mentions(v));
+    (t.row.is_none() || t.col_outer)
+        && !t.whole
+        && moves_with(&t.col)
+        && !t.row.as_deref().is_some_and(moves_with)
+        && candidate
+            .order
+            .iter()
+            .take_while(|s| **s != Slot::Tiles)
+            .all(|s| matches!(s, Slot::Loop(n) if !is_sum(nest, s) && moves_with(n)))
 }
 
 fn is_sum(nest: &Nest, slot: &Slot) -> bool {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use atl_lang::interp::{EvalOptions, Tensor, eval_expr};
 use atl_lang::ir::{Expr, ExprKind};
 use atl_rewrites::{Env, Library, run_derivations};
+use atl_schedule::candidate::Slot;
 use atl_schedule::nest::analyze;
 use atl_schedule::variants::{Ranked, ranked};
 use atl_solver::Solver;
@@ -512,4 +513,63 @@ fn a_stage_with_stages_per_row_gets_them_computed_once_per_row() {
             .iter()
             .any(|s| s.starts_with("split mx.k by 16"))
     );
+}
+
+const CONV1D: &str = "size B, C, K, W, R
+input x : [B, C, W]
+input w : [K, C, R]
+def conv = gen n < B, k < K, p < W: sum c < C, r < R: w[k, c, r] * [p + r < W] * x[n, c, p + r]
+";
+
+#[test]
+fn a_bordered_input_is_also_copied_per_column_tile_where_each_window_serves_every_row_tile() {
+    let at = [("B", 8), ("C", 64), ("K", 64), ("W", 1024), ("R", 3)];
+    let all = candidates(CONV1D, "conv", &at, 1);
+    let local: Vec<&Ranked> = all.iter().filter(|r| r.candidate.local_copy).collect();
+    assert!(!local.is_empty(), "no candidate copies `x` per tile");
+    for r in &local {
+        let c = &r.candidate;
+        // Only a bordered copy, with the columns' tile loop outside the rows' and no
+        // loop outside the tiles that the window does not move with (`k`).
+        assert_eq!(c.boundary.as_deref(), Some("x"), "{}", c.summary());
+        assert!(c.tile.row.is_none() || c.tile.col_outer, "{}", c.summary());
+        let outside: Vec<&Slot> = c.order.iter().take_while(|s| **s != Slot::Tiles).collect();
+        assert_eq!(outside, [&Slot::Loop("n".into())], "{}", c.summary());
+        // Its twin with the copy before the nest is a candidate too, estimated dearer.
+        let twin = all
+            .iter()
+            .find(|o| {
+                !o.candidate.local_copy
+                    && o.candidate.tile == c.tile
+                    && o.candidate.boundary == c.boundary
+                    && o.candidate.order == c.order
+            })
+            .unwrap_or_else(|| panic!("no twin of {}", c.summary()));
+        assert!(r.estimate < twin.estimate, "{}", c.summary());
+    }
+    // No local copy where the rows' tile loop is outside the columns' one.
+    assert!(
+        all.iter()
+            .filter(|r| r.candidate.tile.row.is_some() && !r.candidate.tile.col_outer)
+            .all(|r| !r.candidate.local_copy)
+    );
+    let best = local
+        .iter()
+        .find(|r| r.candidate.tile.row.is_some())
+        .expect("a local copy under a 2-D tile");
+    let nest = {
+        let (checked, _) = atl_lang::check_source(CONV1D);
+        analyze(&checked.unwrap().program, "conv", &sizes(&at)).unwrap()
+    };
+    let steps = best.candidate.steps(&nest);
+    assert!(
+        steps.iter().any(|s| s == "compute_at xb at pt"),
+        "{steps:?}"
+    );
+    let (checked, derived) = derive(CONV1D, "conv", &steps);
+    let cases: Vec<Vec<(&str, i64)>> = [(1, 1, 1, 1, 1), (2, 3, 7, 37, 3), (1, 2, 9, 70, 4)]
+        .iter()
+        .map(|&(b, c, k, w, r)| vec![("B", b), ("C", c), ("K", k), ("W", w), ("R", r)])
+        .collect();
+    assert_same_values(&checked, "conv", &derived, &cases);
 }

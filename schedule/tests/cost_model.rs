@@ -31,6 +31,7 @@ fn matmul(n: i64) -> Nest {
         name: name.into(),
         reduction,
         extent: n,
+        unrolled: false,
     };
     Nest {
         def: "matmul".into(),
@@ -73,6 +74,7 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
         partial_sums: None,
         fixed: None,
         boundary: None,
+        local_copy: false,
         order,
         parallel: false,
         partition_guards: false,
@@ -185,5 +187,91 @@ fn a_candidate_is_written_as_the_directives_a_user_would_write() {
             "partition it",
             "partition jt",
         ]
+    );
+}
+
+/// `gen n < 8, k < 64, p < 1024: sum c < 64, r < R: w[k, c, r] * x[n, c, p + r]`, with
+/// `r`'s extent a size (a loop in the C) or, `unrolled`, the number 3.
+fn conv1d(unrolled: bool) -> Nest {
+    let lp = |name: &str, reduction, extent| Loop {
+        name: name.into(),
+        reduction,
+        extent,
+        unrolled: false,
+    };
+    let mut r = lp("r", true, 3);
+    r.unrolled = unrolled;
+    Nest {
+        def: "conv".into(),
+        gens: vec![lp("n", false, 8), lp("k", false, 64), lp("p", false, 1024)],
+        sums: vec![lp("c", true, 64), r],
+        reads: vec![
+            Read {
+                input: "w".into(),
+                indices: vec![index("k"), index("c"), index("r")],
+                guarded: false,
+            },
+            Read {
+                input: "x".into(),
+                indices: vec![index("n"), index("c"), index("p + r")],
+                guarded: false,
+            },
+        ],
+        input_shapes: vec![
+            ("w".into(), vec![64, 64, 3]),
+            ("x".into(), vec![8, 64, 1026]),
+        ],
+        ops: 1,
+        guard_vars: Default::default(),
+        prefix: Vec::new(),
+        suffix: Vec::new(),
+        spellings: Default::default(),
+        reserved: Default::default(),
+    }
+}
+
+#[test]
+fn a_short_loop_entered_at_every_step_of_a_long_one_costs_its_entries() {
+    let m = machine();
+    let order = |a: &str, b: &str| {
+        vec![
+            Slot::Loop("n".into()),
+            Slot::Tiles,
+            Slot::Loop(a.into()),
+            Slot::Loop(b.into()),
+        ]
+    };
+    let conv_tile = |order| Candidate {
+        tile: Tile {
+            row: Some("k".into()),
+            rows: 5,
+            col: "p".into(),
+            cols: 32,
+            col_outer: false,
+            whole: false,
+        },
+        // Read through a bordered copy: contiguous, no rows 4 KiB apart in one set.
+        boundary: Some("x".into()),
+        ..tile(5, 32, false, order)
+    };
+    // `r < R` inside `c < 64` is entered 64 times per tile, `c` inside `r` three times;
+    // what they miss differs too, the entries are what unrolling takes away.
+    let difference = |unrolled: bool| {
+        let nest = conv1d(unrolled);
+        let short_inside = estimate(&nest, &m, &conv_tile(order("c", "r")), 4, 1);
+        let long_inside = estimate(&nest, &m, &conv_tile(order("r", "c")), 4, 1);
+        short_inside - long_inside
+    };
+    let looped = difference(false);
+    assert!(
+        looped > 0.0,
+        "r inside c costs {looped} less than c inside r"
+    );
+    // Unrolled by lowering (`r < 3` written as a number), `r` is no loop to enter: the
+    // orders differ only by what they miss.
+    let unrolled = difference(true);
+    assert!(
+        unrolled < looped,
+        "unrolled: r inside c costs {unrolled} more, looped: {looped} more"
     );
 }

@@ -22,6 +22,7 @@ fn lp(name: &str, reduction: bool, extent: i64) -> Loop {
         name: name.into(),
         reduction,
         extent,
+        unrolled: false,
     }
 }
 
@@ -80,6 +81,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
         partial_sums: None,
         fixed: None,
         boundary: None,
+        local_copy: false,
         order: Vec::new(),
         parallel: false,
         partition_guards: false,
