@@ -31,6 +31,19 @@ const LINE_BYTES: f64 = 64.0;
 const AGAINST_ORDER: f64 = 1.5;
 /// Vector multiply-adds of straight-line code in an unrolled tile before it costs.
 const CODE_LIMIT: f64 = 160.0;
+/// How many times a line missed by a read whose rows are a page (4 KiB) or more apart
+/// costs what a prefetched line does: each row is a new page, where the prefetchers
+/// stop, so the line's latency is paid, not its share of the bandwidth (a matmul's
+/// unpacked `B` at 1024 columns, rows 4 KiB apart, measured 10 to 30 times slower than
+/// packed on Zen 4).
+const UNPREFETCHED: f64 = 4.0;
+const PAGE_BYTES: f64 = 4096.0;
+/// Loads a gathered lane costs (a vector whose lanes come from elements a row apart:
+/// a scalar load and an insert per lane, or a gather instruction no faster). At one
+/// load per lane the model ranked attention's score tiles reading `K[j, d]` along `j`
+/// first; they measured 3.5 to 5.2 ms at N = 512, D = 64 (Zen 4, one thread) where the
+/// same tiles reading the transposed copy took 0.5 to 1.0 ms, 7 to 10 times less.
+const GATHER_LANE_LOADS: f64 = 6.0;
 /// Cycles one entry into a loop costs (its set-up, its exit branch, the registers the
 /// compiler reloads around it). Of two orders of the same loops, the one whose inner
 /// loop is entered more often is slower: on conv1d (Zen 4, one thread, 5 x 32 tile,
@@ -45,6 +58,9 @@ pub struct Cost {
     pub cycles: f64,
     /// Lines missed in L1, L2, L3 (each served by the next level).
     pub misses: [f64; 3],
+    /// Of those, the lines of reads whose rows are a page or more apart: the hardware
+    /// prefetchers stop at page boundaries, so each such line is waited for.
+    pub paged: [f64; 3],
     /// The accumulator traffic one tile execution pays (kept to cancel it under a sum).
     pub accumulators: f64,
 }
@@ -55,8 +71,9 @@ impl Cost {
             + self
                 .misses
                 .iter()
+                .zip(&self.paged)
                 .zip(LINE_CYCLES)
-                .map(|(m, c)| m * c)
+                .map(|((m, p), c)| m * c + p * c * (UNPREFETCHED - 1.0))
                 .sum::<f64>()
     }
 }
@@ -267,14 +284,20 @@ impl<'n> Model<'n> {
 
     /// Whether the lines of every access within `inside` fit in a cache of `cap` bytes
     /// (8-way sets), and how many lines they are.
-    fn fits(&self, inside: &BTreeSet<String>, cap: f64) -> (bool, f64) {
+    fn fits(&self, inside: &BTreeSet<String>, cap: f64) -> (bool, f64, f64) {
         let ways = 8.0;
         let sets = (cap / ways / LINE_BYTES).max(1.0);
         let mut total = 0.0;
+        let mut paged = 0.0;
         let mut fits = true;
-        for (indices, stride, copied) in self.accesses() {
+        let accesses = self.accesses();
+        let reads = accesses.len() - 1;
+        for (k, (indices, stride, copied)) in accesses.into_iter().enumerate() {
             let (lines, rows) = self.lines(&indices, inside, copied);
             total += lines;
+            if k < reads && self.page_walked(&indices, stride, copied) {
+                paged += lines;
+            }
             if rows > 1.0 && rows.is_finite() {
                 // Rows `stride` bytes apart use sets / gcd(stride in lines, sets) sets.
                 let step = (stride / LINE_BYTES).round().max(1.0) as u64;
@@ -286,7 +309,21 @@ impl<'n> Model<'n> {
                 }
             }
         }
-        (fits && total * LINE_BYTES <= cap, total)
+        (fits && total * LINE_BYTES <= cap, total, paged)
+    }
+
+    /// A read whose rows are a page or more apart, not copied, and chosen by a
+    /// reduction (`B[k, j]` under `sum k`: each step of the reduction reads a new row,
+    /// a new page; `A[i, k]` walks along its rows and is prefetched).
+    fn page_walked(&self, indices: &[IndexExpr], stride: f64, copied: bool) -> bool {
+        let Some((_, outer)) = indices.split_last() else {
+            return false;
+        };
+        !copied
+            && stride >= PAGE_BYTES
+            && outer
+                .iter()
+                .any(|i| self.nest.sums.iter().any(|s| i.mentions(&s.name)))
     }
 
     /// The indices of a read as the candidate performs it (exchanged for the staged
@@ -338,6 +375,13 @@ impl<'n> Model<'n> {
             .map_or(1.0, |(_, e)| *e)
     }
 
+    /// Lines of the output's write within `inside`.
+    fn write_lines(&self, inside: &BTreeSet<String>) -> f64 {
+        self.accesses().last().map_or(0.0, |(indices, _, copied)| {
+            self.lines(indices, inside, *copied).0
+        })
+    }
+
     /// Distinct lines of the reads and the output within `inside`.
     fn footprint_lines(&self, inside: &BTreeSet<String>) -> f64 {
         self.accesses()
@@ -378,7 +422,11 @@ impl<'n> Model<'n> {
             // The columns in another index than the last: a strided gather, one load
             // per lane.
             let gathered = by_col && !indices.last().is_some_and(|i| i.mentions(col));
-            let per_vector = if gathered { self.lanes } else { 1.0 };
+            let per_vector = if gathered {
+                GATHER_LANE_LOADS * self.lanes
+            } else {
+                1.0
+            };
             loads += if by_row { rows } else { 1.0 }
                 * if by_col {
                     vectors_per_row * per_vector
@@ -399,7 +447,7 @@ impl<'n> Model<'n> {
         } else {
             accumulators
         };
-        let misses = self.misses_of(&self.tile_loops());
+        let (misses, paged) = self.misses_of(&self.tile_loops());
         // Sums of a few iterations (a 3 x 3 window) are unrolled by the compiler
         // around the whole tile: past a few hundred multiply-adds of straight-line
         // code, GCC takes tens of seconds and schedules it worse.
@@ -419,13 +467,23 @@ impl<'n> Model<'n> {
         Cost {
             cycles: compute.max(loads / 2.0) * spill * bloat + accumulator_traffic,
             misses,
+            paged,
             accumulators: if reduction { accumulator_traffic } else { 0.0 },
         }
     }
 
-    fn misses_of(&self, inside: &BTreeSet<String>) -> [f64; 3] {
+    /// The lines of every access within `inside`, at each level, and the paged ones.
+    fn misses_of(&self, inside: &BTreeSet<String>) -> ([f64; 3], [f64; 3]) {
         let lines = self.footprint_lines(inside);
-        [lines, lines, lines]
+        let accesses = self.accesses();
+        let reads = accesses.len() - 1;
+        let paged: f64 = accesses
+            .into_iter()
+            .take(reads)
+            .filter(|(indices, stride, copied)| self.page_walked(indices, *stride, *copied))
+            .map(|(indices, _, copied)| self.lines(&indices, inside, copied).0)
+            .sum();
+        ([lines; 3], [paged; 3])
     }
 
     /// Lines a copy (`pack`, `boundary`, `stage`) reads and writes once, before the nest
@@ -475,20 +533,37 @@ impl<'n> Model<'n> {
         // misses there costs more (and of two orders that miss alike, the written one
         // wins).
         let against = self.against_written_order(&l.name, inside);
+        // Under the reduction directly around the tile, the output is written once,
+        // after it (the accumulators hold it meanwhile): only the reads miss at each
+        // step.
+        let written_once = if l.reduction && child_is_tile {
+            self.write_lines(inside)
+        } else {
+            0.0
+        };
         let mut misses = [0.0; 3];
+        let mut paged = [0.0; 3];
         for (level, cap) in self.caches.iter().enumerate() {
-            let (fits, lines) = self.fits(&with_l, *cap);
-            misses[level] = if fits {
-                lines
-            } else if level == 2 && against {
-                AGAINST_ORDER * l.trips * child.misses[level]
+            let (fits, lines, paged_lines) = self.fits(&with_l, *cap);
+            let per_step = (child.misses[level] - written_once).max(0.0);
+            let factor = if level == 2 && against {
+                AGAINST_ORDER
             } else {
-                l.trips * child.misses[level]
+                1.0
+            };
+            (misses[level], paged[level]) = if fits {
+                (lines, paged_lines)
+            } else {
+                (
+                    factor * l.trips * per_step + written_once,
+                    factor * l.trips * child.paged[level],
+                )
             };
         }
         Cost {
             cycles,
             misses,
+            paged,
             accumulators,
         }
     }

@@ -236,6 +236,7 @@ impl CostFunction<OrderTerm> for OrderCost<'_, '_> {
             OrderTerm::Slot(_) => Cost {
                 cycles: 0.0,
                 misses: [0.0; 3],
+                paged: [0.0; 3],
                 accumulators: 0.0,
             },
             OrderTerm::Nest([a, b]) => {
