@@ -104,6 +104,9 @@ pub struct Outcome {
     /// (empty with fewer than two timed candidates). The best is the fastest of them.
     pub rematch: Vec<(usize, Duration)>,
     pub elapsed: Duration,
+    /// Stages of a pipeline no candidate of which was timed, left as written (their
+    /// search's E0961 message and first reasons).
+    pub unscheduled: Vec<String>,
 }
 
 impl Outcome {
@@ -123,6 +126,7 @@ impl Outcome {
         self.space.orders += next.space.orders;
         self.space.egraph_nodes += next.space.egraph_nodes;
         self.rank_correlation = next.rank_correlation.or(self.rank_correlation);
+        self.unscheduled.extend(next.unscheduled);
         self
     }
 
@@ -381,8 +385,12 @@ pub fn search(
         machine,
         options,
         10 * REMATCH_TIME,
+        Duration::ZERO,
     )
 }
+
+/// How long past its share a stage's first search may go on until a candidate is timed.
+const STAGE_OVERTIME: Duration = Duration::from_secs(60);
 
 /// Searches the stages of a [`Plan::Stages`](crate::stages::Plan) one at a time, each
 /// with the schedules chosen so far for the others around it (the stages before it
@@ -415,6 +423,7 @@ pub fn search_stages(
     let mut chosen: Vec<Vec<String>> = vec![Vec::new(); stages.len()];
     let mut merged: Option<Outcome> = None;
     let mut last_failure = None;
+    let mut unscheduled: Vec<String> = Vec::new();
     for (round, (deadline, order)) in rounds.iter().enumerate() {
         for (n, &k) in order.iter().enumerate() {
             let left = deadline.saturating_sub(start.elapsed());
@@ -422,6 +431,15 @@ pub fn search_stages(
             let mut nest = stages[k].nest().clone();
             nest.prefix = chosen[..k].concat();
             nest.suffix = chosen[k + 1..].concat();
+            // The names the other stages' schedules introduce (their tile loops, copies)
+            // are taken: this stage's candidates make up others.
+            nest.reserved.extend(
+                nest.prefix
+                    .iter()
+                    .chain(&nest.suffix)
+                    .flat_map(|step| words(step))
+                    .map(str::to_string),
+            );
             let (ranked, space) = match &stages[k] {
                 Stage::Nest(_) => ranked(&nest, &machine, element_bytes(options.dtype), threads),
                 Stage::Fixed { variants, .. } => (
@@ -460,6 +478,14 @@ pub fn search_stages(
                 machine.clone(),
                 &stage_options,
                 rematch_max,
+                // Each stage is timed at least once in the first round, even when the
+                // stages before it overran their shares: a stage left as written
+                // would leave the pipeline as slow as its specification.
+                if round == 0 {
+                    STAGE_OVERTIME
+                } else {
+                    Duration::ZERO
+                },
             ) {
                 Ok(outcome) => {
                     let steps = &outcome.best().steps;
@@ -469,7 +495,17 @@ pub fn search_stages(
                         Some(before) => before.then(outcome),
                     });
                 }
-                Err(failure) if nothing_timed(&failure) => last_failure = Some(failure),
+                Err(failure) if nothing_timed(&failure) => {
+                    let loops: Vec<&str> = nest.gens.iter().map(|g| g.name.as_str()).collect();
+                    unscheduled.push(format!(
+                        "the stage of `{}` over {} (round {}): {}",
+                        nest.def,
+                        loops.join(", "),
+                        round + 1,
+                        failure_text(&failure)
+                    ));
+                    last_failure = Some(failure);
+                }
                 Err(failure) => return Err(failure),
             }
         }
@@ -477,10 +513,32 @@ pub fn search_stages(
     match merged {
         Some(mut outcome) => {
             outcome.elapsed = start.elapsed();
+            outcome.unscheduled = unscheduled;
             Ok(outcome)
         }
         None => Err(last_failure.unwrap_or_else(|| Failure::message("error: no stage to search"))),
     }
+}
+
+/// The identifiers of a directive (`tile S.i, S.j by 6, 32 into it, jt, ir, jr`: `tile`,
+/// `S`, `i`, …, `jr`).
+fn words(step: &str) -> impl Iterator<Item = &str> {
+    step.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+/// A failure's diagnostics as one line each (message, then notes).
+fn failure_text(failure: &Failure) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for report in &failure.reports {
+        if let atl_driver::Report::Diagnostics(located) = report {
+            for d in &located.diagnostics {
+                parts.push(format!("[{}] {}", d.code, d.message));
+                parts.extend(d.notes.iter().cloned());
+            }
+        }
+    }
+    parts.join("; ")
 }
 
 /// Whether the search failed only because no candidate was timed (E0961).
@@ -503,6 +561,7 @@ fn search_ranked(
     machine: Machine,
     options: &Options,
     rematch_max: Duration,
+    overtime: Duration,
 ) -> Result<Outcome, Failure> {
     let start = Instant::now();
     let threads = options.threads.max(1);
@@ -528,7 +587,14 @@ fn search_ranked(
     let slice = Duration::from_millis(600);
     while !queue.is_empty() {
         atl_driver::observer::check_cancel(observer)?;
-        if start.elapsed() >= options.budget {
+        // Past the budget, a search that has timed nothing yet goes on for `overtime`
+        // (a stage of a pipeline, whose share an earlier stage's last batch ate).
+        let limit = if best.is_none() {
+            options.budget + overtime
+        } else {
+            options.budget
+        };
+        if start.elapsed() >= limit {
             break;
         }
         if let Some(m) = &monitor {
@@ -714,6 +780,7 @@ fn search_ranked(
         rank_correlation,
         rematch,
         elapsed: start.elapsed(),
+        unscheduled: Vec::new(),
     })
 }
 
@@ -861,6 +928,21 @@ mod tests {
         assert!((spearman(&swapped).expect("3 pairs") - 0.5).abs() < 1e-12);
         assert_eq!(spearman(&[(1.0, 1.0), (2.0, 2.0)]), None);
         assert_eq!(spearman(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]), None);
+    }
+
+    #[test]
+    fn the_names_a_directive_introduces_are_among_its_words() {
+        let step = "tile S.i, S.j by 6, 32 into it, jt, ir, jr";
+        assert_eq!(
+            words(step).collect::<Vec<_>>(),
+            [
+                "tile", "S", "i", "S", "j", "by", "into", "it", "jt", "ir", "jr"
+            ]
+        );
+        assert_eq!(
+            words("rfactor k1i into k1l as k1part").collect::<Vec<_>>(),
+            ["rfactor", "k1i", "into", "k1l", "as", "k1part"]
+        );
     }
 
     #[test]

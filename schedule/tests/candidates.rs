@@ -601,3 +601,28 @@ fn attentions_scores_are_tiled_over_the_transposed_keys_first() {
         );
     }
 }
+
+#[test]
+fn made_up_names_avoid_the_names_other_stages_schedules_took() {
+    let at = [("M", 64), ("N", 64), ("K", 64)];
+    let (checked, _) = atl_lang::check_source(MATMUL);
+    let mut nest = analyze(&checked.unwrap().program, "mm", &sizes(&at)).unwrap();
+    let best = &candidates(MATMUL, "mm", &at, 1)
+        .into_iter()
+        .find(|r| r.candidate.tile.row.is_some())
+        .expect("a tile")
+        .candidate;
+    assert!(
+        best.steps(&nest).iter().any(|s| s.contains(" it,")),
+        "{:?}",
+        best.steps(&nest)
+    );
+    // Another stage's schedule introduced `it` and `jt` (as search_stages records).
+    nest.reserved.extend(["it".to_string(), "jt".to_string()]);
+    let steps = best.steps(&nest);
+    assert!(
+        steps.iter().all(|s| !s.contains(" it,") && !s.contains(" jt,")),
+        "{steps:?}"
+    );
+    assert!(steps.iter().any(|s| s.contains("it2")), "{steps:?}");
+}

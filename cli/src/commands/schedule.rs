@@ -196,6 +196,9 @@ fn write_report(outcome: &Outcome, out: &mut dyn Write, written: Option<&PathBuf
             "cost model: rank correlation {r:.2} with the measured times ({timed} candidates)"
         );
     }
+    for stage in &outcome.unscheduled {
+        let _ = writeln!(out, "left as written: {stage}");
+    }
     if let Some(path) = written {
         let _ = writeln!(
             out,
@@ -262,6 +265,7 @@ fn outcome_json(outcome: &Outcome) -> Value {
         "candidates": outcome.candidates,
         "tried": tried,
         "rank_correlation": outcome.rank_correlation.map_or(Value::Null, json::number),
+        "unscheduled": outcome.unscheduled,
         "elapsed_ms": json::ms(outcome.elapsed),
     })
 }
