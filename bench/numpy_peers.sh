@@ -10,8 +10,8 @@
 # BLAS (`Q @ K.T`, `np.einsum`) and its own vector `exp`. Before timing, each kernel's
 # result is compared with numpy's in float64. Prints the medians and numpy / kernel
 # (above 1: the kernel is faster). Definitions are `FILE:DEF` (default: attention's
-# `fast`, TTM's `fast`, softmax_rows16's `fast_vec`, and TTM's searched schedule when
-# bench/schedules/ttm.atl exists).
+# `fast`, TTM's `fast`, softmax_rows16's `fast_vec`, and the searched schedules of
+# bench/schedules/attention.atl and ttm.atl where they exist).
 # Needs python3 with numpy ($PYTHON overrides the interpreter).
 set -euo pipefail
 
@@ -29,9 +29,11 @@ done
 if [ "${#DEFS[@]}" -eq 0 ]; then
   DEFS=("examples/attention/attention.atl:fast" "examples/ttm/ttm.atl:fast"
     "examples/softmax/softmax_rows16.atl:fast_vec")
-  if [ -f "$HERE/schedules/ttm.atl" ]; then
-    DEFS+=("bench/schedules/ttm.atl:ttm_scheduled")
-  fi
+  for w in attention ttm; do
+    if [ -f "$HERE/schedules/$w.atl" ]; then
+      DEFS+=("bench/schedules/$w.atl:${w}_scheduled")
+    fi
+  done
 fi
 PYTHON="${PYTHON:-python3}"
 

@@ -33,8 +33,10 @@ SPECS=(
   "conv1d|examples/conv1d_kit/conv1d_kit.atl|conv1d_kit|B=8,C=64,K=64,W=1024,R=3"
   "bmm|examples/bmm/bmm.atl|bmm|NB=16,M=256,N=256,K=256"
   "dwconv|examples/dwconv/dwconv.atl|dwconv|C=64,H=112,W=112"
-  # Not a kit workload: TTM, timed against numpy by bench/numpy_peers.sh.
+  # Not kit workloads: TTM and attention, timed against numpy by bench/numpy_peers.sh
+  # (at one thread: search them with `--threads 1`).
   "ttm|examples/ttm/ttm.atl|ttm|I=128,J=128,K=128,R=32"
+  "attention|examples/attention/attention.atl|attention|N=512,D=64"
 )
 
 (cd "$ROOT" && cargo build --release -q -p atl-cli)

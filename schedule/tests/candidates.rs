@@ -621,7 +621,9 @@ fn made_up_names_avoid_the_names_other_stages_schedules_took() {
     nest.reserved.extend(["it".to_string(), "jt".to_string()]);
     let steps = best.steps(&nest);
     assert!(
-        steps.iter().all(|s| !s.contains(" it,") && !s.contains(" jt,")),
+        steps
+            .iter()
+            .all(|s| !s.contains(" it,") && !s.contains(" jt,")),
         "{steps:?}"
     );
     assert!(steps.iter().any(|s| s.contains("it2")), "{steps:?}");
