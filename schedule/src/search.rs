@@ -536,7 +536,7 @@ pub fn search_stages(
 /// Moves the candidates whose row tile divides, or is a multiple of, the row tiles the
 /// other stages chose (or that have no rows) before the others, each part in its
 /// order. The translation validator proves a pipeline whose tiles are so aligned in a
-/// few seconds, where others make it compare elements across tiles of co-prime heights
+/// few seconds, where others make it compare elements across tiles of unaligned heights
 /// (`(14 * ot + t) % 6`): on attention (N = 512) with the scores tiled 6 rows high, the
 /// output tiled 3 or 12 rows high validated in about 21 s, 5, 8 or 14 rows high not
 /// within 55 to 127 s (the validator's question budget ran out).
