@@ -123,7 +123,21 @@ fn boundary(
             format!("`partition {var}`: no guard in the loop `{var}` bounds `{var}`"),
         )
         .at(span, "nothing to partition");
-        return Err(if mentions.is_empty() {
+        let copies = bounded_copies(&applier.expr, var, &is_size);
+        return Err(if !copies.is_empty() {
+            // An earlier step copied the loop (a `partition` of an outer loop, a
+            // separated tail): the name as written stays with the first copy, where the
+            // guard may have been decided, and the others were renamed.
+            let listed: Vec<String> = copies.iter().map(|c| format!("`{c}`")).collect();
+            d.with_note(format!(
+                "an earlier step made copies of the loop `{var}`: `{var}` is the first; {} {} \
+                 the guards that bound {}",
+                listed.join(", "),
+                if copies.len() == 1 { "has" } else { "have" },
+                if copies.len() == 1 { "it" } else { "them" }
+            ))
+            .with_help(format!("partition the copy: `partition {}`", copies[0]))
+        } else if mentions.is_empty() {
             d.with_note(format!("no guard inside the loop depends on `{var}`"))
                 .with_help(
                     "`partition` splits off the iterations where a boundary guard (`[0 <= x - 1]`, \
@@ -242,6 +256,32 @@ type InnerLoop = (String, IndexExpr, IndexExpr);
 
 /// Every conjunct of every guard inside `e`, with the loops between the partitioned
 /// loop and the guard (outermost first).
+/// The `gen` loops of `e` named `{var}1`, `{var}2`, … (the copies of `var` that the
+/// derivation engine renamed) whose bodies have a guard bounding them, in order.
+fn bounded_copies(e: &Expr, var: &str, is_size: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let is_copy = |name: &str| {
+        name.strip_prefix(var)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut found: Vec<String> = Vec::new();
+    e.walk(&mut |n: &Expr| {
+        if let ExprKind::Gen { var: v, body, .. } = &n.kind
+            && is_copy(v)
+            && !found.contains(v)
+        {
+            let mut guards = Vec::new();
+            guards_within(body, &mut Vec::new(), &mut guards);
+            if guards
+                .iter()
+                .any(|(c, inner)| c.mentions(v) && bound_of(c, v, is_size, inner).is_some())
+            {
+                found.push(v.clone());
+            }
+        }
+    });
+    found
+}
+
 fn guards_within(e: &Expr, inner: &mut Vec<InnerLoop>, out: &mut Vec<(Pred, Vec<InnerLoop>)>) {
     match &e.kind {
         ExprKind::Gen { var, lo, hi, body }
