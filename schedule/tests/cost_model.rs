@@ -33,11 +33,11 @@ fn matmul(n: i64) -> Nest {
         extent: n,
         unrolled: false,
     };
-    Nest {
-        def: "matmul".into(),
-        gens: vec![lp("i", false), lp("j", false)],
-        sums: vec![lp("k", true)],
-        reads: vec![
+    common::nest(
+        "matmul",
+        vec![lp("i", false), lp("j", false)],
+        vec![lp("k", true)],
+        vec![
             Read {
                 input: "A".into(),
                 indices: vec![index("i"), index("k")],
@@ -49,14 +49,8 @@ fn matmul(n: i64) -> Nest {
                 guarded: false,
             },
         ],
-        input_shapes: vec![("A".into(), vec![n, n]), ("B".into(), vec![n, n])],
-        ops: 1,
-        guard_vars: Default::default(),
-        prefix: Vec::new(),
-        suffix: Vec::new(),
-        spellings: Default::default(),
-        reserved: Default::default(),
-    }
+        vec![("A".into(), vec![n, n]), ("B".into(), vec![n, n])],
+    )
 }
 
 fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
@@ -201,11 +195,11 @@ fn conv1d(unrolled: bool) -> Nest {
     };
     let mut r = lp("r", true, 3);
     r.unrolled = unrolled;
-    Nest {
-        def: "conv".into(),
-        gens: vec![lp("n", false, 8), lp("k", false, 64), lp("p", false, 1024)],
-        sums: vec![lp("c", true, 64), r],
-        reads: vec![
+    common::nest(
+        "conv",
+        vec![lp("n", false, 8), lp("k", false, 64), lp("p", false, 1024)],
+        vec![lp("c", true, 64), r],
+        vec![
             Read {
                 input: "w".into(),
                 indices: vec![index("k"), index("c"), index("r")],
@@ -217,17 +211,11 @@ fn conv1d(unrolled: bool) -> Nest {
                 guarded: false,
             },
         ],
-        input_shapes: vec![
+        vec![
             ("w".into(), vec![64, 64, 3]),
             ("x".into(), vec![8, 64, 1026]),
         ],
-        ops: 1,
-        guard_vars: Default::default(),
-        prefix: Vec::new(),
-        suffix: Vec::new(),
-        spellings: Default::default(),
-        reserved: Default::default(),
-    }
+    )
 }
 
 #[test]

@@ -40,30 +40,24 @@ fn read(input: &str, indices: &[&str]) -> Read {
 /// `gen b, c, i, j: sum s, t: X[b, c, i, s] * Y[t, s, j]`: two untiled gens, a tile of
 /// `i` by `j`, two sums.
 fn nest() -> Nest {
-    Nest {
-        def: "f".into(),
-        gens: vec![
+    common::nest(
+        "f",
+        vec![
             lp("b", false, 4),
             lp("c", false, 8),
             lp("i", false, 64),
             lp("j", false, 128),
         ],
-        sums: vec![lp("s", true, 32), lp("t", true, 3)],
-        reads: vec![
+        vec![lp("s", true, 32), lp("t", true, 3)],
+        vec![
             read("X", &["b", "c", "i", "s"]),
             read("Y", &["t", "s", "j"]),
         ],
-        input_shapes: vec![
+        vec![
             ("X".into(), vec![4, 8, 64, 32]),
             ("Y".into(), vec![3, 32, 128]),
         ],
-        ops: 1,
-        guard_vars: Default::default(),
-        prefix: Vec::new(),
-        suffix: Vec::new(),
-        spellings: Default::default(),
-        reserved: Default::default(),
-    }
+    )
 }
 
 fn candidate(rows: i64, cols: i64) -> Candidate {
