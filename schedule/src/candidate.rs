@@ -62,6 +62,10 @@ pub struct Candidate {
     /// vector product's), each output element one at a time. The other fields but
     /// `parallel` are then unused.
     pub partial_sums: Option<i64>,
+    /// Loops kept rolled (`unroll x off`, after the other directives: the names are
+    /// those of the derived program, copies included): a convolution's short taps whose
+    /// unrolling around the tile took the C compiler too long.
+    pub rolled: Vec<String>,
     /// A stage that is not one nest (a softmax's rows, with stages computed per row):
     /// a schedule written out, `(summary, directives)`. The other fields are unused.
     pub fixed: Option<(String, Vec<String>)>,
@@ -131,6 +135,7 @@ impl Candidate {
             parallel: false,
             partition_guards: false,
             partial_sums: None,
+            rolled: Vec::new(),
             fixed: Some((summary.to_string(), steps.to_vec())),
         }
     }
@@ -146,6 +151,7 @@ impl Candidate {
             (None, None) => self.tile_steps(nest),
         };
         steps.extend(own.iter().map(|s| nest.spell(s)));
+        steps.extend(self.rolled.iter().map(|l| format!("unroll {l} off")));
         steps.extend(nest.suffix.iter().cloned());
         steps
     }
@@ -365,6 +371,9 @@ impl Candidate {
         s.push_str(&format!(", order {}", order.join(" ")));
         if self.parallel {
             s.push_str(", parallel");
+        }
+        if !self.rolled.is_empty() {
+            s.push_str(&format!(", {} kept rolled", self.rolled.join(" ")));
         }
         s
     }

@@ -66,6 +66,7 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
         pack: pack.then(|| "B".to_string()),
         stage: None,
         partial_sums: None,
+        rolled: Vec::new(),
         fixed: None,
         boundary: None,
         local_copy: false,

@@ -73,6 +73,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
         pack: None,
         stage: None,
         partial_sums: None,
+        rolled: Vec::new(),
         fixed: None,
         boundary: None,
         local_copy: false,
