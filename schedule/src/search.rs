@@ -550,14 +550,17 @@ pub fn search_stages(
                     });
                 }
                 Err(failure) if nothing_timed(&failure) => {
-                    let loops: Vec<&str> = nest.gens.iter().map(|g| g.name.as_str()).collect();
-                    unscheduled.push(format!(
-                        "the stage of `{}` over {} (round {}): {}",
-                        nest.def,
-                        loops.join(", "),
-                        round + 1,
-                        failure_text(&failure)
-                    ));
+                    // A stage with a schedule from the first round keeps it; one
+                    // without is left as written, which the report says.
+                    if chosen[k].is_empty() {
+                        let loops: Vec<&str> = nest.gens.iter().map(|g| g.name.as_str()).collect();
+                        unscheduled.push(format!(
+                            "the stage of `{}` over {}: {}",
+                            nest.def,
+                            loops.join(", "),
+                            failure_text(&failure)
+                        ));
+                    }
                     last_failure = Some(failure);
                 }
                 Err(failure) => return Err(failure),
