@@ -529,6 +529,16 @@ pub struct NameSupply {
     next_free: std::collections::HashMap<String, usize>,
 }
 
+/// Whether `name` is one [`NameSupply::fresh`] can give for `base`: `base`'s stem (its
+/// trailing digits stripped) alone or followed by digits (`x`, `x1`, `x12` for `x`).
+/// The copies of a loop that a rewrite renamed apart are named so.
+pub fn is_fresh_of(name: &str, base: &str) -> bool {
+    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit());
+    let stem = if stem.is_empty() { "v" } else { stem };
+    name.strip_prefix(stem)
+        .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl NameSupply {
     pub fn new(used: impl IntoIterator<Item = String>) -> NameSupply {
         NameSupply {
@@ -986,6 +996,17 @@ mod tests {
 
     fn f_at(i: &str) -> Expr {
         Expr::access(Expr::input("f"), I::var(i))
+    }
+
+    #[test]
+    fn the_names_fresh_gives_for_a_base_are_recognised_and_no_others() {
+        let mut supply = NameSupply::new(["x".to_string(), "k1".to_string()]);
+        for base in ["x", "x", "k1", "k1"] {
+            let name = supply.fresh(base);
+            assert!(is_fresh_of(&name, base), "{name} of {base}");
+        }
+        assert!(is_fresh_of("x", "x") && is_fresh_of("x12", "x"));
+        assert!(!is_fresh_of("xx", "x") && !is_fresh_of("y1", "x") && !is_fresh_of("x1a", "x"));
     }
 
     #[test]

@@ -283,7 +283,8 @@ impl<'n> Model<'n> {
     }
 
     /// Whether the lines of every access within `inside` fit in a cache of `cap` bytes
-    /// (8-way sets), and how many lines they are.
+    /// (8-way sets), how many lines they are, and how many of those are reads a
+    /// reduction walks a page apart.
     fn fits(&self, inside: &BTreeSet<String>, cap: f64) -> (bool, f64, f64) {
         let ways = 8.0;
         let sets = (cap / ways / LINE_BYTES).max(1.0);
@@ -382,14 +383,6 @@ impl<'n> Model<'n> {
         })
     }
 
-    /// Distinct lines of the reads and the output within `inside`.
-    fn footprint_lines(&self, inside: &BTreeSet<String>) -> f64 {
-        self.accesses()
-            .into_iter()
-            .map(|(indices, _, copied)| self.lines(&indices, inside, copied).0)
-            .sum()
-    }
-
     /// The loops inside the register tile, by the names [`Model::span`] knows.
     pub fn tile_loops(&self) -> BTreeSet<String> {
         let (row, _, col, _) = &self.candidate_tile;
@@ -474,15 +467,7 @@ impl<'n> Model<'n> {
 
     /// The lines of every access within `inside`, at each level, and the paged ones.
     fn misses_of(&self, inside: &BTreeSet<String>) -> ([f64; 3], [f64; 3]) {
-        let lines = self.footprint_lines(inside);
-        let accesses = self.accesses();
-        let reads = accesses.len() - 1;
-        let paged: f64 = accesses
-            .into_iter()
-            .take(reads)
-            .filter(|(indices, stride, copied)| self.page_walked(indices, *stride, *copied))
-            .map(|(indices, _, copied)| self.lines(&indices, inside, copied).0)
-            .sum();
+        let (_, lines, paged) = self.fits(inside, f64::INFINITY);
         ([lines; 3], [paged; 3])
     }
 

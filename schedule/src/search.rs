@@ -328,12 +328,7 @@ fn rolled_twin(nest: &Nest, ranked: &Ranked, kernel: &Kernel) -> Option<Ranked> 
         .filter(|s| s.unrolled)
         .map(|s| s.name.as_str())
         .collect();
-    let is_tap = |var: &str| {
-        taps.iter().any(|t| {
-            var.strip_prefix(t)
-                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
-        })
-    };
+    let is_tap = |var: &str| taps.iter().any(|t| atl_lang::ir::is_fresh_of(var, t));
     let mut rolled: Vec<String> = Vec::new();
     kernel.walk(&mut |stmt| {
         if let atl_loopir::ir::Stmt::For(l) = stmt
@@ -584,7 +579,7 @@ pub fn search_stages(
 /// (`(14 * ot + t) % 6`): on attention (N = 512) with the scores tiled 6 rows high, the
 /// output tiled 3 or 12 rows high validated in about 21 s, 5, 8 or 14 rows high not
 /// within 55 to 127 s (the validator's question budget ran out).
-fn aligned_first(list: &mut Vec<Ranked>, others: &[i64]) {
+fn aligned_first(list: &mut [Ranked], others: &[i64]) {
     if others.is_empty() {
         return;
     }
@@ -595,9 +590,8 @@ fn aligned_first(list: &mut Vec<Ranked>, others: &[i64]) {
             || r.candidate.partial_sums.is_some()
             || others.iter().all(|&o| o % t.rows == 0 || t.rows % o == 0)
     };
-    let (mut front, back): (Vec<Ranked>, Vec<Ranked>) = list.drain(..).partition(aligned);
-    front.extend(back);
-    *list = front;
+    // A stable sort: each part keeps its order.
+    list.sort_by_key(|r| !aligned(r));
 }
 
 /// The identifiers of a directive (`tile S.i, S.j by 6, 32 into it, jt, ir, jr`: `tile`,

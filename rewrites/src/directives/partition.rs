@@ -256,13 +256,10 @@ type InnerLoop = (String, IndexExpr, IndexExpr);
 
 /// Every conjunct of every guard inside `e`, with the loops between the partitioned
 /// loop and the guard (outermost first).
-/// The `gen` loops of `e` named `{var}1`, `{var}2`, … (the copies of `var` that the
-/// derivation engine renamed) whose bodies have a guard bounding them, in order.
+/// The `gen` loops of `e` other than `var` named as the derivation engine renames its
+/// copies (`{var}1`, `{var}2`, …: [`atl_lang::ir::is_fresh_of`]) whose bodies have a guard bounding them, in order.
 fn bounded_copies(e: &Expr, var: &str, is_size: &dyn Fn(&str) -> bool) -> Vec<String> {
-    let is_copy = |name: &str| {
-        name.strip_prefix(var)
-            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
-    };
+    let is_copy = |name: &str| name != var && atl_lang::ir::is_fresh_of(name, var);
     let mut found: Vec<String> = Vec::new();
     e.walk(&mut |n: &Expr| {
         if let ExprKind::Gen { var: v, body, .. } = &n.kind
