@@ -388,6 +388,47 @@ fn loop_annotations_are_steps_that_lowering_applies() {
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
 
+/// `vector_width 256` is a step like a loop annotation: the program is unchanged, the
+/// session says the width, the C has the pragma, a second width is refused (E0849), and
+/// the saved derivation keeps the step; undone, the pragma is gone.
+#[test]
+fn the_vector_width_is_a_step_that_reaches_the_c() {
+    let file = temp_copy("vector_width");
+    let mut session = Session::new(false).expect("library loads");
+    let mut out = Vec::new();
+    assert!(session.load(&file, &mut out));
+    let text = session_output(
+        &mut session,
+        ":focus tiled
+vector_width 256
+vector_width 512
+:c
+:save! tiled_narrow
+",
+    );
+    assert!(text.contains("(the program's text is unchanged)"), "{text}");
+    assert!(text.contains("vector width: 256 bits"), "{text}");
+    assert!(text.contains("[E0849]"), "{text}");
+    assert!(
+        text.contains("#pragma GCC target(\"prefer-vector-width=256\")"),
+        "{text}"
+    );
+    assert_eq!(session.step_texts(), ["vector_width 256"]);
+    let saved = std::fs::read_to_string(&file).expect("saved file");
+    assert!(
+        saved.contains("derive tiled_narrow from tiled {\n  vector_width 256\n}"),
+        "{saved}"
+    );
+    let text = session_output(
+        &mut session,
+        ":undo
+:c
+",
+    );
+    assert!(!text.contains("prefer-vector-width"), "{text}");
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
 /// `:sites` without a rule lists every rule's sites, `:sites <-` alone says how to use
 /// it, instead of looking up a rule named `` (E0801); neither changes anything.
 #[test]

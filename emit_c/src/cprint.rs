@@ -295,6 +295,14 @@ impl<'k> CPrinter<'k> {
                 "nothing else (the kernel calls no libm function, so -lm\n * is not needed).\n"
             });
         }
+        if let Some(bits) = self.kernel.vector_width {
+            let _ = write!(
+                s,
+                " * Vector width (`vector_width {bits}`): GCC on x86 prefers {bits}-bit vectors in\n \
+                 * this kernel (`#pragma GCC target(\"prefer-vector-width={bits}\")`, as\n \
+                 * -mprefer-vector-width={bits} would); other compilers ignore it.\n"
+            );
+        }
         s.push_str(match self.fp {
             Fp::Fast => {
                 " * Floating point (--fp fast): multiply-adds may be fused (-ffp-contract=fast,\n \
@@ -436,6 +444,24 @@ impl<'k> CPrinter<'k> {
             s.push_str("#ifdef _OPENMP\n#include <omp.h>\n#endif\n");
         }
         s.push('\n');
+        // After the system headers and before the helpers, so that they and the kernel
+        // (OpenMP's outlined regions too) share the target options and still inline.
+        let vector_width = self.kernel.vector_width.map(|bits| {
+            (
+                format!(
+                    "#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n\
+                     #pragma GCC push_options\n\
+                     #pragma GCC target(\"prefer-vector-width={bits}\")\n\
+                     #endif\n\n"
+                ),
+                "\n#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n\
+                 #pragma GCC pop_options\n\
+                 #endif\n",
+            )
+        });
+        if let Some((push, _)) = &vector_width {
+            s.push_str(push);
+        }
         s.push_str(&self.helpers(&needs));
         s.push_str(&self.set_threads(needs.contains(&Need::Threads)));
         let params = self.params("restrict");
@@ -472,6 +498,9 @@ impl<'k> CPrinter<'k> {
         }
         s.push_str(&body);
         s.push_str("  return 0;\n}\n");
+        if let Some((_, pop)) = vector_width {
+            s.push_str(pop);
+        }
         s
     }
 

@@ -665,6 +665,11 @@ pub static CODES: &[ErrorCode] = &[
         "keep the duplicated value in a `let`",
     ),
     active(
+        "E0849",
+        "a second `vector_width` in one derivation (or REPL session): a kernel is compiled for one vector width",
+        "keep one `vector_width` step",
+    ),
+    active(
         "E0855",
         "a step of a derivation declared `grade exact` that reassociates additions (splitting, exchanging or partially summing a reduction), named as the user wrote it",
         "drop `grade exact` (the derivation is then graded `real`), or schedule the reduction without regrouping its terms",

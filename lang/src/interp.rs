@@ -2298,6 +2298,7 @@ mod tests {
             body,
             span: Span::DUMMY,
             hints: Vec::new(),
+            vector_width: None,
         }
     }
 

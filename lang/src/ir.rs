@@ -887,7 +887,14 @@ pub struct Def {
     /// (`parallel x`, `vectorize x`, `unroll x`); empty for a written `def`. They are
     /// not part of the value: lowering reads them, nothing else does.
     pub hints: Vec<LoopHint>,
+    /// The SIMD width in bits (one of [`VECTOR_WIDTHS`]) that the derivation asks the C
+    /// compiler to prefer (`vector_width 256`); `None`: the compiler's default for the
+    /// target. Like the hints, not part of the value.
+    pub vector_width: Option<u32>,
 }
+
+/// The widths `vector_width N` accepts, in bits: SSE, AVX2 and AVX-512 registers.
+pub const VECTOR_WIDTHS: &[u32] = &[128, 256, 512];
 
 /// What a loop hint asks lowering for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -652,6 +652,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                     body: ir,
                     span: *span,
                     hints: Vec::new(),
+                    vector_width: None,
                 });
             }
             Item::Derive {

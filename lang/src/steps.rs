@@ -244,6 +244,14 @@ pub const STEPS: &[StepInfo] = &[
         help: "declare the derivation exact: steps that reassociate sums are refused",
     },
     StepInfo {
+        name: "vector_width",
+        class: StepClass::Directive,
+        synopsis: "vector_width N",
+        usage: "`vector_width N`, N one of 128, 256, 512: the SIMD width in bits the kernel's C asks the compiler to prefer (GCC's `-mprefer-vector-width=N`, carried by the kernel's C); one per derivation",
+        keywords: &[],
+        help: "choose the SIMD width the compiler uses for the kernel (128, 256 or 512 bits)",
+    },
+    StepInfo {
         name: "parallel",
         class: StepClass::LoopHint,
         synopsis: "parallel x",
@@ -349,7 +357,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `vector_width`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

@@ -905,6 +905,7 @@ mod tests {
             )],
             output: decl("out", vec![IndexExpr::var("n")]),
             preconditions: Vec::new(),
+            vector_width: None,
             body: Vec::new(),
             source: atl_lang::ir::Expr::lit(0.0),
         }

@@ -45,6 +45,9 @@ pub struct Kernel {
     /// break them (E0602, E0937, E0603, E0504, E0605); the C kernel returns without
     /// touching memory.
     pub preconditions: Vec<Precondition>,
+    /// The SIMD width in bits the C asks the compiler to prefer (the derivation's
+    /// `vector_width N`; `None`: the compiler's default). Changes no value.
+    pub vector_width: Option<u32>,
     pub body: Vec<Stmt>,
     /// The normalized source expression the body was lowered from (every definition
     /// it uses bound by a `let`), for printing and translation validation.

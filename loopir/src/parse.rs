@@ -5,7 +5,8 @@
 //! example kernel and on random mutations).
 //!
 //! The syntax is the printer's, line for line: a header (`kernel NAME(sizes; inputs) ->
-//! out: [shape]`, `requires PRED [as COND]  # kind: "reason"`, `source: EXPR`), then a
+//! out: [shape]`, `requires PRED [as COND]  # kind: "reason"`, `vector_width N` if the
+//! kernel has one, `source: EXPR`), then a
 //! `{ … }` body of statements. In this form the `#` notes carry meaning (a loop's origin
 //! and annotations, an `alloc`'s storage, a precondition's kind and reason) and run to
 //! the end of their line. Index arithmetic in the body is the target's (`/` and `%` are
@@ -486,6 +487,26 @@ impl Parser<'_> {
         while self.is_word("requires") {
             preconditions.push(self.precondition()?);
         }
+        let vector_width = if self.is_word("vector_width") {
+            self.word("vector_width")?;
+            let at = self.here();
+            let bits = self.int(false)?;
+            match atl_lang::ir::VECTOR_WIDTHS
+                .iter()
+                .find(|w| i64::from(**w) == bits)
+            {
+                Some(w) => Some(*w),
+                None => {
+                    return Err(syntax(
+                        at,
+                        format!("`vector_width {bits}`: the width is 128, 256 or 512 bits"),
+                        "not a vector width",
+                    ));
+                }
+            }
+        } else {
+            None
+        };
         let (source_text, source_at) = match self.peek() {
             Some(Tok::Source(text, at)) => (text.clone(), *at),
             _ => {
@@ -508,6 +529,7 @@ impl Parser<'_> {
             inputs,
             output,
             preconditions,
+            vector_width,
             body,
             source,
         })

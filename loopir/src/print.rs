@@ -134,6 +134,9 @@ fn print_kernel(k: &Kernel, full: bool) -> String {
             pre.reason
         );
     }
+    if let Some(bits) = k.vector_width {
+        let _ = writeln!(p.out, "  vector_width {bits}");
+    }
     if full {
         let _ = writeln!(
             p.out,

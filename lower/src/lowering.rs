@@ -189,6 +189,7 @@ pub(crate) fn lower(
             shape: out_shape,
         },
         preconditions: l.preconditions,
+        vector_width: program.def(def).and_then(|d| d.vector_width),
         body,
         source: expr,
     };

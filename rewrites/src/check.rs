@@ -378,6 +378,7 @@ pub fn check_rule(
             body: lhs.clone(),
             span: Span::DUMMY,
             hints: Vec::new(),
+            vector_width: None,
         });
         let mut shapes = base.shapes.clone();
         let Ok(shape) = atl_lang::shapes::infer(&shapes, &lhs) else {
@@ -468,6 +469,7 @@ pub fn check_rule(
             body: outcome.expr.clone(),
             span: Span::DUMMY,
             hints: Vec::new(),
+            vector_width: None,
         });
         for (n, m) in [(1, 1), (2, 3), (4, 2), (5, 5)] {
             let sizes: BTreeMap<String, i64> = [("n".to_string(), n), ("m".to_string(), m)].into();

@@ -12,7 +12,9 @@ use atl_lang::shapes::{self, Shape, ShapeEnv};
 use atl_lang::span::Span;
 
 use crate::context::{Env, StepOutcome};
-use crate::directives::{apply_directive, check_declared_exact, check_hints, declared_exact};
+use crate::directives::hints::check_hints;
+use crate::directives::vector_width::second_vector_width;
+use crate::directives::{apply_directive, check_declared_exact, declared_exact};
 use crate::record::StepRecord;
 use crate::rule::Grade;
 use crate::step::run_step;
@@ -33,6 +35,12 @@ impl Derivation {
     /// the base's (its steps may rename or remove those loops).
     pub fn hints(&self) -> Vec<LoopHint> {
         self.steps.iter().filter_map(|s| s.hint.clone()).collect()
+    }
+
+    /// The SIMD width its `vector_width` step asks for, if it has one (a derivation has
+    /// at most one: a second is refused).
+    pub fn vector_width(&self) -> Option<u32> {
+        self.steps.iter().find_map(|s| s.vector_width)
     }
 
     /// The weakest grade of the derivation's steps.
@@ -177,6 +185,11 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
                             hints.push(h.clone());
                             check_hints(env.shapes, &o.expr, &hints)?;
                         }
+                        if o.record.vector_width.is_some()
+                            && let Some(earlier) = steps.iter().find_map(|s| s.vector_width)
+                        {
+                            return Err(second_vector_width(earlier, step.span));
+                        }
                     }
                     Ok(outcomes)
                 },
@@ -275,6 +288,7 @@ pub fn with_derived(
             body: d.result.clone(),
             span,
             hints: d.hints(),
+            vector_width: d.vector_width(),
         });
     }
     (p, env)

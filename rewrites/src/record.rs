@@ -62,6 +62,10 @@ pub struct StepRecord {
     /// that the step leaves the program unchanged.
     #[serde(skip)]
     pub hint: Option<LoopHint>,
+    /// The SIMD width a `vector_width N` step asks the C compiler to prefer, in bits.
+    /// Not serialized, for the reason `hint` is not.
+    #[serde(skip)]
+    pub vector_width: Option<u32>,
 }
 
 impl StepRecord {
@@ -81,6 +85,7 @@ impl StepRecord {
             after,
             origin: None,
             hint: None,
+            vector_width: None,
         }
     }
 }

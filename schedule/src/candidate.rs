@@ -66,6 +66,10 @@ pub struct Candidate {
     /// those of the derived program, copies included): a convolution's short taps whose
     /// unrolling around the tile took the C compiler too long.
     pub rolled: Vec<String>,
+    /// `vector_width N`: the SIMD width the kernel asks the C compiler to prefer, when
+    /// it is not left to the compiler's default (a twin of the best candidate, timed
+    /// with each width the machine has: gcc's default differs between CPUs).
+    pub vector_width: Option<u32>,
     /// A stage that is not one nest (a softmax's rows, with stages computed per row):
     /// a schedule written out, `(summary, directives)`. The other fields are unused.
     pub fixed: Option<(String, Vec<String>)>,
@@ -136,6 +140,7 @@ impl Candidate {
             partition_guards: false,
             partial_sums: None,
             rolled: Vec::new(),
+            vector_width: None,
             fixed: Some((summary.to_string(), steps.to_vec())),
         }
     }
@@ -152,6 +157,9 @@ impl Candidate {
         };
         steps.extend(own.iter().map(|s| nest.spell(s)));
         steps.extend(self.rolled.iter().map(|l| format!("unroll {l} off")));
+        if let Some(bits) = self.vector_width {
+            steps.push(format!("vector_width {bits}"));
+        }
         steps.extend(nest.suffix.iter().cloned());
         steps
     }
@@ -319,6 +327,15 @@ impl Candidate {
 
     /// A one-line summary (`tile j x i 16 x 6, pack B, order jt, it, k, parallel`).
     pub fn summary(&self) -> String {
+        let mut s = self.schedule_summary();
+        if let Some(bits) = self.vector_width {
+            s.push_str(&format!(", {bits}-bit vectors"));
+        }
+        s
+    }
+
+    /// The summary of the schedule's own directives.
+    fn schedule_summary(&self) -> String {
         if let Some((summary, _)) = &self.fixed {
             return summary.clone();
         }

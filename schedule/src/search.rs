@@ -143,6 +143,32 @@ impl Outcome {
             .or_else(|| self.best().median())
     }
 
+    /// What the search chose for the vector width, and what it timed to choose it.
+    pub fn width_note(&self) -> String {
+        let mut timed: Vec<u32> = self
+            .tried
+            .iter()
+            .filter(|t| t.median().is_some())
+            .filter_map(|t| t.candidate.vector_width)
+            .collect();
+        timed.sort_unstable();
+        timed.dedup();
+        let timed_text = timed
+            .iter()
+            .map(|b| b.to_string())
+            .collect::<Vec<_>>()
+            .join(" and ");
+        match (self.best().candidate.vector_width, timed.is_empty()) {
+            (Some(bits), _) => format!(
+                "{bits} bits (`vector_width {bits}`), the fastest of the C compiler's default and {timed_text} bits"
+            ),
+            (None, false) => {
+                format!("the C compiler's default, the fastest of it and {timed_text} bits")
+            }
+            (None, true) => "the C compiler's default".to_string(),
+        }
+    }
+
     /// The `derive` block, with comments saying where and how it was found.
     pub fn derive_text(&self) -> String {
         let best = self.best();
@@ -163,6 +189,7 @@ impl Outcome {
                 )),
             best.candidate.summary()
         ));
+        out.push_str(&format!("# Vector width: {}.\n", self.width_note()));
         out.push_str(&format!("derive {} from {} {{\n", self.name, self.def));
         for s in &best.steps {
             out.push_str(&format!("  {s}\n"));
@@ -659,7 +686,27 @@ fn search_ranked(
     let mut leaders = Leaders::default();
     let batch = machine.cores.clamp(1, 4);
     let slice = Duration::from_millis(600);
-    while !queue.is_empty() {
+    // The vector widths the best candidate is tried again with, once: when three
+    // quarters of the budget are gone, or when nothing else is left to try.
+    let mut widths_pending = width_choices(nest, &machine);
+    loop {
+        if !widths_pending.is_empty()
+            && let Some((_, k)) = best
+            && (queue.is_empty() || start.elapsed() >= options.budget.mul_f64(0.75))
+        {
+            let twins = widths_pending.drain(..).map(|bits| {
+                let mut twin = tried[k].candidate.clone();
+                twin.vector_width = Some(bits);
+                Ranked {
+                    candidate: twin,
+                    estimate: tried[k].estimate,
+                }
+            });
+            queue.splice(0..0, twins.collect::<Vec<_>>());
+        }
+        if queue.is_empty() {
+            break;
+        }
         atl_driver::observer::check_cancel(observer)?;
         // Past the budget, a search that has timed nothing yet goes on for `overtime`
         // (a stage of a pipeline, whose share an earlier stage's last batch ate).
@@ -867,6 +914,24 @@ fn search_ranked(
         elapsed: start.elapsed(),
         unscheduled: Vec::new(),
     })
+}
+
+/// The vector widths a nest's best candidate is also timed with (`vector_width N`): on
+/// a machine with 512-bit vectors, 256 and 512 bits, since which one gcc prefers by
+/// default depends on the CPU it tunes for (gcc 12 emits 256-bit code on a Zen 5 and
+/// 512-bit code on a Zen 4 with `-march=native`), and a register tile sized for one
+/// width spills at the other. None where another stage's steps already chose one (a
+/// kernel has one width) or the machine has one width only.
+fn width_choices(nest: &Nest, machine: &Machine) -> Vec<u32> {
+    let chosen = nest
+        .prefix
+        .iter()
+        .chain(&nest.suffix)
+        .any(|s| s.split_whitespace().next() == Some("vector_width"));
+    if chosen || machine.vector_bytes < 64 {
+        return Vec::new();
+    }
+    vec![256, 512]
 }
 
 /// The leaders' medians when timed again: `(index in tried, median)`.
@@ -1098,6 +1163,35 @@ def conv = gen k < K, y < H, xx < W: sum c < C, ry < 3, rx < 3: w[k, c, ry, rx] 
         aligned_first(&mut list, &[]);
         let again: Vec<i64> = list.iter().map(|r| r.candidate.tile.rows).collect();
         assert_eq!(again, rows);
+    }
+
+    #[test]
+    fn the_vector_widths_are_tried_where_the_machine_has_two_and_no_stage_chose() {
+        let source = "size M, N\ninput A : [M, N]\ndef twice = gen i < M, j < N: 2 * A[i, j]\n";
+        let (checked, diags) = atl_lang::check_source(source);
+        let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+        let sizes: BTreeMap<String, i64> = [("M".to_string(), 64), ("N".to_string(), 64)].into();
+        let mut nest = crate::nest::analyze(&checked.program, "twice", &sizes).expect("a nest");
+        let machine = |vector_bytes| Machine {
+            isa: String::new(),
+            vector_bytes,
+            vector_registers: 32,
+            l1d: 32 << 10,
+            l2: 1 << 20,
+            l3: 32 << 20,
+            cores: 2,
+        };
+        assert_eq!(width_choices(&nest, &machine(64)), [256, 512]);
+        assert!(width_choices(&nest, &machine(32)).is_empty());
+        // Another stage's steps (a pipeline's earlier stage) already chose one.
+        nest.prefix.push("vector_width 256".to_string());
+        assert!(width_choices(&nest, &machine(64)).is_empty());
+        // A twin's steps end with its width, and its summary says so.
+        let mut twin = Candidate::written("copy", &["vectorize j".to_string()]);
+        twin.vector_width = Some(512);
+        nest.prefix.clear();
+        assert_eq!(twin.steps(&nest), ["vectorize j", "vector_width 512"]);
+        assert_eq!(twin.summary(), "copy, 512-bit vectors");
     }
 
     #[test]

@@ -67,6 +67,7 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
         stage: None,
         partial_sums: None,
         rolled: Vec::new(),
+        vector_width: None,
         fixed: None,
         boundary: None,
         local_copy: false,

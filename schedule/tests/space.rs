@@ -74,6 +74,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
         stage: None,
         partial_sums: None,
         rolled: Vec::new(),
+        vector_width: None,
         fixed: None,
         boundary: None,
         local_copy: false,

@@ -270,6 +270,7 @@ fn kernel(sizes: &[&str], inputs: Vec<BufferDecl>, output: BufferDecl, body: Vec
         inputs,
         output,
         preconditions: Vec::new(),
+        vector_width: None,
         body,
         source: atl_lang::ir::Expr::lit(0.0),
     }

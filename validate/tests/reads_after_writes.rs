@@ -287,6 +287,7 @@ fn matmul_into_the_output(zero: bool, sibling: bool) -> Kernel {
         ],
         output: decl("out", vec![ivar("M"), ivar("N")]),
         preconditions: Vec::new(),
+        vector_width: None,
         body,
         source: atl_lang::ir::Expr::lit(0.0),
     }
@@ -392,6 +393,7 @@ fn shifted_copy_through_a_temporary(blend: bool) -> Kernel {
         inputs: vec![decl("a", vec![ivar("n")])],
         output: decl("o", vec![ivar("n")]),
         preconditions: Vec::new(),
+        vector_width: None,
         body: vec![Stmt::Alloc {
             buf: "t".to_string(),
             shape: vec![n1],

@@ -254,6 +254,8 @@ fn outcome_json(outcome: &Outcome) -> Value {
         "derive": outcome.derive_text(),
         "steps": best.steps,
         "best_median_ms": outcome.best_median().map_or(Value::Null, json::ms),
+        "vector_width": best.candidate.vector_width,
+        "vector_width_note": outcome.width_note(),
         "rematch": outcome
             .rematch
             .iter()

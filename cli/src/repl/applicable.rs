@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use atl_lang::ir::LoopHint;
-use atl_rewrites::directives::check_hints;
+use atl_rewrites::directives::hints::check_hints;
 use atl_rewrites::engine::{list_sites, run_step_expanded};
 
 use super::{Control, Session, Taken};

@@ -60,6 +60,7 @@ impl Session {
                 body: body.clone(),
                 span: Span::DUMMY,
                 hints: Vec::new(),
+                vector_width: None,
             });
         }
         let options = EvalOptions {

@@ -69,18 +69,18 @@ impl Session {
         };
         let mut program = checked.program.clone();
         let mut shapes = checked.shapes.clone();
-        let mut added: Vec<(String, &Expr, Vec<LoopHint>)> = Vec::new();
+        let mut added: Vec<(String, &Expr, Vec<LoopHint>, Option<u32>)> = Vec::new();
         if derivations {
             for (n, body) in &self.derived {
                 if n != name && program.def(n).is_none() {
-                    added.push((n.clone(), body, Vec::new()));
+                    added.push((n.clone(), body, Vec::new(), None));
                 }
             }
         }
-        // The annotations taken so far (`parallel y`, …) apply to the candidate;
-        // lowering checks them against the kernel.
-        added.push((name.to_string(), current, self.hints()));
-        for (n, body, hints) in added {
+        // The annotations taken so far (`parallel y`, …, `vector_width 256`) apply to
+        // the candidate; lowering checks them against the kernel.
+        added.push((name.to_string(), current, self.hints(), self.vector_width()));
+        for (n, body, hints, vector_width) in added {
             match atl_lang::shapes::infer(&shapes, body) {
                 Ok(s) => {
                     shapes.globals.insert(n.clone(), s);
@@ -96,6 +96,7 @@ impl Session {
                 body: body.clone(),
                 span: Span::DUMMY,
                 hints,
+                vector_width,
             };
             match program.defs.iter_mut().find(|d| d.name == n) {
                 Some(existing) => *existing = def,
@@ -126,6 +127,7 @@ impl Session {
                     body: body.clone(),
                     span: Span::DUMMY,
                     hints: Vec::new(),
+                    vector_width: None,
                 });
             }
         }

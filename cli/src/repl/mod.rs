@@ -29,7 +29,9 @@ use atl_lang::steps::{STEPS, StepClass};
 use atl_rewrites::cert::StepRecord;
 use atl_rewrites::context::StepOutcome;
 use atl_rewrites::derivation::{check_exact_steps, exact_from_real_base, real_base};
-use atl_rewrites::directives::{check_hints, declared_exact};
+use atl_rewrites::directives::declared_exact;
+use atl_rewrites::directives::hints::check_hints;
+use atl_rewrites::directives::vector_width::second_vector_width;
 use atl_rewrites::engine::{list_sites, run_step_expanded};
 use atl_rewrites::{Env, Library};
 use atl_solver::Solver;
@@ -625,6 +627,16 @@ impl Session {
                         if let Some(h) = &o.record.hint {
                             hints.push(h.clone());
                             check_hints(env.shapes, &o.expr, &hints).map_err(in_input)?;
+                        }
+                        if o.record.vector_width.is_some()
+                            && let Some(earlier) = self
+                                .steps
+                                .iter()
+                                .chain(&applied)
+                                .flat_map(|t| &t.outcomes)
+                                .find_map(|r| r.record.vector_width)
+                        {
+                            return Err(in_input(second_vector_width(earlier, step.span)));
                         }
                     }
                     Ok(outcomes)

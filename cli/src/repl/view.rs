@@ -91,6 +91,14 @@ impl Session {
         self.steps.iter().flat_map(Taken::hints).collect()
     }
 
+    /// The SIMD width a `vector_width` step taken asks for.
+    pub(super) fn vector_width(&self) -> Option<u32> {
+        self.steps
+            .iter()
+            .flat_map(|t| &t.outcomes)
+            .find_map(|o| o.record.vector_width)
+    }
+
     /// `parallel io, vectorize ji`: annotations as the directives that ask for them,
     /// with the loop names the user wrote.
     fn describe_hints(&self, hints: &[LoopHint]) -> String {
@@ -113,6 +121,9 @@ impl Session {
                 let hints = self.hints();
                 if !hints.is_empty() {
                     let _ = writeln!(out, "  loop annotations: {}", self.describe_hints(&hints));
+                }
+                if let Some(bits) = self.vector_width() {
+                    let _ = writeln!(out, "  vector width: {bits} bits");
                 }
             }
             _ => {
@@ -155,6 +166,12 @@ impl Session {
             let _ = writeln!(out, "  (the program's text is unchanged{added})");
             if !hints.is_empty() {
                 let _ = writeln!(out, "  loop annotations: {}", self.describe_hints(&hints));
+            }
+            if let Some(bits) = self.vector_width() {
+                let _ = writeln!(
+                    out,
+                    "  vector width: {bits} bits (the kernel's C asks the compiler for it)"
+                );
             }
             return;
         }

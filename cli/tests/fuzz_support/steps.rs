@@ -281,6 +281,9 @@ pub fn step(
         8 if !lets.is_empty() => format!("compute_inline {}", rng.pick(&lets)),
         9 if !lets.is_empty() => format!("compute_at {} at {v}", rng.pick(&lets)),
         10 => format!("bound {v} to {}", with_value(rng, sizes, &[])),
+        // Now and then the kernel's vector width (a second one in a derivation is
+        // refused, E0849; the pragma goes into the C the fuzzer compiles).
+        _ if rng.chance(15) => format!("vector_width {}", rng.pick(&["128", "256", "512"])),
         _ => {
             let kind = rng.pick(&["parallel", "vectorize", "unroll"]);
             format!("{kind} {v}")

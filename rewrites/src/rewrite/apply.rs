@@ -277,6 +277,7 @@ pub fn build(
         after: show(&expr),
         origin: None,
         hint: None,
+        vector_width: None,
     };
     Ok(StepOutcome { expr, record })
 }
