@@ -1,6 +1,7 @@
 //! Sizes and inputs for evaluating, running or timing a definition: parsing `n=4,m=5`
-//! lists, `NAME=random:SEED` / `NAME=PATH.npy` input sources, `f32|f64` and
-//! `fast|strict`, and [`prepare`], which loads a file and checks them against it.
+//! lists, `NAME=random:SEED` / `NAME=PATH.npy` / `NAME=PATH.mtx|.npz` (a sparse
+//! matrix, `sparse_file`) input sources, `f32|f64` and `fast|strict`, and [`prepare`],
+//! which loads a file and checks them against it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use crate::failure::Failure;
 use crate::load::{Loaded, load_derived, pick_loaded_def};
 use crate::npy;
 use crate::observer::Observer;
+use crate::sparse_file;
 
 /// Parses `n=4,m=5` lists (repeatable flag) into a map.
 pub fn parse_sizes(args: &[String]) -> Result<BTreeMap<String, i64>, String> {
@@ -38,6 +40,9 @@ pub fn parse_sizes(args: &[String]) -> Result<BTreeMap<String, i64>, String> {
 pub enum InputSource {
     Random(u64),
     Npy(PathBuf),
+    /// A Matrix Market `.mtx` or scipy `.npz` sparse matrix, given to a matrix input
+    /// as its dense values.
+    Sparse(PathBuf),
 }
 
 /// Parses `--input NAME=random:SEED` / `--input NAME=PATH.npy` arguments.
@@ -45,7 +50,9 @@ pub fn parse_inputs(args: &[String]) -> Result<Vec<(String, InputSource)>, Strin
     let mut out: Vec<(String, InputSource)> = Vec::new();
     for arg in args {
         let (name, source) = arg.split_once('=').ok_or_else(|| {
-            format!("`--input {arg}`: expected NAME=random:SEED or NAME=PATH.npy")
+            format!(
+                "`--input {arg}`: expected NAME=random:SEED, NAME=PATH.npy or NAME=PATH.mtx|.npz"
+            )
         })?;
         let name = name.trim().to_string();
         if out.iter().any(|(n, _)| *n == name) {
@@ -57,9 +64,11 @@ pub fn parse_inputs(args: &[String]) -> Result<Vec<(String, InputSource)>, Strin
             })?)
         } else if source.ends_with(".npy") {
             InputSource::Npy(PathBuf::from(source))
+        } else if sparse_file::is_sparse_path(source) {
+            InputSource::Sparse(PathBuf::from(source))
         } else {
             return Err(format!(
-                "`--input {arg}`: expected `random:SEED` or a path ending in `.npy`"
+                "`--input {arg}`: expected `random:SEED` or a path ending in `.npy` (dense), `.mtx` or `.npz` (a sparse matrix)"
             ));
         };
         out.push((name, source));
@@ -146,6 +155,36 @@ pub fn prepare(
                 Some(shape) => Tensor::random(shape.clone(), seed),
                 None => continue,
             },
+            InputSource::Sparse(path) => {
+                let bytes = std::fs::read(&path).map_err(|e| {
+                    Failure::usage(format!("cannot read `{}`: {e}", path.display()))
+                })?;
+                let refuse = |m: String| {
+                    let d = Diagnostic::error(
+                        "E0608",
+                        format!(
+                            "cannot read input `{input_name}` from `{}`: {m}",
+                            path.display()
+                        ),
+                    );
+                    Failure::diagnostics(vec![d], file, &loaded.source)
+                };
+                let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let matrix = sparse_file::read(extension, &bytes).map_err(refuse)?;
+                // Compared with the declared shape before the dense values are made,
+                // so that a file announcing a huge matrix allocates nothing.
+                let declared = shapes.get(&decl.name).cloned().unwrap_or_default();
+                if declared != [matrix.rows, matrix.cols] {
+                    return Err(refuse(format!(
+                        "the file holds a {} x {} matrix, and `{input_name}` has shape {declared:?} at these sizes",
+                        matrix.rows, matrix.cols
+                    )));
+                }
+                Tensor {
+                    shape: declared,
+                    data: matrix.to_dense(),
+                }
+            }
             InputSource::Npy(path) => match std::fs::read(&path) {
                 Ok(bytes) => match npy::parse(&bytes) {
                     Ok(a) => Tensor {

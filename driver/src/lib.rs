@@ -27,6 +27,7 @@ pub mod load;
 pub mod lowering;
 pub mod npy;
 pub mod observer;
+pub mod sparse_file;
 pub mod timing;
 
 pub use atl_lang::monitor::Monitor;

@@ -13,8 +13,58 @@ pub struct NpyArray {
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
+/// An `.npy` file split into its element type (`descr`, such as `<f8`), its C-order
+/// shape and its data bytes (their length checked against the shape).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawNpy<'b> {
+    pub descr: String,
+    pub shape: Vec<usize>,
+    pub body: &'b [u8],
+}
+
+/// The byte size of one element of `descr` (`<f8`: 8, `|S3`: 3, `<U3`: 12), or None.
+fn element_size(descr: &str) -> Option<usize> {
+    let kind = descr.get(1..2)?;
+    let n: usize = descr.get(2..)?.parse().ok()?;
+    match kind {
+        "U" => n.checked_mul(4),
+        "f" | "i" | "u" | "S" | "b" => Some(n),
+        _ => None,
+    }
+}
+
 /// Parses the bytes of an `.npy` file.
 pub fn parse(bytes: &[u8]) -> Result<NpyArray, String> {
+    let raw = parse_raw(bytes)?;
+    let elem = match raw.descr.as_str() {
+        "<f8" | "=f8" => 8,
+        "<f4" | "=f4" => 4,
+        other => {
+            return Err(format!(
+                "unsupported element type '{other}' (expected little-endian float32 '<f4' or float64 '<f8')"
+            ));
+        }
+    };
+    let data = if elem == 8 {
+        raw.body
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("chunk of 8")))
+            .collect()
+    } else {
+        raw.body
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("chunk of 4")) as f64)
+            .collect()
+    };
+    Ok(NpyArray {
+        shape: raw.shape,
+        data,
+    })
+}
+
+/// Parses the header of an `.npy` file of any fixed-size element type (little-endian
+/// or byte-sized), C order.
+pub fn parse_raw(bytes: &[u8]) -> Result<RawNpy<'_>, String> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err("not a .npy file (missing the \\x93NUMPY magic)".into());
     }
@@ -39,16 +89,15 @@ pub fn parse(bytes: &[u8]) -> Result<NpyArray, String> {
     let header = std::str::from_utf8(&bytes[header_start..header_end])
         .map_err(|_| "the .npy header is not text")?;
     let descr = dict_value(header, "descr").ok_or("the .npy header has no 'descr'")?;
-    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    let elem = match descr {
-        "<f8" | "=f8" => 8,
-        "<f4" | "=f4" => 4,
-        other => {
-            return Err(format!(
-                "unsupported element type '{other}' (expected little-endian float32 '<f4' or float64 '<f8')"
-            ));
-        }
-    };
+    let descr = descr
+        .trim_matches(|c| c == '\'' || c == '"')
+        .replacen('=', "<", 1);
+    if descr.starts_with('>') {
+        return Err(format!(
+            "big-endian element type '{descr}' is not supported (save it little-endian: a.astype(a.dtype.newbyteorder('<')))"
+        ));
+    }
+    let elem = element_size(&descr).ok_or_else(|| format!("unsupported element type '{descr}'"))?;
     let fortran =
         dict_value(header, "fortran_order").ok_or("the .npy header has no 'fortran_order'")?;
     if fortran.trim() != "False" {
@@ -85,16 +134,7 @@ pub fn parse(bytes: &[u8]) -> Result<NpyArray, String> {
             shape
         ));
     }
-    let data = if elem == 8 {
-        body.chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("chunk of 8")))
-            .collect()
-    } else {
-        body.chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("chunk of 4")) as f64)
-            .collect()
-    };
-    Ok(NpyArray { shape, data })
+    Ok(RawNpy { descr, shape, body })
 }
 
 /// The text after `'key':` up to the next top-level comma (tuples kept whole).

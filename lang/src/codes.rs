@@ -364,8 +364,8 @@ pub static CODES: &[ErrorCode] = &[
     retired("E0607", "(retired: derivations are executed now)", ""),
     active(
         "E0608",
-        "an `.npy` input that cannot be read (format, element type, size)",
-        "save float32/float64 in C order",
+        "an input file that cannot be read: an `.npy` (format, element type, size), or a sparse matrix (`.mtx`, scipy `.npz`) that is malformed or not of the input's shape",
+        "save float32/float64 in C order; a sparse matrix as CSR, CSC or COO (`scipy.sparse.save_npz`) or Matrix Market",
     ),
     active(
         "E0609",

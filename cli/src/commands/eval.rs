@@ -22,7 +22,7 @@ pub struct EvalArgs {
     /// Size values, e.g. `n=4,m=5` (repeatable).
     #[arg(long = "sizes", value_name = "NAME=VALUE,...")]
     pub sizes: Vec<String>,
-    /// An input: `NAME=random:SEED` or `NAME=PATH.npy` (repeatable).
+    /// An input: `NAME=random:SEED`, `NAME=PATH.npy`, or a sparse matrix `NAME=PATH.mtx|.npz` (repeatable).
     #[arg(long = "input", value_name = "NAME=SOURCE")]
     pub inputs: Vec<String>,
     /// Print `{"shape":[…],"data":[…]}` (flat, row-major).

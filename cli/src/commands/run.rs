@@ -3,7 +3,7 @@
 //! and compares.
 //!
 //! ```text
-//! atl run FILE --def NAME --sizes n=4,m=5 [--input f=random:SEED|f=PATH.npy]...
+//! atl run FILE --def NAME --sizes n=4,m=5 [--input f=random:SEED|f=PATH.npy|A=PATH.mtx|A=PATH.npz]...
 //!     [--dtype f32|f64] [--tolerance T] [--ir KERNEL.ir] [--no-validate]
 //!     Inputs not given are filled with random:1, random:2, … in declaration order.
 //!     The kernel is validated first (`atl-validate`, as `atl emit` does): one that is
