@@ -244,6 +244,12 @@ def _atl_kind(name, a, rank, shape):
                 "never converted: use .astype)" % (SYMBOL, name, a.dtype)
             )
         return a.dtype
+    if type(a).__module__.startswith("scipy.sparse"):
+        raise TypeError(
+            "%s: `%s` is a scipy.sparse matrix (%s); this kernel reads a dense "
+            "numpy.ndarray of %d dimension%s (shape %s): pass `%s.toarray()`"
+            % (SYMBOL, name, type(a).__name__, rank, "" if rank == 1 else "s", shape, name)
+        )
     if rank == 0:
         if isinstance(a, _atl_np.generic) and a.dtype in _ATL_FLOATS:
             return a.dtype

@@ -113,6 +113,15 @@ assert ".filled(value)" in expect(
 assert "`out` is a masked array" in expect(
     TypeError, py_matvec.py_matvec, A, x, out=np.ma.masked_array(np.zeros(3, np.float32))
 )
+# A scipy.sparse matrix for a dense input is refused with the conversion to make (where
+# scipy is installed; the kernels do not need it).
+try:
+    import scipy.sparse
+except ImportError:
+    scipy = None
+if scipy is not None:
+    assert ".toarray()" in expect(TypeError, py_matvec.py_matvec, scipy.sparse.csr_matrix(A), x)
+    assert ".toarray()" in expect(TypeError, py_matvec.py_matvec, scipy.sparse.coo_array(A), x)
 
 # Compiled for this machine unless ATL_PORTABLE or CFLAGS say otherwise (the test
 # runs this script in the default environment).
