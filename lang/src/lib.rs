@@ -8,6 +8,7 @@ pub mod ast;
 pub mod codes;
 pub mod diag;
 pub mod fork_guard;
+pub mod formats;
 pub mod functions;
 pub mod index;
 pub mod interp;
