@@ -10,6 +10,8 @@
 
 use std::io::Read;
 
+use atl_lang::formats::{Compressed, FormatError, Level, from_entries};
+
 use crate::npy::{RawNpy, parse_raw};
 
 /// A matrix as its stored entries `(row, column, value)`, in the file's order.
@@ -21,6 +23,27 @@ pub struct SparseMatrix {
 }
 
 impl SparseMatrix {
+    /// The matrix in a format of level formats (`[Dense, Compressed]`: CSR), built
+    /// from its entries without the dense matrix; `transposed` stores the transpose
+    /// (CSC from `[Dense, Compressed]`).
+    pub fn to_format(
+        &self,
+        formats: &[Level],
+        transposed: bool,
+    ) -> Result<Compressed, FormatError> {
+        let entries: Vec<(Vec<usize>, f64)> = self
+            .entries
+            .iter()
+            .map(|&(r, c, v)| (if transposed { vec![c, r] } else { vec![r, c] }, v))
+            .collect();
+        let shape = if transposed {
+            [self.cols, self.rows]
+        } else {
+            [self.rows, self.cols]
+        };
+        from_entries(formats, &shape, &entries)
+    }
+
     /// The dense row-major values (duplicates added). The caller bounds `rows * cols`
     /// first (it is compared with the input's declared shape).
     pub fn to_dense(&self) -> Vec<f64> {

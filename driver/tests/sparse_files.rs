@@ -53,6 +53,41 @@ fn scipy_archives_and_matrix_market_files_give_the_matrix_written() {
     );
 }
 
+/// Read into CSR and CSC by the level formats (without a dense matrix), the fixtures
+/// give the arrays scipy itself stores for them (`indptr`, `indices`, `data` of
+/// `scipy.sparse.load_npz`, printed by scipy 1.17), whatever file they come from.
+#[test]
+fn the_level_formats_give_scipys_own_csr_and_csc_arrays() {
+    use atl_lang::formats::{Level, LevelIndex};
+    let csr = [Level::Dense, Level::Compressed];
+    for name in ["m_csr.npz", "m_coo.npz", "m.mtx", "m_coo_duplicates.npz"] {
+        let (extension, bytes) = fixture(name);
+        let m = read(&extension, &bytes).expect("reads");
+        let c = m.to_format(&csr, false).expect("CSR");
+        assert_eq!(
+            c.levels[1],
+            LevelIndex::Compressed {
+                dim: 4,
+                pos: vec![0, 2, 3, 5],
+                crd: vec![0, 2, 3, 0, 1],
+            },
+            "{name}"
+        );
+        assert_eq!(c.vals, [1., 2., 3., 4., 5.], "{name}");
+        let t = m.to_format(&csr, true).expect("CSC");
+        assert_eq!(
+            t.levels[1],
+            LevelIndex::Compressed {
+                dim: 3,
+                pos: vec![0, 2, 3, 4, 5],
+                crd: vec![0, 2, 2, 0, 1],
+            },
+            "{name}"
+        );
+        assert_eq!(t.vals, [1., 4., 5., 2., 3.], "{name}");
+    }
+}
+
 #[test]
 fn formats_other_than_csr_csc_coo_are_refused_by_name() {
     let (extension, bytes) = fixture("m_bsr.npz");

@@ -279,6 +279,125 @@ impl LevelIndex {
 pub enum FormatError {
     /// One level per dimension.
     RankMismatch { formats: usize, rank: usize },
+    /// An entry's coordinates are not those of an element of the shape.
+    OutOfRange { entry: usize },
+}
+
+/// Compresses the tensor of `shape` whose nonzero elements are `entries` (coordinates
+/// and value, in any order; duplicates add up, as `decompress` and scipy add them;
+/// entries whose sum is zero are not stored), without making it dense: the same
+/// structures as [`compress`] of the dense tensor, in time linear in the entries and
+/// in the positions of the `Dense` and `Bitmask` levels (a sparse file read straight
+/// into the format a kernel reads).
+pub fn from_entries(
+    formats: &[Level],
+    shape: &[usize],
+    entries: &[(Vec<usize>, f64)],
+) -> Result<Compressed, FormatError> {
+    if formats.len() != shape.len() {
+        return Err(FormatError::RankMismatch {
+            formats: formats.len(),
+            rank: shape.len(),
+        });
+    }
+    if let Some(entry) = entries
+        .iter()
+        .position(|(c, _)| c.len() != shape.len() || c.iter().zip(shape).any(|(c, d)| c >= d))
+    {
+        return Err(FormatError::OutOfRange { entry });
+    }
+    let mut sorted: Vec<(Vec<usize>, f64)> = entries.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut summed: Vec<(Vec<usize>, f64)> = Vec::with_capacity(sorted.len());
+    for (c, v) in sorted {
+        match summed.last_mut() {
+            Some((last, sum)) if *last == c => *sum += v,
+            _ => summed.push((c, v)),
+        }
+    }
+    summed.retain(|(_, v)| *v != 0.0);
+    let mut levels: Vec<LevelIndex> = formats
+        .iter()
+        .zip(shape)
+        .map(|(f, d)| f.empty(*d))
+        .collect();
+    let mut vals = Vec::new();
+    entries_into(formats, shape, 0, &summed, &mut levels, &mut vals);
+    Ok(Compressed {
+        shape: shape.to_vec(),
+        levels,
+        vals,
+    })
+}
+
+/// Appends the encoding of the sub-tensor whose nonzero entries are `entries` (sorted,
+/// sharing their first `depth` coordinates) to `levels` and `vals`.
+fn entries_into(
+    formats: &[Level],
+    shape: &[usize],
+    depth: usize,
+    entries: &[(Vec<usize>, f64)],
+    levels: &mut [LevelIndex],
+    vals: &mut Vec<f64>,
+) {
+    let Some((format, inner_formats)) = formats.split_first() else {
+        vals.push(entries.first().map_or(0.0, |(_, v)| *v));
+        return;
+    };
+    let dim = shape[0];
+    // The runs of entries with one coordinate at this depth, in increasing order.
+    let mut groups: Vec<(usize, &[(Vec<usize>, f64)])> = Vec::new();
+    let mut start = 0;
+    while start < entries.len() {
+        let c = entries[start].0[depth];
+        let len = entries[start..]
+            .iter()
+            .take_while(|(k, _)| k[depth] == c)
+            .count();
+        groups.push((c, &entries[start..start + len]));
+        start += len;
+    }
+    let index = match format {
+        Level::Dense => LevelIndex::Dense { dim },
+        Level::Compressed => LevelIndex::Compressed {
+            dim,
+            pos: vec![0, groups.len()],
+            crd: groups.iter().map(|(c, _)| *c).collect(),
+        },
+        Level::Bitmask => {
+            let mut mask = vec![false; dim];
+            for (c, _) in &groups {
+                mask[*c] = true;
+            }
+            LevelIndex::Bitmask { dim, mask }
+        }
+    };
+    let (first, inner_levels) = levels.split_first_mut().expect("one level per format");
+    *first = first
+        .append(&index)
+        .expect("one format and extent per level");
+    let mut next = groups.iter().peekable();
+    let kept: Vec<usize> = match format {
+        Level::Compressed => groups.iter().map(|(c, _)| *c).collect(),
+        Level::Dense | Level::Bitmask => (0..dim).collect(),
+    };
+    for c in kept {
+        let sub: &[(Vec<usize>, f64)] = match next.peek() {
+            Some((k, run)) if *k == c => {
+                next.next();
+                run
+            }
+            _ => &[],
+        };
+        entries_into(
+            inner_formats,
+            &shape[1..],
+            depth + 1,
+            sub,
+            inner_levels,
+            vals,
+        );
+    }
 }
 
 /// Compresses `t` with one level format per dimension, outermost first (the thesis's
@@ -588,7 +707,42 @@ mod tests {
         })
     }
 
+    /// The nonzero elements of `t` as entries, some split into two that add up (a
+    /// duplicate) and some explicit zeros added, shuffled by `seed`.
+    fn entries_of(t: &Tensor, seed: u64) -> Vec<(Vec<usize>, f64)> {
+        let mut rng = crate::rng::SplitMix64::new(seed);
+        let mut out = Vec::new();
+        for (k, v) in t.data.iter().enumerate() {
+            let mut coords = vec![0; t.shape.len()];
+            let mut rest = k;
+            for (d, extent) in t.shape.iter().enumerate().rev() {
+                coords[d] = rest % extent;
+                rest /= extent;
+            }
+            if *v != 0.0 && rng.chance(30) {
+                out.push((coords.clone(), *v - 1.0));
+                out.push((coords, 1.0));
+            } else if *v != 0.0 || rng.chance(20) {
+                out.push((coords, *v));
+            }
+        }
+        for k in (1..out.len()).rev() {
+            let j = rng.below(k + 1);
+            out.swap(k, j);
+        }
+        out
+    }
+
     proptest! {
+        /// Built from entries, without the dense tensor, a format's structures are
+        /// those of `compress` (up to the rounding of a split value's two parts).
+        #[test]
+        fn entries_compress_as_the_dense_tensor_does((t, formats) in with_formats(), seed in 0u64..1000) {
+            let t = Tensor::new(t.shape.clone(), t.data.iter().map(|v| v.round()).collect()).expect("numel");
+            let built = from_entries(&formats, &t.shape, &entries_of(&t, seed)).expect("in range");
+            prop_assert_eq!(built, compress(&formats, &t).expect("rank"));
+        }
+
         /// DECOMPRESSCOMPRESS, and ENCODEWELLFORMED for the whole stack.
         #[test]
         fn decompress_undoes_compress((t, formats) in with_formats()) {
@@ -654,6 +808,19 @@ mod tests {
             prop_assert_eq!(empty.append(&x), Some(x.clone()));
             prop_assert_eq!(x.append(&empty), Some(x.clone()));
         }
+    }
+
+    #[test]
+    fn entries_outside_the_shape_are_refused() {
+        let formats = [Level::Dense, Level::Compressed];
+        assert_eq!(
+            from_entries(&formats, &[2, 3], &[(vec![0, 1], 1.0), (vec![2, 0], 1.0)]),
+            Err(FormatError::OutOfRange { entry: 1 })
+        );
+        assert_eq!(
+            from_entries(&formats, &[2, 3], &[(vec![0], 1.0)]),
+            Err(FormatError::OutOfRange { entry: 0 })
+        );
     }
 
     #[test]
