@@ -10,7 +10,7 @@
 
 use std::io::Read;
 
-use atl_lang::formats::{Compressed, FormatError, Level, from_entries};
+use atl_lang::formats::{Compressed, Entry, FormatError, Level, from_entries};
 
 use crate::npy::{RawNpy, parse_raw};
 
@@ -31,7 +31,7 @@ impl SparseMatrix {
         formats: &[Level],
         transposed: bool,
     ) -> Result<Compressed, FormatError> {
-        let entries: Vec<(Vec<usize>, f64)> = self
+        let entries: Vec<Entry> = self
             .entries
             .iter()
             .map(|&(r, c, v)| (if transposed { vec![c, r] } else { vec![r, c] }, v))

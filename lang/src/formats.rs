@@ -274,6 +274,9 @@ impl LevelIndex {
     }
 }
 
+/// One element of a sparse tensor: its coordinates and its value.
+pub type Entry = (Vec<usize>, f64);
+
 /// Why a tensor cannot be compressed with a list of formats.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FormatError {
@@ -292,7 +295,7 @@ pub enum FormatError {
 pub fn from_entries(
     formats: &[Level],
     shape: &[usize],
-    entries: &[(Vec<usize>, f64)],
+    entries: &[Entry],
 ) -> Result<Compressed, FormatError> {
     if formats.len() != shape.len() {
         return Err(FormatError::RankMismatch {
@@ -306,9 +309,9 @@ pub fn from_entries(
     {
         return Err(FormatError::OutOfRange { entry });
     }
-    let mut sorted: Vec<(Vec<usize>, f64)> = entries.to_vec();
+    let mut sorted: Vec<Entry> = entries.to_vec();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut summed: Vec<(Vec<usize>, f64)> = Vec::with_capacity(sorted.len());
+    let mut summed: Vec<Entry> = Vec::with_capacity(sorted.len());
     for (c, v) in sorted {
         match summed.last_mut() {
             Some((last, sum)) if *last == c => *sum += v,
@@ -336,7 +339,7 @@ fn entries_into(
     formats: &[Level],
     shape: &[usize],
     depth: usize,
-    entries: &[(Vec<usize>, f64)],
+    entries: &[Entry],
     levels: &mut [LevelIndex],
     vals: &mut Vec<f64>,
 ) {
@@ -346,7 +349,7 @@ fn entries_into(
     };
     let dim = shape[0];
     // The runs of entries with one coordinate at this depth, in increasing order.
-    let mut groups: Vec<(usize, &[(Vec<usize>, f64)])> = Vec::new();
+    let mut groups: Vec<(usize, &[Entry])> = Vec::new();
     let mut start = 0;
     while start < entries.len() {
         let c = entries[start].0[depth];
@@ -382,7 +385,7 @@ fn entries_into(
         Level::Dense | Level::Bitmask => (0..dim).collect(),
     };
     for c in kept {
-        let sub: &[(Vec<usize>, f64)] = match next.peek() {
+        let sub: &[Entry] = match next.peek() {
             Some((k, run)) if *k == c => {
                 next.next();
                 run
@@ -709,7 +712,7 @@ mod tests {
 
     /// The nonzero elements of `t` as entries, some split into two that add up (a
     /// duplicate) and some explicit zeros added, shuffled by `seed`.
-    fn entries_of(t: &Tensor, seed: u64) -> Vec<(Vec<usize>, f64)> {
+    fn entries_of(t: &Tensor, seed: u64) -> Vec<Entry> {
         let mut rng = crate::rng::SplitMix64::new(seed);
         let mut out = Vec::new();
         for (k, v) in t.data.iter().enumerate() {
