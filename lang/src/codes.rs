@@ -611,7 +611,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0838",
-        "`compute_root` (or `compute_at` at an outer loop) of a stage that reads the variable of a loop it would leave",
+        "`compute_root` (or `compute_at` at an outer loop) of a stage that reads the variable of a loop it would leave (`compute_root` hoists it out of a `gen` or `sum` from 0 as a generator; other loops refuse)",
         "compute the stage at that loop or inside it (`compute_at x at i`)",
     ),
     active(

@@ -63,7 +63,7 @@ use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, 
 use atl_lang::diag::Diagnostic;
 use atl_lang::functions::ScalarFn;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
-use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, Program};
+use atl_lang::ir::{AmountOp, BinOp, Expr, ExprKind, NameSupply, Program, all_names};
 use atl_lang::poly::{self, Poly};
 use atl_lang::pretty::{Style, expr_to_string};
 use atl_lang::shapes::Shape;
@@ -856,6 +856,10 @@ impl Applier<'_, '_> {
                 "`{x}` is computed in every iteration of {} from the value of `{written}`",
                 construct(parent_node)
             ))
+            .with_note(
+                "`compute_root` hoists a stage out of a `gen` or `sum` from 0 that it reads, as \
+                 the generator of its values over the loop; this loop does not start at 0",
+            )
             .with_help(format!(
                 "compute it at that loop or inside it (`compute_at {x} at {written}`), or leave it where it is"
             )));
@@ -902,9 +906,59 @@ impl Applier<'_, '_> {
         Ok(out)
     }
 
+    /// The hoisting rule for `let` (at `path`) directly inside a `gen` or `sum` from 0
+    /// whose variable its value reads: the stage is computed for every iteration at
+    /// once, as a generator over the loop (Halide's `compute_root` of a function the
+    /// loop's iterations each evaluate at their own point).
+    fn hoist_rule(&self, path: &[usize]) -> Option<&'static str> {
+        let (_, parent) = path.split_last()?;
+        let Some(ExprKind::Let { value, .. }) = self.node(path).map(|n| &n.kind) else {
+            return None;
+        };
+        let (var, lo, rule) = match &self.node(parent)?.kind {
+            ExprKind::Gen { var, lo, .. } => (var, lo, "let_hoist_gen"),
+            ExprKind::Sum { var, lo, .. } => (var, lo, "let_hoist_sum"),
+            _ => return None,
+        };
+        (poly::same(lo, &IndexExpr::Const(0)) && value.free_index_vars().contains(var))
+            .then_some(rule)
+    }
+
+    /// Hoists `let name` (at `path`) out of the loop around it as the generator of its
+    /// values, bound to a fresh name (`let_hoist_gen`/`let_hoist_sum`), and unfolds the
+    /// alias `let name = T[i]` left inside; returns the new let's path and name.
+    fn hoist_once(
+        &mut self,
+        name: &str,
+        path: &[usize],
+        rule: &str,
+        span: Span,
+    ) -> Result<(Vec<usize>, String), Diagnostic> {
+        let parent = path[..path.len() - 1].to_vec();
+        let mut used: Vec<String> = all_names(&self.expr).into_iter().collect();
+        let p = self.env.program;
+        used.extend(p.sizes.iter().map(|s| s.name.clone()));
+        used.extend(p.inputs.iter().map(|i| i.name.clone()));
+        used.extend(p.defs.iter().map(|d| d.name.clone()));
+        let fresh = NameSupply::new(used).fresh(name);
+        self.apply(rw(
+            rule,
+            false,
+            parent.clone(),
+            vec![("y", name_index(&fresh, span))],
+            span,
+        ))?;
+        // `let T = gen i: v in gen i: let name = T[i] in b`: the alias is the body's body.
+        let mut alias = parent.clone();
+        alias.extend([1, 0]);
+        self.apply(rw("unfold_let", false, alias, vec![], span))?;
+        Ok((parent, fresh))
+    }
+
     /// `compute_root x`: no loop encloses `let x` any more.
     fn compute_root(&mut self, x: &str, span: Span) -> Result<(), Diagnostic> {
         let mut path = let_path(&self.expr, x, span)?;
+        let mut name = x.to_string();
         let in_loop = |e: &Expr, path: &[usize]| {
             (0..path.len()).any(|n| {
                 matches!(
@@ -915,7 +969,29 @@ impl Applier<'_, '_> {
         };
         let before = self.outcomes.len();
         while in_loop(&self.expr, &path) {
-            path = self.lift_once(x, &path, span)?;
+            if let Some(rule) = self.hoist_rule(&path) {
+                (path, name) = self.hoist_once(&name, &path, rule, span)?;
+            } else {
+                path = self.lift_once(&name, &path, span)?;
+            }
+        }
+        if name != x {
+            // The stage hoisted out of loops it reads was bound to a fresh name; it gets
+            // the user's back (free again: its alias was unfolded): `let T = G in b`
+            // becomes `let x = G in b[T := x]`.
+            let mut value = path.clone();
+            value.push(0);
+            let mut body = path.clone();
+            body.push(1);
+            self.apply(rw(
+                "let_intro",
+                false,
+                value,
+                vec![("x", name_index(x, span))],
+                span,
+            ))?;
+            self.apply(rw("let_lift_let", false, path.clone(), vec![], span))?;
+            self.apply(rw("unfold_let", false, body, vec![], span))?;
         }
         // Out of every loop, the stage is computed once; it is lifted further, where a
         // rule allows, to the chain of lets at the root, so that the program reads as
