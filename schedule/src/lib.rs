@@ -80,11 +80,12 @@ pub fn schedule(
             machine,
             options,
         ),
-        stages::Plan::Stages(stages) => search::search_stages(
+        stages::Plan::Stages { stages, preamble } => search::search_stages(
             observer,
             &loaded.source,
             &loaded.program,
             &stages,
+            &preamble,
             machine,
             options,
         ),

@@ -469,6 +469,7 @@ pub fn search_stages(
     source: &str,
     program: &Program,
     stages: &[Stage],
+    preamble: &[String],
     machine: Machine,
     options: &Options,
 ) -> Result<Outcome, Failure> {
@@ -494,7 +495,7 @@ pub fn search_stages(
             let left = deadline.saturating_sub(start.elapsed());
             let share = left / (order.len() - n) as u32;
             let mut nest = stages[k].nest().clone();
-            nest.prefix = chosen[..k].concat();
+            nest.prefix = [preamble.to_vec(), chosen[..k].concat()].concat();
             nest.suffix = chosen[k + 1..].concat();
             // The names the other stages' schedules introduce (their tile loops, copies)
             // are taken: this stage's candidates make up others.

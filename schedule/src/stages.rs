@@ -52,8 +52,13 @@ pub fn stage_names(program: &Program, def: &str) -> Vec<String> {
 pub enum Plan {
     /// One nest (the specification's, or the one its stages inline into).
     One(Box<Nest>),
-    /// Stages scheduled one after the other.
-    Stages(Vec<Stage>),
+    /// Stages scheduled one after the other, after `preamble`: the steps that made them
+    /// stages (a reduction under an epilogue staged, [`epilogue_staging`]), which every
+    /// candidate's directives start with; empty when the specification has its stages.
+    Stages {
+        stages: Vec<Stage>,
+        preamble: Vec<String>,
+    },
 }
 
 /// One stage of a [`Plan::Stages`].
@@ -94,10 +99,28 @@ pub fn plan(
     let Some(d) = program.def(def) else {
         return Err(why);
     };
+    // A reduction under an epilogue (`(sum k: …) + c[j]`) is first made a stage of its
+    // own; the specification's stages are searched as they are.
+    let staged = match epilogue_staging(program, &d.body) {
+        Some(preamble) => {
+            let (staged, name) = inline(source, def, &preamble)
+                .map_err(|e| format!("{why}; its reduction could not be staged ({e})"))?;
+            Some((staged, name, preamble))
+        }
+        None => None,
+    };
+    let (program, preamble, body) = match &staged {
+        Some((staged, name, preamble)) => match staged.def(name) {
+            Some(d) => (staged, preamble.clone(), &d.body),
+            None => return Err(why),
+        },
+        None => (program, Vec::new(), &d.body),
+    };
     // The stages computed at the root (`let X = V in …` chains at the top), then the
     // definition's own value.
     let mut chain: Vec<(String, &Expr)> = Vec::new();
-    let mut body = &d.body;
+    let whole = body;
+    let mut body = body;
     while let ExprKind::Let {
         var,
         value,
@@ -110,7 +133,7 @@ pub fn plan(
     chain.push((def.to_string(), body));
     // Every name of the program, which the names the variants make up avoid.
     let mut bound = std::collections::HashSet::new();
-    d.body.bound_names(&mut bound);
+    whole.bound_names(&mut bound);
     let taken: BTreeSet<String> = bound
         .into_iter()
         .chain(program.inputs.iter().map(|i| i.name.clone()))
@@ -120,7 +143,7 @@ pub fn plan(
     // A loop whose name is also the written name of another (renamed) loop is spelled
     // with its stage (`S.i`: `i` alone would name attention's three `i` loops).
     let mut loops: Vec<String> = Vec::new();
-    d.body.walk(&mut |e: &Expr| {
+    whole.walk(&mut |e: &Expr| {
         if let ExprKind::Gen { var, .. }
         | ExprKind::Sum { var, .. }
         | ExprKind::MaxRed { var, .. } = &e.kind
@@ -201,7 +224,74 @@ pub fn plan(
         ));
     }
     fixed.extend(nests);
-    Ok(Plan::Stages(fixed))
+    Ok(Plan::Stages {
+        stages: fixed,
+        preamble,
+    })
+}
+
+/// The steps that make the one reduction of an element-wise expression a stage of its
+/// own, where the body under the `gen` loops is a scalar expression around exactly one
+/// `sum` (a matmul under a bias, `(sum k < K: A[i, k] * B[k, j]) + c[j]`, or a scaled
+/// one): `rw let_intro around (sum k < K: ?) with x := acc`, then `compute_root acc`,
+/// which hoists it out of the loops as `let acc = gen i, j: sum k: …` before the
+/// element-wise rest (Halide's update step computed at root before the output).
+pub fn epilogue_staging(program: &Program, body: &Expr) -> Option<Vec<String>> {
+    let mut inner = body;
+    while let ExprKind::Gen { body, .. } = &inner.kind {
+        inner = body;
+    }
+    if matches!(
+        inner.kind,
+        ExprKind::Sum { .. } | ExprKind::MaxRed { .. } | ExprKind::Let { .. }
+    ) || std::ptr::eq(inner, body)
+    {
+        return None;
+    }
+    // The loops of the scalar body: exactly one, a sum from 0 whose body has no loop.
+    let mut loops: Vec<Expr> = Vec::new();
+    inner.walk(&mut |e: &Expr| {
+        if matches!(
+            e.kind,
+            ExprKind::Gen { .. }
+                | ExprKind::Sum { .. }
+                | ExprKind::MaxRed { .. }
+                | ExprKind::Let { .. }
+        ) {
+            loops.push(e.clone());
+        }
+    });
+    let [sum] = loops.as_slice() else {
+        return None;
+    };
+    let ExprKind::Sum { var, lo, hi, body } = &sum.kind else {
+        return None;
+    };
+    if lo.as_const() != Some(0) || has_loop(body) {
+        return None;
+    }
+    let mut taken = std::collections::HashSet::new();
+    body.bound_names(&mut taken);
+    let mut used: BTreeSet<String> = all_names_of(program, inner);
+    used.extend(taken);
+    let name = fresh_in(&mut used, "acc".to_string());
+    Some(vec![
+        format!(
+            "rw let_intro around (sum {} < {hi}: ?) with x := {name}",
+            program.written_name(var)
+        ),
+        format!("compute_root {name}"),
+    ])
+}
+
+/// Every name of `e` and of the program's declarations.
+fn all_names_of(program: &Program, e: &Expr) -> BTreeSet<String> {
+    atl_lang::ir::all_names(e)
+        .into_iter()
+        .chain(program.sizes.iter().map(|s| s.name.clone()))
+        .chain(program.inputs.iter().map(|i| i.name.clone()))
+        .chain(program.defs.iter().map(|d| d.name.clone()))
+        .collect()
 }
 
 /// The `gen` loops at the head of `e`, outermost first: `(var, lo, hi)`.

@@ -446,6 +446,70 @@ def softmax =
     let s = sum k < m: exp(x[i, k] - mx) in exp(x[i, j] - mx) / s
 ";
 
+/// A matmul under a bias (E0960 before: a loop under the body's `+`) is searched as two
+/// stages after a preamble that stages its reduction (`let_intro`, then `compute_root`,
+/// which hoists it out of the loops): the matmul, searched as any nest, and the
+/// element-wise epilogue reading it. The preamble replays and keeps the values.
+#[test]
+fn a_reduction_under_an_epilogue_is_staged_then_searched_as_two_nests() {
+    const BIAS: &str = "size M, N, K
+input A : [M, K]
+input B : [K, N]
+input c : [N]
+def mmb = gen i < M, j < N: (sum k < K: A[i, k] * B[k, j]) + 2 * c[j]
+";
+    let at = [("M", 64), ("N", 64), ("K", 64)];
+    let (checked, _) = atl_lang::check_source(BIAS);
+    let program = checked.unwrap().program;
+    let plan = atl_schedule::stages::plan(BIAS, &program, "mmb", &sizes(&at), 16, 1).unwrap();
+    let atl_schedule::stages::Plan::Stages { stages, preamble } = plan else {
+        panic!("a reduction under a bias is not one nest")
+    };
+    assert_eq!(
+        preamble,
+        [
+            "rw let_intro around (sum k < K: ?) with x := acc",
+            "compute_root acc"
+        ]
+    );
+    assert_eq!(stages.len(), 2);
+    let (acc, own) = (stages[0].nest(), stages[1].nest());
+    assert_eq!((acc.gens.len(), acc.sums.len()), (2, 1));
+    assert!(own.sums.is_empty());
+    assert!(
+        own.reads.iter().any(|r| r.input == "acc"),
+        "{:?}",
+        own.reads
+    );
+    let (checked, derived) = derive(BIAS, "mmb", &preamble);
+    assert_same_values(
+        &checked,
+        "mmb",
+        &derived,
+        &[
+            vec![("M", 3), ("N", 5), ("K", 4)],
+            vec![("M", 1), ("N", 1), ("K", 7)],
+        ],
+    );
+    // Two reductions, or one under a loop, are not staged so.
+    for body in [
+        "gen i < M, j < N: (sum k < K: A[i, k] * B[k, j]) + (sum k < K: A[i, k])",
+        "gen i < M, j < N: sum k < K: A[i, k] * B[k, j] + c[j]",
+    ] {
+        let source = format!(
+            "size M, N, K\ninput A : [M, K]\ninput B : [K, N]\ninput c : [N]\ndef d = {body}\n"
+        );
+        let (checked, _) = atl_lang::check_source(&source);
+        let program = checked.unwrap().program;
+        let d = program.def("d").unwrap();
+        assert_eq!(
+            atl_schedule::stages::epilogue_staging(&program, &d.body),
+            None,
+            "{body}"
+        );
+    }
+}
+
 #[test]
 fn stages_that_are_nests_are_searched_one_after_the_other() {
     let at = [("N", 64), ("M", 64)];
@@ -453,7 +517,7 @@ fn stages_that_are_nests_are_searched_one_after_the_other() {
     let program = checked.unwrap().program;
     let plan =
         atl_schedule::stages::plan(ROW_SOFTMAX, &program, "softmax", &sizes(&at), 16, 1).unwrap();
-    let atl_schedule::stages::Plan::Stages(stages) = plan else {
+    let atl_schedule::stages::Plan::Stages { stages, .. } = plan else {
         panic!("a row sum does not inline into one nest")
     };
     // The row sum, then the definition's own nest, which reads it like an input.
@@ -475,7 +539,7 @@ fn a_stage_with_stages_per_row_gets_them_computed_once_per_row() {
     let program = checked.unwrap().program;
     let plan =
         atl_schedule::stages::plan(SOFTMAX_ROWS, &program, "softmax", &sizes(&at), 16, 2).unwrap();
-    let atl_schedule::stages::Plan::Stages(stages) = plan else {
+    let atl_schedule::stages::Plan::Stages { stages, .. } = plan else {
         panic!("stages per row are not one nest")
     };
     let [atl_schedule::stages::Stage::Fixed { nest, variants }] = stages.as_slice() else {
