@@ -971,6 +971,16 @@ pub struct Program {
 }
 
 impl Program {
+    /// The names its declarations take (sizes, inputs, definitions): a name a step
+    /// introduces must avoid them as well as the program's binders.
+    pub fn declared_names(&self) -> impl Iterator<Item = &str> {
+        self.sizes
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(self.inputs.iter().map(|i| i.name.as_str()))
+            .chain(self.defs.iter().map(|d| d.name.as_str()))
+    }
+
     /// The name a binder was written with (itself unless resolution renamed it).
     pub fn written_name<'a>(&'a self, resolved: &'a str) -> &'a str {
         self.written_names

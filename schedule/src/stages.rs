@@ -136,9 +136,7 @@ pub fn plan(
     whole.bound_names(&mut bound);
     let taken: BTreeSet<String> = bound
         .into_iter()
-        .chain(program.inputs.iter().map(|i| i.name.clone()))
-        .chain(program.sizes.iter().map(|s| s.name.clone()))
-        .chain(program.defs.iter().map(|d| d.name.clone()))
+        .chain(program.declared_names().map(str::to_string))
         .collect();
     // A loop whose name is also the written name of another (renamed) loop is spelled
     // with its stage (`S.i`: `i` alone would name attention's three `i` loops).
@@ -248,50 +246,37 @@ pub fn epilogue_staging(program: &Program, body: &Expr) -> Option<Vec<String>> {
     {
         return None;
     }
-    // The loops of the scalar body: exactly one, a sum from 0 whose body has no loop.
-    let mut loops: Vec<Expr> = Vec::new();
-    inner.walk(&mut |e: &Expr| {
-        if matches!(
-            e.kind,
-            ExprKind::Gen { .. }
-                | ExprKind::Sum { .. }
-                | ExprKind::MaxRed { .. }
-                | ExprKind::Let { .. }
-        ) {
-            loops.push(e.clone());
+    // The loops (and lets) of the scalar body: exactly one, a sum from 0 (so its own
+    // body has none).
+    let mut loops = 0;
+    let mut sum = None;
+    inner.walk(&mut |e: &Expr| match &e.kind {
+        ExprKind::Sum { var, lo, hi, .. } => {
+            loops += 1;
+            sum = Some((var.clone(), lo.clone(), hi.clone()));
         }
+        ExprKind::Gen { .. } | ExprKind::MaxRed { .. } | ExprKind::Let { .. } => loops += 1,
+        _ => {}
     });
-    let [sum] = loops.as_slice() else {
+    let (Some((var, lo, hi)), 1) = (sum, loops) else {
         return None;
     };
-    let ExprKind::Sum { var, lo, hi, body } = &sum.kind else {
-        return None;
-    };
-    if lo.as_const() != Some(0) || has_loop(body) {
+    if lo.as_const() != Some(0) {
         return None;
     }
-    let mut taken = std::collections::HashSet::new();
-    body.bound_names(&mut taken);
-    let mut used: BTreeSet<String> = all_names_of(program, inner);
-    used.extend(taken);
+    // Fresh in the whole definition: its `gen` loops are binders too.
+    let mut used: BTreeSet<String> = atl_lang::ir::all_names(body)
+        .into_iter()
+        .chain(program.declared_names().map(str::to_string))
+        .collect();
     let name = fresh_in(&mut used, "acc".to_string());
     Some(vec![
         format!(
             "rw let_intro around (sum {} < {hi}: ?) with x := {name}",
-            program.written_name(var)
+            program.written_name(&var)
         ),
         format!("compute_root {name}"),
     ])
-}
-
-/// Every name of `e` and of the program's declarations.
-fn all_names_of(program: &Program, e: &Expr) -> BTreeSet<String> {
-    atl_lang::ir::all_names(e)
-        .into_iter()
-        .chain(program.sizes.iter().map(|s| s.name.clone()))
-        .chain(program.inputs.iter().map(|i| i.name.clone()))
-        .chain(program.defs.iter().map(|d| d.name.clone()))
-        .collect()
 }
 
 /// The `gen` loops at the head of `e`, outermost first: `(var, lo, hi)`.

@@ -491,6 +491,26 @@ def mmb = gen i < M, j < N: (sum k < K: A[i, k] * B[k, j]) + 2 * c[j]
             vec![("M", 1), ("N", 1), ("K", 7)],
         ],
     );
+    // The stage's name avoids the definition's loops too (a `gen` named `acc` that
+    // the body does not read).
+    let source = BIAS
+        .replace("gen i < M", "gen acc < M")
+        .replace("A[i, k]", "A[0, k]");
+    let (checked, _) = atl_lang::check_source(&source);
+    let program = checked.unwrap().program;
+    let d = program.def("mmb").unwrap();
+    let steps = atl_schedule::stages::epilogue_staging(&program, &d.body).expect("staged");
+    assert!(
+        steps[1].starts_with("compute_root acc") && steps[1] != "compute_root acc",
+        "{steps:?}"
+    );
+    let (checked, derived) = derive(&source, "mmb", &steps);
+    assert_same_values(
+        &checked,
+        "mmb",
+        &derived,
+        &[vec![("M", 2), ("N", 3), ("K", 4)]],
+    );
     // Two reductions, or one under a loop, are not staged so.
     for body in [
         "gen i < M, j < N: (sum k < K: A[i, k] * B[k, j]) + (sum k < K: A[i, k])",

@@ -936,10 +936,7 @@ impl Applier<'_, '_> {
     ) -> Result<(Vec<usize>, String), Diagnostic> {
         let parent = path[..path.len() - 1].to_vec();
         let mut used: Vec<String> = all_names(&self.expr).into_iter().collect();
-        let p = self.env.program;
-        used.extend(p.sizes.iter().map(|s| s.name.clone()));
-        used.extend(p.inputs.iter().map(|i| i.name.clone()));
-        used.extend(p.defs.iter().map(|d| d.name.clone()));
+        used.extend(self.env.program.declared_names().map(str::to_string));
         let fresh = NameSupply::new(used).fresh(name);
         self.apply(rw(
             rule,

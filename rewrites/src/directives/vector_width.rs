@@ -1,7 +1,7 @@
 //! `vector_width N`: the SIMD width, in bits, that the kernel's C asks the compiler to
-//! prefer (GCC's `-mprefer-vector-width=N`, carried by the kernel itself as the
-//! function attribute `target("prefer-vector-width=N")`, so that every build of the
-//! kernel gets it). It is a compiler choice, not a program change: one `check` step
+//! prefer (GCC's `-mprefer-vector-width=N`, carried by the kernel's C itself as
+//! `#pragma GCC target("prefer-vector-width=N")`, so that every build of the kernel
+//! gets it). It is a compiler choice, not a program change: one `check` step
 //! that leaves the program as it is, carrying the width for lowering. The width that
 //! is faster depends on the machine (gcc 12 emits 256-bit code by default on some
 //! AVX-512 CPUs and 512-bit code on others), which is why `atl schedule` measures it.
