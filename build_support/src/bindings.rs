@@ -72,7 +72,8 @@ fn ix(e: &IndexExpr, vars: &dyn Fn(&str) -> String) -> String {
         IndexExpr::Var(v) => format!("rt::c({})", vars(v)),
         // A metavariable never occurs in a program's kernel; evaluate to an overflow
         // (a refused call) rather than fail the build.
-        IndexExpr::Meta(_) => "::core::option::Option::None".to_string(),
+        // Nor does a load: shapes and preconditions are over sizes only.
+        IndexExpr::Meta(_) | IndexExpr::Load(..) => "::core::option::Option::None".to_string(),
         IndexExpr::Neg(a) => format!("rt::neg({})", ix(a, vars)),
         IndexExpr::Bin(op, a, b) => {
             let f = match op {

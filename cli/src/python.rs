@@ -41,7 +41,8 @@ fn ix(e: &IndexExpr) -> String {
     match e {
         IndexExpr::Const(c) => format!("({c})"),
         IndexExpr::Var(v) => format!("_atl_s[{v:?}]"),
-        IndexExpr::Meta(_) => "_atl_fail()".to_string(),
+        // Shapes and preconditions are over sizes only; neither occurs in a kernel.
+        IndexExpr::Meta(_) | IndexExpr::Load(..) => "_atl_fail()".to_string(),
         IndexExpr::Neg(a) => format!("(-{})", ix(a)),
         IndexExpr::Bin(op, a, b) => {
             let (a, b) = (ix(a), ix(b));

@@ -1,5 +1,5 @@
-//! Reading and writing NumPy `.npy` files (format versions 1–3): float32 or float64
-//! input in C order, float64 output. Only what `atl` needs; anything else is refused
+//! Reading and writing NumPy `.npy` files (format versions 1–3): float32, float64 or
+//! integer input in C order, float64 output. Only what `atl` needs; anything else is refused
 //! with a message that says what was found.
 
 use std::io::Write;
@@ -33,29 +33,60 @@ fn element_size(descr: &str) -> Option<usize> {
     }
 }
 
-/// Parses the bytes of an `.npy` file.
+/// Parses the bytes of an `.npy` file: float32 or float64, or integers of any width
+/// (index arrays are saved as `int32` or `int64`; an integer that a float64 cannot
+/// hold exactly, beyond 2^53 in magnitude, is refused rather than rounded).
 pub fn parse(bytes: &[u8]) -> Result<NpyArray, String> {
     let raw = parse_raw(bytes)?;
-    let elem = match raw.descr.as_str() {
-        "<f8" | "=f8" => 8,
-        "<f4" | "=f4" => 4,
-        other => {
-            return Err(format!(
-                "unsupported element type '{other}' (expected little-endian float32 '<f4' or float64 '<f8')"
-            ));
+    let descr = raw.descr.replacen('|', "<", 1);
+    let unsupported = || {
+        format!(
+            "unsupported element type '{}' (expected little-endian float32 '<f4', float64 '<f8', or integers such as int32 '<i4')",
+            raw.descr
+        )
+    };
+    let (kind, width) = match (
+        descr.get(1..2),
+        descr.get(2..).and_then(|w| w.parse::<usize>().ok()),
+    ) {
+        (Some(k @ ("f" | "i" | "u")), Some(w @ (1 | 2 | 4 | 8))) if !(k == "f" && w < 4) => {
+            (k.to_string(), w)
         }
+        _ => return Err(unsupported()),
     };
-    let data = if elem == 8 {
-        raw.body
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("chunk of 8")))
-            .collect()
-    } else {
-        raw.body
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("chunk of 4")) as f64)
-            .collect()
-    };
+    let exact = 2f64.powi(53);
+    let mut data = Vec::with_capacity(raw.body.len() / width);
+    for (k, c) in raw.body.chunks_exact(width).enumerate() {
+        let mut b = [0u8; 8];
+        b[..width].copy_from_slice(c);
+        let value = match kind.as_str() {
+            "f" if width == 8 => f64::from_le_bytes(b),
+            "f" => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            "i" => {
+                // Sign-extend from the element's width.
+                let shift = 64 - 8 * width as u32;
+                let v = (i64::from_le_bytes(b) << shift) >> shift;
+                let f = v as f64;
+                if f.abs() > exact {
+                    return Err(format!(
+                        "element {k} is {v}, which a float64 cannot hold exactly"
+                    ));
+                }
+                f
+            }
+            _ => {
+                let v = u64::from_le_bytes(b);
+                let f = v as f64;
+                if f > exact {
+                    return Err(format!(
+                        "element {k} is {v}, which a float64 cannot hold exactly"
+                    ));
+                }
+                f
+            }
+        };
+        data.push(value);
+    }
     Ok(NpyArray {
         shape: raw.shape,
         data,

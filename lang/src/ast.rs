@@ -26,6 +26,8 @@ pub enum SIndexKind {
     Meta(String),
     Neg(Box<SIndex>),
     Bin(IndexOp, Box<SIndex>, Box<SIndex>),
+    /// `pos[e]`: an element of an index array.
+    Load(Ident, Box<SIndex>),
     /// Parentheses are kept so that `-(3)` (negation of a constant) and `-3` (a negative
     /// constant) stay distinct through a print/parse round trip.
     Paren(Box<SIndex>),
@@ -195,6 +197,15 @@ pub enum StepKind {
     },
 }
 
+/// What an `int` input declares beyond its shape: the `int` keyword's span, the
+/// range of its values (`in lo..hi`) and whether they are `sorted`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexArrayAst {
+    pub int_span: Span,
+    pub range: Option<(SIndex, SIndex)>,
+    pub sorted: Option<Span>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     Size(Vec<Ident>, Span),
@@ -202,6 +213,8 @@ pub enum Item {
     Input {
         name: Ident,
         shape: Vec<SIndex>,
+        /// `Some` for an index array, `input pos : int[n + 1] in 0..nnz + 1 sorted`.
+        index_array: Option<IndexArrayAst>,
         span: Span,
     },
     Def {

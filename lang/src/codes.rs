@@ -223,6 +223,16 @@ pub static CODES: &[ErrorCode] = &[
         "the scalar functions are sqrt(x), exp(x), log(x), abs(x), max(a, b), min(a, b) and select(a > b, x, y) (`atl explain E0311`)",
     ),
     active(
+        "E0312",
+        "an index array used where it cannot be: as a tensor or an index, in a shape, a range of values or an `assume`, or a load (`x[i]` in an index) of something that is not an index array",
+        "read an index array's elements in indices, `sum` bounds and guards: `v[crd[p]]`, `sum p in pos[i]..pos[i + 1]: …`",
+    ),
+    active(
+        "E0313",
+        "a malformed index array declaration: not one-dimensional, no range of values, or `in`/`sorted` on a tensor input",
+        "declare it as `input pos : int[n + 1] in 0..nnz + 1`, adding `sorted` when its values never decrease",
+    ),
+    active(
         "E0401",
         "jagged tensor: a `gen` extent depends on a binder",
         "make range lengths functions of the sizes",
@@ -298,6 +308,11 @@ pub static CODES: &[ErrorCode] = &[
         "a max-reduction of a tensor",
         "`max k < m: e` takes the largest of scalars: write the `gen` outside, as in `gen i < n: max k < m: x[i, k]`",
     ),
+    active(
+        "E0417",
+        "a `gen` range or a reshape amount that reads an index array: shapes are fixed by the sizes",
+        "iterate over stored positions with a `sum`: `sum p in pos[i]..pos[i + 1]: …`",
+    ),
     active("E0501", "scalar division by zero during evaluation", ""),
     active(
         "E0502",
@@ -371,6 +386,11 @@ pub static CODES: &[ErrorCode] = &[
         "E0609",
         "work interrupted: an evaluation, validation or benchmark stopped by Ctrl-C in the REPL (or by a program's monitor)",
         "run it again at smaller sizes, or let it finish",
+    ),
+    active(
+        "E0610",
+        "an index array whose values break its declaration: not 32-bit integers, outside the declared range, or decreasing where it is `sorted`",
+        "the message names the first bad element; a sparse matrix file is converted for you (`--input A=m.npz`)",
     ),
     active(
         "E0701",
@@ -816,6 +836,11 @@ pub static CODES: &[ErrorCode] = &[
         "E0944",
         "a name of the program (a size, an input, a binder) is reserved in C — a keyword, a name of the C library or `<math.h>`, or the emitter's `atl__` prefix — so its kernel cannot be written as C (the translation validator refuses it)",
         "rename it in the program",
+    ),
+    active(
+        "E0945",
+        "a definition that reads index arrays (`pos[i]`) cannot be lowered to a kernel yet",
+        "evaluate it with `atl eval`; kernels over index arrays come with the sparse formats",
     ),
     active(
         "E0950",

@@ -57,6 +57,13 @@ pub enum IndexExpr {
     Meta(String),
     Neg(Box<IndexExpr>),
     Bin(IndexOp, Box<IndexExpr>, Box<IndexExpr>),
+    /// `pos[e]`: an element of a one-dimensional integer input (an index array,
+    /// `input pos : int[n + 1] in 0..nnz + 1`). The array is fixed for a whole
+    /// evaluation, so a load is a pure function of its index: rules treat it as any
+    /// other index term, and the solver as an uninterpreted function constrained by
+    /// the declared facts. Out of range it is 0 (every load a kernel performs is
+    /// proved in range).
+    Load(String, Box<IndexExpr>),
 }
 
 /// A comparison operator of a predicate.
@@ -127,6 +134,8 @@ pub enum IndexEvalError {
     Meta(String),
     /// The result does not fit in 64 bits.
     Overflow,
+    /// A load from an index array where no array values are at hand.
+    Load(String),
 }
 
 impl fmt::Display for IndexEvalError {
@@ -135,6 +144,9 @@ impl fmt::Display for IndexEvalError {
             IndexEvalError::Unbound(name) => write!(f, "index variable `{name}` has no value"),
             IndexEvalError::Meta(name) => write!(f, "metavariable `?{name}` cannot be evaluated"),
             IndexEvalError::Overflow => write!(f, "index arithmetic overflows 64 bits"),
+            IndexEvalError::Load(name) => {
+                write!(f, "the index array `{name}` has no values here")
+            }
         }
     }
 }
@@ -194,8 +206,19 @@ pub fn apply_index_op_wide(op: IndexOp, a: i128, b: i128) -> Option<i128> {
 }
 
 impl IndexExpr {
-    /// Evaluates in 128-bit arithmetic under `env` (see [`apply_index_op_wide`]).
+    /// Evaluates in 128-bit arithmetic under `env` (see [`apply_index_op_wide`]); a
+    /// load is an error ([`IndexExpr::eval_wide_with`] gives the arrays).
     pub fn eval_wide(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i128, IndexEvalError> {
+        self.eval_wide_with(env, &|_, _| None)
+    }
+
+    /// [`IndexExpr::eval_wide`] with `load(array, index)` giving the elements of index
+    /// arrays (`None`: no values for that array).
+    pub fn eval_wide_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<i64>,
+        load: &dyn Fn(&str, i64) -> Option<i64>,
+    ) -> Result<i128, IndexEvalError> {
         match self {
             IndexExpr::Const(c) => Ok(i128::from(*c)),
             IndexExpr::Var(name) => env(name)
@@ -203,13 +226,20 @@ impl IndexExpr {
                 .ok_or_else(|| IndexEvalError::Unbound(name.clone())),
             IndexExpr::Meta(name) => Err(IndexEvalError::Meta(name.clone())),
             IndexExpr::Neg(a) => a
-                .eval_wide(env)?
+                .eval_wide_with(env, load)?
                 .checked_neg()
                 .ok_or(IndexEvalError::Overflow),
             IndexExpr::Bin(op, a, b) => {
-                let a = a.eval_wide(env)?;
-                let b = b.eval_wide(env)?;
+                let a = a.eval_wide_with(env, load)?;
+                let b = b.eval_wide_with(env, load)?;
                 apply_index_op_wide(*op, a, b).ok_or(IndexEvalError::Overflow)
+            }
+            IndexExpr::Load(array, index) => {
+                let at = i64::try_from(index.eval_wide_with(env, load)?)
+                    .map_err(|_| IndexEvalError::Overflow)?;
+                load(array, at)
+                    .map(i128::from)
+                    .ok_or_else(|| IndexEvalError::Load(array.clone()))
             }
         }
     }
@@ -237,17 +267,34 @@ impl IndexExpr {
         IndexExpr::bin(IndexOp::Mul, a, b)
     }
 
-    /// Evaluates under `env`, which maps names to values.
+    /// Evaluates under `env`, which maps names to values; a load is an error
+    /// ([`IndexExpr::eval_with`] gives the arrays).
     pub fn eval(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i64, IndexEvalError> {
+        self.eval_with(env, &|_, _| None)
+    }
+
+    /// [`IndexExpr::eval`] with `load(array, index)` giving the elements of index arrays.
+    pub fn eval_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<i64>,
+        load: &dyn Fn(&str, i64) -> Option<i64>,
+    ) -> Result<i64, IndexEvalError> {
         match self {
             IndexExpr::Const(c) => Ok(*c),
             IndexExpr::Var(name) => env(name).ok_or_else(|| IndexEvalError::Unbound(name.clone())),
             IndexExpr::Meta(name) => Err(IndexEvalError::Meta(name.clone())),
-            IndexExpr::Neg(a) => a.eval(env)?.checked_neg().ok_or(IndexEvalError::Overflow),
+            IndexExpr::Neg(a) => a
+                .eval_with(env, load)?
+                .checked_neg()
+                .ok_or(IndexEvalError::Overflow),
             IndexExpr::Bin(op, a, b) => {
-                let a = a.eval(env)?;
-                let b = b.eval(env)?;
+                let a = a.eval_with(env, load)?;
+                let b = b.eval_with(env, load)?;
                 apply_index_op(*op, a, b).ok_or(IndexEvalError::Overflow)
+            }
+            IndexExpr::Load(array, index) => {
+                let at = index.eval_with(env, load)?;
+                load(array, at).ok_or_else(|| IndexEvalError::Load(array.clone()))
             }
         }
     }
@@ -264,11 +311,37 @@ impl IndexExpr {
             IndexExpr::Var(name) => {
                 out.insert(name.clone());
             }
-            IndexExpr::Neg(a) => a.collect_vars(out),
+            IndexExpr::Neg(a) | IndexExpr::Load(_, a) => a.collect_vars(out),
             IndexExpr::Bin(_, a, b) => {
                 a.collect_vars(out);
                 b.collect_vars(out);
             }
+        }
+    }
+
+    /// Adds the index arrays it loads from to `out`.
+    pub fn collect_loads(&self, out: &mut BTreeSet<String>) {
+        match self {
+            IndexExpr::Const(_) | IndexExpr::Meta(_) | IndexExpr::Var(_) => {}
+            IndexExpr::Neg(a) => a.collect_loads(out),
+            IndexExpr::Load(array, a) => {
+                out.insert(array.clone());
+                a.collect_loads(out);
+            }
+            IndexExpr::Bin(_, a, b) => {
+                a.collect_loads(out);
+                b.collect_loads(out);
+            }
+        }
+    }
+
+    /// Whether it loads from an index array.
+    pub fn has_load(&self) -> bool {
+        match self {
+            IndexExpr::Const(_) | IndexExpr::Meta(_) | IndexExpr::Var(_) => false,
+            IndexExpr::Load(..) => true,
+            IndexExpr::Neg(a) => a.has_load(),
+            IndexExpr::Bin(_, a, b) => a.has_load() || b.has_load(),
         }
     }
 
@@ -284,7 +357,7 @@ impl IndexExpr {
         match self {
             IndexExpr::Const(_) | IndexExpr::Meta(_) => false,
             IndexExpr::Var(v) => v == name,
-            IndexExpr::Neg(a) => a.mentions(name),
+            IndexExpr::Neg(a) | IndexExpr::Load(_, a) => a.mentions(name),
             IndexExpr::Bin(_, a, b) => a.mentions(name) || b.mentions(name),
         }
     }
@@ -294,7 +367,7 @@ impl IndexExpr {
         match self {
             IndexExpr::Const(_) | IndexExpr::Var(_) => false,
             IndexExpr::Meta(_) => true,
-            IndexExpr::Neg(a) => a.has_meta(),
+            IndexExpr::Neg(a) | IndexExpr::Load(_, a) => a.has_meta(),
             IndexExpr::Bin(_, a, b) => a.has_meta() || b.has_meta(),
         }
     }
@@ -306,6 +379,9 @@ impl IndexExpr {
             IndexExpr::Var(v) if v == name => value.clone(),
             IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => self.clone(),
             IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(a.subst(name, value))),
+            IndexExpr::Load(array, a) => {
+                IndexExpr::Load(array.clone(), Box::new(a.subst(name, value)))
+            }
             IndexExpr::Bin(op, a, b) => {
                 IndexExpr::bin(*op, a.subst(name, value), b.subst(name, value))
             }
@@ -321,7 +397,7 @@ impl IndexExpr {
     pub fn size(&self) -> usize {
         match self {
             IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => 1,
-            IndexExpr::Neg(a) => 1 + a.size(),
+            IndexExpr::Neg(a) | IndexExpr::Load(_, a) => 1 + a.size(),
             IndexExpr::Bin(_, a, b) => 1 + a.size() + b.size(),
         }
     }
@@ -347,23 +423,69 @@ impl Pred {
 
     /// Evaluates under `env` in 128-bit arithmetic ([`IndexExpr::eval_wide`]).
     pub fn eval_wide(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<bool, IndexEvalError> {
+        self.eval_wide_with(env, &|_, _| None)
+    }
+
+    /// [`Pred::eval_wide`] with the elements of index arrays ([`IndexExpr::eval_with`]).
+    pub fn eval_wide_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<i64>,
+        load: &dyn Fn(&str, i64) -> Option<i64>,
+    ) -> Result<bool, IndexEvalError> {
         match self {
             Pred::Bool(b) => Ok(*b),
-            Pred::Cmp(op, a, b) => Ok(op.holds(a.eval_wide(env)?, b.eval_wide(env)?)),
-            Pred::And(a, b) => Ok(a.eval_wide(env)? && b.eval_wide(env)?),
-            Pred::Or(a, b) => Ok(a.eval_wide(env)? || b.eval_wide(env)?),
-            Pred::Not(a) => Ok(!a.eval_wide(env)?),
+            Pred::Cmp(op, a, b) => {
+                Ok(op.holds(a.eval_wide_with(env, load)?, b.eval_wide_with(env, load)?))
+            }
+            Pred::And(a, b) => Ok(a.eval_wide_with(env, load)? && b.eval_wide_with(env, load)?),
+            Pred::Or(a, b) => Ok(a.eval_wide_with(env, load)? || b.eval_wide_with(env, load)?),
+            Pred::Not(a) => Ok(!a.eval_wide_with(env, load)?),
         }
     }
 
     /// Evaluates under `env`.
     pub fn eval(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<bool, IndexEvalError> {
+        self.eval_with(env, &|_, _| None)
+    }
+
+    /// [`Pred::eval`] with the elements of index arrays ([`IndexExpr::eval_with`]).
+    pub fn eval_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<i64>,
+        load: &dyn Fn(&str, i64) -> Option<i64>,
+    ) -> Result<bool, IndexEvalError> {
         match self {
             Pred::Bool(b) => Ok(*b),
-            Pred::Cmp(op, a, b) => Ok(op.holds(a.eval(env)?, b.eval(env)?)),
-            Pred::And(a, b) => Ok(a.eval(env)? && b.eval(env)?),
-            Pred::Or(a, b) => Ok(a.eval(env)? || b.eval(env)?),
-            Pred::Not(a) => Ok(!a.eval(env)?),
+            Pred::Cmp(op, a, b) => Ok(op.holds(a.eval_with(env, load)?, b.eval_with(env, load)?)),
+            Pred::And(a, b) => Ok(a.eval_with(env, load)? && b.eval_with(env, load)?),
+            Pred::Or(a, b) => Ok(a.eval_with(env, load)? || b.eval_with(env, load)?),
+            Pred::Not(a) => Ok(!a.eval_with(env, load)?),
+        }
+    }
+
+    /// Adds the index arrays it loads from to `out`.
+    pub fn collect_loads(&self, out: &mut BTreeSet<String>) {
+        match self {
+            Pred::Bool(_) => {}
+            Pred::Cmp(_, a, b) => {
+                a.collect_loads(out);
+                b.collect_loads(out);
+            }
+            Pred::And(a, b) | Pred::Or(a, b) => {
+                a.collect_loads(out);
+                b.collect_loads(out);
+            }
+            Pred::Not(a) => a.collect_loads(out),
+        }
+    }
+
+    /// Whether it loads from an index array.
+    pub fn has_load(&self) -> bool {
+        match self {
+            Pred::Bool(_) => false,
+            Pred::Cmp(_, a, b) => a.has_load() || b.has_load(),
+            Pred::And(a, b) | Pred::Or(a, b) => a.has_load() || b.has_load(),
+            Pred::Not(a) => a.has_load(),
         }
     }
 
@@ -466,7 +588,7 @@ impl Pred {
 fn index_prec(e: &IndexExpr) -> u8 {
     match e {
         IndexExpr::Const(c) if *c < 0 => 3,
-        IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => 4,
+        IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) | IndexExpr::Load(..) => 4,
         IndexExpr::Neg(_) => 3,
         IndexExpr::Bin(op, _, _) => match op {
             IndexOp::Add | IndexOp::Sub => 1,
@@ -486,6 +608,11 @@ fn write_index_at(f: &mut fmt::Formatter<'_>, e: &IndexExpr, min_prec: u8) -> fm
         IndexExpr::Const(c) => write!(f, "{c}"),
         IndexExpr::Var(v) => write!(f, "{v}"),
         IndexExpr::Meta(v) => write!(f, "?{v}"),
+        IndexExpr::Load(array, a) => {
+            write!(f, "{array}[")?;
+            write_index_at(f, a, 0)?;
+            write!(f, "]")
+        }
         IndexExpr::Neg(a) => {
             write!(f, "-")?;
             // `-3` parses as the constant -3; the negation of the constant 3 is `-(3)`.

@@ -408,6 +408,9 @@ enum CIdx {
     Affine(i64, Box<[(usize, i64)]>),
     Neg(Box<CIdx>),
     Bin(IndexOp, Box<CIdx>, Box<CIdx>),
+    /// An element of the index array that is input `pos` (0 out of range, as in the
+    /// semantics; the values were checked to be integers on entry).
+    Load(usize, Box<CIdx>),
 }
 
 /// A linear form under construction: constant and (slot, coefficient) terms, sorted by
@@ -415,17 +418,30 @@ enum CIdx {
 type Linear = (i64, Vec<(usize, i64)>);
 
 impl CIdx {
-    /// `None` on overflow (the slot always exists by construction).
+    /// `None` on overflow (the slot always exists by construction). `arrays` holds the
+    /// inputs' values by position; with none (shape computation at compile time, where
+    /// no value may matter) a load stands for 0.
     #[inline]
-    fn eval(&self, env: &[i64]) -> Option<i64> {
+    fn eval(&self, env: &[i64], arrays: &[&[f64]]) -> Option<i64> {
         match self {
             CIdx::Const(c) => Some(*c),
             CIdx::Slot(s) => env.get(*s).copied(),
             CIdx::Affine(c, terms) => terms.iter().try_fold(*c, |acc, &(s, k)| {
                 acc.checked_add(env.get(s)?.checked_mul(k)?)
             }),
-            CIdx::Neg(a) => a.eval(env)?.checked_neg(),
-            CIdx::Bin(op, a, b) => apply_index_op(*op, a.eval(env)?, b.eval(env)?),
+            CIdx::Neg(a) => a.eval(env, arrays)?.checked_neg(),
+            CIdx::Bin(op, a, b) => apply_index_op(*op, a.eval(env, arrays)?, b.eval(env, arrays)?),
+            CIdx::Load(pos, a) => {
+                let at = a.eval(env, arrays)?;
+                let values = arrays.get(*pos).copied().unwrap_or(&[]);
+                // Integral and within `int32_t` (checked on entry), so exact.
+                Some(
+                    usize::try_from(at)
+                        .ok()
+                        .and_then(|k| values.get(k))
+                        .map_or(0, |v| *v as i64),
+                )
+            }
         }
     }
 
@@ -449,7 +465,7 @@ impl CIdx {
                 ((k, t), other) | (other, (k, t)) if t.is_empty() => scale_linear(other, k),
                 _ => None,
             },
-            CIdx::Bin(..) => None,
+            CIdx::Bin(..) | CIdx::Load(..) => None,
         }
     }
 
@@ -500,13 +516,13 @@ enum CPred {
 
 impl CPred {
     /// Short-circuits like `Pred::eval`. `None` on overflow.
-    fn eval(&self, env: &[i64]) -> Option<bool> {
+    fn eval(&self, env: &[i64], arrays: &[&[f64]]) -> Option<bool> {
         match self {
             CPred::Bool(b) => Some(*b),
-            CPred::Cmp(op, a, b) => Some(op.holds(a.eval(env)?, b.eval(env)?)),
-            CPred::And(a, b) => Some(a.eval(env)? && b.eval(env)?),
-            CPred::Or(a, b) => Some(a.eval(env)? || b.eval(env)?),
-            CPred::Not(a) => Some(!a.eval(env)?),
+            CPred::Cmp(op, a, b) => Some(op.holds(a.eval(env, arrays)?, b.eval(env, arrays)?)),
+            CPred::And(a, b) => Some(a.eval(env, arrays)? && b.eval(env, arrays)?),
+            CPred::Or(a, b) => Some(a.eval(env, arrays)? || b.eval(env, arrays)?),
+            CPred::Not(a) => Some(!a.eval(env, arrays)?),
         }
     }
 }
@@ -642,6 +658,9 @@ struct Compiler<'a> {
     def_errors: Vec<Option<Diagnostic>>,
     /// Declared shapes of referenced inputs, by position.
     inputs: Vec<Option<Vec<usize>>>,
+    /// The index arrays read by the compiled index expressions, by position (marked
+    /// from `index`, which only borrows the compiler).
+    arrays_read: std::cell::RefCell<Vec<bool>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -664,6 +683,7 @@ impl<'a> Compiler<'a> {
             defs: (0..program.defs.len()).map(|_| None).collect(),
             def_errors: vec![None; program.defs.len()],
             inputs: vec![None; program.inputs.len()],
+            arrays_read: std::cell::RefCell::new(vec![false; program.inputs.len()]),
         }
     }
 
@@ -724,6 +744,21 @@ impl<'a> Compiler<'a> {
                     format!("metavariable `?{name}` cannot be evaluated"),
                 ));
             }
+            IndexExpr::Load(array, a) => {
+                let Some(pos) = self
+                    .program
+                    .inputs
+                    .iter()
+                    .position(|i| &i.name == array && i.index_array.is_some())
+                else {
+                    return Err(unbound(
+                        span,
+                        format!("there is no index array named `{array}`"),
+                    ));
+                };
+                self.arrays_read.borrow_mut()[pos] = true;
+                CIdx::Load(pos, Box::new(self.index(a, span)?))
+            }
             // An overflowing fold stays unfolded (`linear` gives up on it), so it is
             // reported only if it is ever evaluated.
             IndexExpr::Neg(a) => CIdx::Neg(Box::new(self.index(a, span)?)).simplify(),
@@ -769,7 +804,7 @@ impl<'a> Compiler<'a> {
 
     /// Value of an index at the representative binder values (for shapes).
     fn rep(&self, c: &CIdx, span: Span) -> Result<i64, Diagnostic> {
-        c.eval(&self.idx_rep).ok_or_else(|| overflow(span))
+        c.eval(&self.idx_rep, &[]).ok_or_else(|| overflow(span))
     }
 
     /// Compiles both bounds of a `gen`/`sum` and returns them with the representative
@@ -1406,8 +1441,14 @@ fn run(
 ) -> Result<Tensor, Diagnostic> {
     let program = compiler.program;
     let mut slices: Vec<&[f64]> = vec![&[]; program.inputs.len()];
-    for (pos, declared) in compiler.inputs.iter().enumerate() {
-        let Some(declared) = declared else { continue };
+    let arrays_read = compiler.arrays_read.borrow().clone();
+    for pos in 0..program.inputs.len() {
+        let declared = match &compiler.inputs[pos] {
+            Some(shape) => shape.clone(),
+            None if arrays_read[pos] => compiler.input_shape(pos)?,
+            None => continue,
+        };
+        let declared = &declared;
         let decl = &program.inputs[pos];
         let Some(tensor) = inputs.get(&decl.name) else {
             return Err(at(
@@ -1452,6 +1493,9 @@ fn run(
                 "declared here",
             ));
         }
+        if let Some(facts) = &decl.index_array {
+            check_index_array(decl, facts, &tensor.data, compiler.sizes)?;
+        }
         slices[pos] = &tensor.data;
     }
     let mut ctx = Ctx {
@@ -1473,6 +1517,56 @@ fn run(
         shape: node.shape.clone(),
         data,
     })
+}
+
+/// Checks an index array's values against its declaration (E0610): integers that fit
+/// in `int32_t` (the kernels' element type), in the declared range, and never
+/// decreasing when `sorted`. The kernels check the same on entry.
+fn check_index_array(
+    decl: &crate::ir::InputDecl,
+    facts: &crate::ir::IndexArray,
+    values: &[f64],
+    sizes: &HashMap<String, i64>,
+) -> Result<(), Diagnostic> {
+    let bound = |e: &IndexExpr| {
+        e.eval(&|name| sizes.get(name).copied())
+            .map_err(|_| overflow(decl.span))
+    };
+    let (lo, hi) = (bound(&facts.lo)?, bound(&facts.hi)?);
+    let bad = |detail: String| {
+        at(
+            Diagnostic::error("E0610", format!("index array `{}`: {detail}", decl.name)),
+            decl.span,
+            "declared here",
+        )
+        .with_note(format!(
+            "its declaration requires every value v to have {} <= v < {}{}",
+            facts.lo,
+            facts.hi,
+            if facts.sorted {
+                ", in non-decreasing order"
+            } else {
+                ""
+            }
+        ))
+    };
+    for (k, &v) in values.iter().enumerate() {
+        if v.fract() != 0.0 || !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&v) {
+            return Err(bad(format!("element {k} is {v}, not a 32-bit integer")));
+        }
+        let v = v as i64;
+        if v < lo || v >= hi {
+            return Err(bad(format!("element {k} is {v}, outside {lo}..{hi}")));
+        }
+        if facts.sorted && k > 0 && (values[k - 1] as i64) > v {
+            return Err(bad(format!(
+                "element {k} is {v}, less than element {} ({})",
+                k - 1,
+                values[k - 1]
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn node_count_text(shape: &[usize]) -> String {
@@ -1541,7 +1635,7 @@ impl Ctx<'_> {
     }
 
     fn index(&self, c: &CIdx, env: &Env, span: Span) -> Result<i64, Diagnostic> {
-        c.eval(&env.idx).ok_or_else(|| overflow(span))
+        c.eval(&env.idx, &self.inputs).ok_or_else(|| overflow(span))
     }
 
     /// E0609 once the monitor's cancellation flag is set.
@@ -1638,7 +1732,10 @@ impl Ctx<'_> {
                 Ok(())
             }
             Kind::Guard { pred, body } => {
-                if pred.eval(&env.idx).ok_or_else(|| overflow(span))? {
+                if pred
+                    .eval(&env.idx, &self.inputs)
+                    .ok_or_else(|| overflow(span))?
+                {
                     self.eval(body, env, out)
                 } else {
                     out.fill(0.0);
@@ -2311,6 +2408,7 @@ mod tests {
         let input = |name: &str, shape: Vec<I>, at: usize| InputDecl {
             name: name.to_string(),
             shape,
+            index_array: None,
             span: Span::new(at, at + 10),
         };
         Program {
@@ -2498,6 +2596,7 @@ mod tests {
         p.inputs.push(InputDecl {
             name: "C".into(),
             shape: vec![v("n"), v("m")],
+            index_array: None,
             span: Span::DUMMY,
         });
         let (n, m) = (6usize, 4usize);
@@ -3366,14 +3465,17 @@ mod tests {
         // Non-linear parts stay trees over linear leaves; their values are unchanged.
         let e = compile(ibin(IndexOp::Div, I::sub(v("i"), c(3)), c(2)));
         assert!(matches!(e, CIdx::Bin(IndexOp::Div, _, _)), "{e:?}");
-        assert_eq!(e.eval(&[0, 0]), Some(-2));
+        assert_eq!(e.eval(&[0, 0], &[]), Some(-2));
         assert!(matches!(
             compile(I::mul(v("i"), v("j"))),
             CIdx::Bin(IndexOp::Mul, _, _)
         ));
         // Folding that would overflow is left for evaluation to report.
-        assert_eq!(compile(I::Neg(Box::new(c(i64::MIN)))).eval(&[]), None);
-        assert_eq!(compile(I::mul(v("i"), c(i64::MAX))).eval(&[2, 0]), None);
+        assert_eq!(compile(I::Neg(Box::new(c(i64::MIN)))).eval(&[], &[]), None);
+        assert_eq!(
+            compile(I::mul(v("i"), c(i64::MAX))).eval(&[2, 0], &[]),
+            None
+        );
     }
 
     #[test]

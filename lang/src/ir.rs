@@ -432,6 +432,23 @@ impl Expr {
         found
     }
 
+    /// Whether an index expression anywhere inside reads an index array (`pos[i]`).
+    pub fn has_load(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| {
+            found |= match &e.kind {
+                ExprKind::Gen { lo, hi, .. }
+                | ExprKind::Sum { lo, hi, .. }
+                | ExprKind::MaxRed { lo, hi, .. } => lo.has_load() || hi.has_load(),
+                ExprKind::Guard { pred, .. } => pred.has_load(),
+                ExprKind::Access { index, .. } => index.has_load(),
+                ExprKind::Amount { amount, .. } => amount.has_load(),
+                _ => false,
+            }
+        });
+        found
+    }
+
     /// Applies `f` to every index expression directly held by this node (bounds,
     /// access indices, amounts) and every predicate's index expressions.
     pub fn map_own_index(&mut self, f: &mut dyn FnMut(&IndexExpr) -> IndexExpr) {
@@ -779,6 +796,7 @@ fn index_alpha(a: &IndexExpr, b: &IndexExpr, env: &[(String, String)]) -> bool {
         (I::Var(x), I::Var(y)) => var_alpha(x, y, env),
         (I::Meta(x), I::Meta(y)) => x == y,
         (I::Neg(x), I::Neg(y)) => index_alpha(x, y, env),
+        (I::Load(a1, x), I::Load(a2, y)) => a1 == a2 && index_alpha(x, y, env),
         (I::Bin(o1, x1, y1), I::Bin(o2, x2, y2)) => {
             o1 == o2 && index_alpha(x1, x2, env) && index_alpha(y1, y2, env)
         }
@@ -873,7 +891,45 @@ pub struct Assume {
 pub struct InputDecl {
     pub name: String,
     pub shape: Vec<IndexExpr>,
+    /// `Some` for an index array (`input pos : int[n + 1] in 0..nnz + 1 sorted`): its
+    /// elements are integers read in index expressions, never reals.
+    pub index_array: Option<IndexArray>,
     pub span: Span,
+}
+
+impl std::fmt::Display for InputDecl {
+    /// The declaration as written in a file: `input A : [n, m]`, or for an index array
+    /// `input pos : int[n + 1] in 0..nnz + 1 sorted`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
+        match &self.index_array {
+            None => write!(f, "input {} : [{}]", self.name, dims.join(", ")),
+            Some(facts) => {
+                write!(
+                    f,
+                    "input {} : int[{}] in {}..{}",
+                    self.name,
+                    dims.join(", "),
+                    facts.lo,
+                    facts.hi
+                )?;
+                if facts.sorted {
+                    write!(f, " sorted")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The declared facts of an index array, checked on entry by the interpreter and by
+/// every kernel, and assumed by the prover: every element `v` has `lo <= v < hi`, and
+/// with `sorted`, `a[p] <= a[p + 1]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexArray {
+    pub lo: IndexExpr,
+    pub hi: IndexExpr,
+    pub sorted: bool,
 }
 
 /// A `def NAME = expr`.

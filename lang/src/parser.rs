@@ -15,8 +15,8 @@ use chumsky::error::SimpleReason;
 use chumsky::prelude::*;
 
 use crate::ast::{
-    DirectiveArg, File, Ident, Item, Quantifier, RuleItem, SBinder, SExpr, SExprKind, SIndex,
-    SIndexKind, SPred, SPredKind, SRange, SiteSelector, Step, StepKind,
+    DirectiveArg, File, Ident, IndexArrayAst, Item, Quantifier, RuleItem, SBinder, SExpr,
+    SExprKind, SIndex, SIndexKind, SPred, SPredKind, SRange, SiteSelector, Step, StepKind,
 };
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -67,10 +67,27 @@ pub fn index_parser() -> impl Parser<Token, SIndex, Error = PErr> + Clone {
                 )),
             }
         });
-        let name = select! { Token::Ident(s) => s }.map_with_span(|s, span| SIndex {
-            kind: SIndexKind::Name(s),
-            span: sp(span),
-        });
+        // A name, or an element of an index array `pos[i + 1]`.
+        let name = select! { Token::Ident(s) => s }
+            .map_with_span(|s, span| (s, sp(span)))
+            .then(
+                idx.clone()
+                    .delimited_by(just(Token::LBracket), just(Token::RBracket))
+                    .or_not(),
+            )
+            .map_with_span(|((s, name_span), at), span| SIndex {
+                kind: match at {
+                    None => SIndexKind::Name(s),
+                    Some(at) => SIndexKind::Load(
+                        Ident {
+                            name: s,
+                            span: name_span,
+                        },
+                        Box::new(at),
+                    ),
+                },
+                span: sp(span),
+            });
         let meta = select! { Token::Meta(s) => s }.map_with_span(|s, span| SIndex {
             kind: SIndexKind::Meta(s),
             span: sp(span),
@@ -680,22 +697,50 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                     .ignore_then(ident())
                     .then_ignore(just(Token::Colon))
                     .then(
+                        select! { Token::Ident(s) if s == "int" => () }
+                            .map_with_span(|_, span| sp(span))
+                            .or_not(),
+                    )
+                    .then(
                         index_p
                             .clone()
                             .separated_by(just(Token::Comma))
                             .delimited_by(just(Token::LBracket), just(Token::RBracket)),
+                    )
+                    .then(
+                        just(Token::In)
+                            .ignore_then(index_p.clone())
+                            .then_ignore(just(Token::DotDot))
+                            .then(index_p.clone())
+                            .or_not(),
+                    )
+                    .then(
+                        select! { Token::Ident(s) if s == "sorted" => () }
+                            .map_with_span(|_, span| sp(span))
+                            .or_not(),
                     ),
                 chunk,
                 end,
                 "an input declaration",
             )
-            .and_then(|(name, shape)| {
-                for d in &shape {
+            .and_then(|((((name, int_span), shape), range), sorted)| {
+                for d in shape.iter().chain(range.iter().flat_map(|(a, b)| [a, b])) {
                     check_depth(Tree::I(d), "an input declaration")?;
                 }
+                // `in` and `sorted` without `int` are refused by resolution, which can
+                // say why; the parser keeps them.
+                let index_array = match (int_span, &range, sorted) {
+                    (None, None, None) => None,
+                    (int_span, _, _) => Some(IndexArrayAst {
+                        int_span: int_span.unwrap_or(name.span),
+                        range,
+                        sorted,
+                    }),
+                };
                 Ok(Item::Input {
                     name,
                     shape,
+                    index_array,
                     span: whole,
                 })
             }),
@@ -1481,7 +1526,9 @@ fn tree_depth(root: Tree<'_>, name_depth: &dyn Fn(&str) -> usize) -> Result<usiz
             },
             Tree::I(i) => match &i.kind {
                 SIndexKind::Int(_) | SIndexKind::Name(_) | SIndexKind::Meta(_) => {}
-                SIndexKind::Neg(a) | SIndexKind::Paren(a) => stack.push((Tree::I(a), d + 1)),
+                SIndexKind::Neg(a) | SIndexKind::Paren(a) | SIndexKind::Load(_, a) => {
+                    stack.push((Tree::I(a), d + 1))
+                }
                 SIndexKind::Bin(_, a, b) => {
                     stack.push((Tree::I(a), d + 1));
                     stack.push((Tree::I(b), d + 1));

@@ -120,6 +120,12 @@ impl Poly {
         match e {
             IndexExpr::Const(c) => Poly::constant(*c),
             IndexExpr::Var(_) | IndexExpr::Meta(_) => Poly::atom(e.clone()),
+            // A load is a function of its index: an atom over the normalized index, so
+            // `pos[i + 1]` and `pos[1 + i]` are the same atom.
+            IndexExpr::Load(array, a) => Poly::atom(IndexExpr::Load(
+                array.clone(),
+                Box::new(Poly::from_index(a).to_index()),
+            )),
             IndexExpr::Neg(a) => {
                 let a = Poly::from_index(a);
                 a.checked_scale(-1)

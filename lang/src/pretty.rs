@@ -559,12 +559,32 @@ fn format_items(
                 let p = crate::resolve::lower_pred_free(p)?;
                 let _ = writeln!(out, "assume {p}");
             }
-            Item::Input { name, shape, .. } => {
+            Item::Input {
+                name,
+                shape,
+                index_array,
+                span,
+            } => {
                 let mut dims = Vec::new();
                 for d in shape {
-                    dims.push(crate::resolve::lower_index_free(d)?.to_string());
+                    dims.push(crate::resolve::lower_index_free(d)?);
                 }
-                let _ = writeln!(out, "input {} : [{}]", name.name, dims.join(", "));
+                let index_array = match index_array.as_ref().map(|a| (&a.range, a.sorted)) {
+                    Some((Some((lo, hi)), sorted)) => Some(crate::ir::IndexArray {
+                        lo: crate::resolve::lower_index_free(lo)?,
+                        hi: crate::resolve::lower_index_free(hi)?,
+                        sorted: sorted.is_some(),
+                    }),
+                    // A malformed declaration is refused by resolution, never formatted.
+                    Some((None, _)) | None => None,
+                };
+                let decl = crate::ir::InputDecl {
+                    name: name.name.clone(),
+                    shape: dims,
+                    index_array,
+                    span: *span,
+                };
+                let _ = writeln!(out, "{decl}");
             }
             Item::Def { name, .. } => {
                 let def = program.def(&name.name).ok_or_else(|| {

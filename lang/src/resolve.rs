@@ -12,7 +12,9 @@ use std::collections::{HashMap, HashSet};
 use crate::ast::{self, File, Item, SExpr, SExprKind, SIndex, SIndexKind, SPred, SPredKind};
 use crate::diag::Diagnostic;
 use crate::index::{IndexExpr, Pred};
-use crate::ir::{Assume, Def, Derive, Expr, ExprKind, InputDecl, NameSupply, Program, SizeDecl};
+use crate::ir::{
+    Assume, Def, Derive, Expr, ExprKind, IndexArray, InputDecl, NameSupply, Program, SizeDecl,
+};
 use crate::span::Span;
 
 /// What a global name denotes.
@@ -20,6 +22,8 @@ use crate::span::Span;
 enum Global {
     Size,
     Input,
+    /// An `int` input: its elements are read in index expressions (`pos[i]`).
+    IndexArray,
     Def,
     Derive,
 }
@@ -29,6 +33,7 @@ impl Global {
         match self {
             Global::Size => "a size",
             Global::Input => "an input tensor",
+            Global::IndexArray => "an index array",
             Global::Def => "a definition",
             Global::Derive => "a derived definition",
         }
@@ -72,23 +77,31 @@ fn suggestion<'n>(name: &str, candidates: impl Iterator<Item = &'n str>) -> Opti
 /// Converts an index expression whose names are all free variables (command-line
 /// facts, standalone predicates). Metavariables are rejected.
 pub fn lower_index_free(e: &SIndex) -> Result<IndexExpr, Diagnostic> {
-    lower_index_with(
-        e,
-        &mut |name, _| Ok(IndexExpr::Var(name.to_string())),
-        false,
-    )
+    lower_index_with(e, &mut free_name, false)
 }
 
 /// Converts a predicate whose names are all free variables.
 pub fn lower_pred_free(p: &SPred) -> Result<Pred, Diagnostic> {
-    lower_pred_with(
-        p,
-        &mut |name, _| Ok(IndexExpr::Var(name.to_string())),
-        false,
-    )
+    lower_pred_with(p, &mut free_name, false)
 }
 
-type NameFn<'f> = dyn FnMut(&str, Span) -> Result<IndexExpr, Diagnostic> + 'f;
+/// A name of a standalone index expression: a free variable; no index array has
+/// values there.
+fn free_name(name: &str, span: Span, at: Option<IndexExpr>) -> Result<IndexExpr, Diagnostic> {
+    match at {
+        None => Ok(IndexExpr::Var(name.to_string())),
+        Some(_) => Err(Diagnostic::error(
+            "E0312",
+            format!("`{name}[…]` reads an index array, which has no values here"),
+        )
+        .at(span, "an element of an index array")
+        .with_help("facts and conditions here are about sizes only")),
+    }
+}
+
+/// Resolves a name of an index expression: `at` is `Some(index)` for an element of an
+/// index array, `name[index]`.
+type NameFn<'f> = dyn FnMut(&str, Span, Option<IndexExpr>) -> Result<IndexExpr, Diagnostic> + 'f;
 
 fn lower_index_with(
     e: &SIndex,
@@ -97,7 +110,11 @@ fn lower_index_with(
 ) -> Result<IndexExpr, Diagnostic> {
     Ok(match &e.kind {
         SIndexKind::Int(v) => IndexExpr::Const(*v),
-        SIndexKind::Name(n) => name(n, e.span)?,
+        SIndexKind::Name(n) => name(n, e.span, None)?,
+        SIndexKind::Load(array, at) => {
+            let at = lower_index_with(at, name, allow_meta)?;
+            name(&array.name, array.span, Some(at))?
+        }
         SIndexKind::Meta(m) => {
             if !allow_meta {
                 return Err(meta_error(m, e.span));
@@ -194,8 +211,28 @@ impl Resolver<'_> {
         d
     }
 
-    /// Resolves a name in index position.
-    fn index_name(&mut self, ctx: &mut ExprCtx, name: &str, span: Span) -> IndexExpr {
+    /// Resolves a name in index position, or with `at`, an element `name[at]` of an
+    /// index array.
+    fn index_name(
+        &mut self,
+        ctx: &mut ExprCtx,
+        name: &str,
+        span: Span,
+        at: Option<IndexExpr>,
+    ) -> IndexExpr {
+        if let Some(at) = at {
+            return self.load(ctx, name, span, at);
+        }
+        if let Some((Global::IndexArray, decl)) = self.globals.get(name).copied()
+            && Self::lookup_local(ctx, name).is_none()
+        {
+            let d = Diagnostic::error("E0303", format!("`{name}` is an index array, not an index"))
+                .at(span, "used as an index here")
+                .with_secondary(decl, "declared here")
+                .with_help(format!("read one of its elements: `{name}[i]`"));
+            self.report(ctx, d);
+            return IndexExpr::Const(0);
+        }
         match Self::lookup_local(ctx, name) {
             Some(Local::Index(r)) => return IndexExpr::Var(r.clone()),
             Some(Local::Tensor(_)) => {
@@ -230,10 +267,40 @@ impl Resolver<'_> {
         }
     }
 
+    /// Resolves `name[at]`: `name` must be an index array (an `int` input).
+    fn load(&mut self, ctx: &mut ExprCtx, name: &str, span: Span, at: IndexExpr) -> IndexExpr {
+        let what = match Self::lookup_local(ctx, name) {
+            Some(Local::Index(_)) => Some("an index variable".to_string()),
+            Some(Local::Tensor(_)) => Some("a `let`-bound tensor".to_string()),
+            None => match self.globals.get(name).copied() {
+                Some((Global::IndexArray, _)) => None,
+                Some((g, _)) => Some(g.describe().to_string()),
+                None => {
+                    let d = self.unknown(name, span, &ctx.scope);
+                    self.report(ctx, d);
+                    return IndexExpr::Const(0);
+                }
+            },
+        };
+        match what {
+            None => IndexExpr::Load(name.to_string(), Box::new(at)),
+            Some(what) => {
+                let d = Diagnostic::error(
+                    "E0312",
+                    format!("`{name}` is {what}: only an index array can be read in an index"),
+                )
+                .at(span, "read as an index array here")
+                .with_help("declare the array as `input NAME : int[EXTENT] in LO..HI`; a tensor's elements are reals, read them in an expression");
+                self.report(ctx, d);
+                IndexExpr::Const(0)
+            }
+        }
+    }
+
     fn index(&mut self, ctx: &mut ExprCtx, e: &SIndex) -> IndexExpr {
         let result = {
-            let mut f = |name: &str, span: Span| -> Result<IndexExpr, Diagnostic> {
-                Ok(self.index_name(ctx, name, span))
+            let mut f = |name: &str, span: Span, at: Option<IndexExpr>| {
+                Ok(self.index_name(ctx, name, span, at))
             };
             lower_index_with(e, &mut f, false)
         };
@@ -248,8 +315,8 @@ impl Resolver<'_> {
 
     fn pred(&mut self, ctx: &mut ExprCtx, p: &SPred) -> Pred {
         let result = {
-            let mut f = |name: &str, span: Span| -> Result<IndexExpr, Diagnostic> {
-                Ok(self.index_name(ctx, name, span))
+            let mut f = |name: &str, span: Span, at: Option<IndexExpr>| {
+                Ok(self.index_name(ctx, name, span, at))
             };
             lower_pred_with(p, &mut f, false)
         };
@@ -500,6 +567,19 @@ impl Resolver<'_> {
         }
         match self.globals.get(name).copied() {
             Some((Global::Input, _)) => ExprKind::Input(name.to_string()),
+            Some((Global::IndexArray, decl)) => {
+                let d = Diagnostic::error(
+                    "E0312",
+                    format!("`{name}` is an index array, used here as a tensor"),
+                )
+                .at(span, "its elements are integers, not reals")
+                .with_secondary(decl, "declared here")
+                .with_help(format!(
+                    "read its elements in indices, bounds and guards: `v[{name}[p]]`, `sum p in {name}[i]..{name}[i + 1]: …`"
+                ));
+                self.report(ctx, d);
+                ExprKind::Lit(0.0)
+            }
             Some((Global::Def, decl)) | Some((Global::Derive, decl)) => {
                 if self.broken.contains(name) {
                     ctx.tainted = true;
@@ -547,10 +627,78 @@ impl Resolver<'_> {
         }
     }
 
+    /// The facts of an `int` input (`int[n + 1] in 0..nnz + 1 sorted`): one dimension,
+    /// the `int` keyword, a range of values over the sizes (what makes its elements
+    /// usable as indices: the prover and the access checks rely on it).
+    fn index_array(
+        &mut self,
+        name: &ast::Ident,
+        rank: usize,
+        decl: &ast::IndexArrayAst,
+    ) -> Option<IndexArray> {
+        let problem = |message: String, span: Span, help: &str| {
+            Diagnostic::error("E0313", message)
+                .at(span, "in this declaration")
+                .with_help(help.to_string())
+        };
+        let usage = "declare an index array as `input pos : int[n + 1] in 0..nnz + 1`, adding `sorted` when its values never decrease";
+        if decl.int_span == name.span {
+            self.diags.push(problem(
+                format!(
+                    "`{}` has a range of values or `sorted` but is not an `int` array",
+                    name.name
+                ),
+                name.span,
+                usage,
+            ));
+            return None;
+        }
+        if rank != 1 {
+            self.diags.push(problem(
+                format!(
+                    "the index array `{}` has {rank} dimensions; index arrays have one",
+                    name.name
+                ),
+                decl.int_span,
+                usage,
+            ));
+            return None;
+        }
+        let Some((lo, hi)) = &decl.range else {
+            self.diags.push(problem(
+                format!(
+                    "the index array `{}` declares no range for its values",
+                    name.name
+                ),
+                decl.int_span,
+                usage,
+            ));
+            return None;
+        };
+        let lo = self.size_index(lo)?;
+        let hi = self.size_index(hi)?;
+        Some(IndexArray {
+            lo,
+            hi,
+            sorted: decl.sorted.is_some(),
+        })
+    }
+
     /// Index expressions at top level (assumes, input shapes) may mention sizes only.
     fn size_index(&mut self, e: &SIndex) -> Option<IndexExpr> {
         let mut ctx = self.new_ctx();
         let v = self.index(&mut ctx, e);
+        if !ctx.failed && v.has_load() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0312",
+                    "an element of an index array where only sizes may appear",
+                )
+                .at(e.span, "depends on an index array's values")
+                .with_help("shapes, value ranges and `assume`s are built from sizes and constants"),
+            );
+            return None;
+        }
         (!ctx.failed).then_some(v)
     }
 }
@@ -575,7 +723,12 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
     for item in &file.items {
         let names: Vec<(&ast::Ident, Global)> = match item {
             Item::Size(names, _) => names.iter().map(|n| (n, Global::Size)).collect(),
-            Item::Input { name, .. } => vec![(name, Global::Input)],
+            Item::Input {
+                name,
+                index_array: None,
+                ..
+            } => vec![(name, Global::Input)],
+            Item::Input { name, .. } => vec![(name, Global::IndexArray)],
             Item::Def { name, .. } => vec![(name, Global::Def)],
             Item::Derive { name, .. } => vec![(name, Global::Derive)],
             // Rule names live in their own namespace (the rule library's).
@@ -623,14 +776,25 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                     program.assumes.push(Assume { pred, span: *span });
                 }
             }
-            Item::Input { name, shape, span } => {
+            Item::Input {
+                name,
+                shape,
+                index_array,
+                span,
+            } => {
                 let dims: Vec<Option<IndexExpr>> = shape.iter().map(|d| r.size_index(d)).collect();
+                let index_array = match index_array {
+                    None => Some(None),
+                    Some(decl) => r.index_array(name, shape.len(), decl).map(Some),
+                };
                 if dims.iter().all(Option::is_some)
+                    && let Some(index_array) = index_array
                     && r.globals.get(&name.name).map(|(_, s)| *s) == Some(name.span)
                 {
                     program.inputs.push(InputDecl {
                         name: name.name.clone(),
                         shape: dims.into_iter().flatten().collect(),
+                        index_array,
                         span: *span,
                     });
                 }

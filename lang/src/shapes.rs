@@ -84,6 +84,14 @@ fn check_amount(
     span: Span,
 ) -> Result<IndexExpr, Diagnostic> {
     let k = normalize(amount);
+    if k.has_load() {
+        return Err(Diagnostic::error(
+            "E0417",
+            format!("the amount of `{}` reads an index array", op.name()),
+        )
+        .at(span, "depends on an index array's values")
+        .with_help("reshape amounts must be built from sizes and constants"));
+    }
     let bad = non_size_vars(env, &k);
     if !bad.is_empty() {
         return Err(Diagnostic::error(
@@ -225,6 +233,14 @@ fn infer_obl(
         )
         .at(e.span, "here")),
         ExprKind::Gen { var, lo, hi, body } => {
+            if lo.has_load() || hi.has_load() {
+                return Err(Diagnostic::error(
+                    "E0417",
+                    format!("the range of `gen {var}` reads an index array"),
+                )
+                .at(e.span, format!("`{lo}..{hi}` depends on an index array's values"))
+                .with_help("a `gen` range is built from sizes and binders; iterate over stored positions with `sum p in pos[i]..pos[i + 1]: …`"));
+            }
             let extent = normalize(&IndexExpr::sub(hi.clone(), lo.clone()));
             let bad = non_size_vars(env, &extent);
             if !bad.is_empty() {

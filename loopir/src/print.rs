@@ -72,7 +72,7 @@ pub fn plain_ix(e: &IndexExpr) -> Option<Ix> {
     Some(match e {
         IndexExpr::Const(c) => Ix::Const(*c),
         IndexExpr::Var(v) => Ix::Var(v.clone()),
-        IndexExpr::Meta(_) => return None,
+        IndexExpr::Meta(_) | IndexExpr::Load(..) => return None,
         IndexExpr::Neg(a) => Ix::Neg(Box::new(plain_ix(a)?)),
         IndexExpr::Bin(op, a, b) => {
             let op = match op {

@@ -120,6 +120,13 @@ pub(crate) fn lower(
     let prover = Prover::new(program, solver);
     let hints = loop_hints(program, def)?;
     let (expr, shape) = normalize_def(program, shapes, def, &prover, std::slice::from_ref(&out))?;
+    if expr.has_load() {
+        return Err(Diagnostic::error(
+            "E0945",
+            format!("`{def}` reads index arrays, and kernels over index arrays are not lowered yet"),
+        )
+        .with_note("the interpreter evaluates it (`atl eval`); lowering to C comes with the sparse formats (issue 31)"));
+    }
     for n in all_names(&expr) {
         supply.reserve(&n);
     }
@@ -464,6 +471,10 @@ impl Lowerer<'_, '_> {
         match e {
             IndexExpr::Const(c) => Ix::Const(*c),
             IndexExpr::Var(v) | IndexExpr::Meta(v) => Ix::Var(v.clone()),
+            // `lower` refuses definitions with loads before converting any index
+            // (E0945); were one to get here, an undeclared C name makes the kernel
+            // fail to compile rather than read something else.
+            IndexExpr::Load(..) => Ix::Var("atl__unlowered_load".to_string()),
             IndexExpr::Neg(a) => Ix::Neg(Box::new(self.convert(a))),
             IndexExpr::Bin(op, a, b) => {
                 let (ca, cb) = (self.convert(a), self.convert(b));

@@ -26,6 +26,8 @@ pub(crate) struct Prover<'a> {
     sizes: Vec<String>,
     /// `assume` facts.
     base: Vec<Pred>,
+    /// The declarations of the program's index arrays.
+    arrays: Vec<atl_solver::IndexArrayFacts>,
     /// Loop ranges and guards, outermost first.
     stack: Vec<Pred>,
 }
@@ -36,6 +38,7 @@ impl<'a> Prover<'a> {
             solver,
             sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
             base: program.assumes.iter().map(|a| a.pred.clone()).collect(),
+            arrays: atl_solver::IndexArrayFacts::of_program(program),
             stack: Vec::new(),
         }
     }
@@ -48,6 +51,7 @@ impl<'a> Prover<'a> {
         Facts {
             sizes: self.sizes.clone(),
             facts,
+            arrays: self.arrays.clone(),
         }
     }
 
@@ -145,7 +149,7 @@ impl<'a> Prover<'a> {
 pub(crate) fn has_division(e: &IndexExpr) -> bool {
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => false,
-        IndexExpr::Neg(a) => has_division(a),
+        IndexExpr::Neg(a) | IndexExpr::Load(_, a) => has_division(a),
         IndexExpr::Bin(op, a, b) => {
             matches!(op, IndexOp::Div | IndexOp::Mod | IndexOp::CDiv)
                 || has_division(a)

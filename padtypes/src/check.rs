@@ -41,6 +41,7 @@ pub(crate) fn facts_for(program: &Program, shapes_sizes: &[String], ob: &Obligat
     Facts {
         sizes: shapes_sizes.to_vec(),
         facts,
+        arrays: atl_solver::IndexArrayFacts::of_program(program),
     }
 }
 

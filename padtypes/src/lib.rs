@@ -196,6 +196,7 @@ pub fn simplify_pad_type(
     let facts = atl_solver::Facts {
         sizes: shapes.sizes.clone(),
         facts,
+        arrays: atl_solver::IndexArrayFacts::of_program(program),
     };
     let pred = ty
         .pred

@@ -116,6 +116,7 @@ pub fn subst_index(e: &IndexExpr, map: &dyn Fn(&str) -> Option<IndexExpr>) -> In
         IndexExpr::Var(v) => map(v).unwrap_or_else(|| e.clone()),
         IndexExpr::Const(_) | IndexExpr::Meta(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(subst_index(a, map))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(subst_index(a, map))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, subst_index(a, map), subst_index(b, map)),
     }
 }

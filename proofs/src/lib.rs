@@ -528,6 +528,8 @@ pub(crate) struct Checker<'a> {
     pub definitions: BTreeMap<String, Expr>,
     sizes: Vec<String>,
     assumes: Vec<Pred>,
+    /// The declarations of the index arrays (facts for loads such as `pos[i]`).
+    arrays: Vec<atl_solver::IndexArrayFacts>,
     inputs: usize,
     pub shapes: ShapeEnv,
     /// The name programs are parsed under: one that occurs nowhere in the certificate.
@@ -612,6 +614,7 @@ impl<'a> Checker<'a> {
                 .collect(),
             sizes: p.sizes.iter().map(|s| s.name.clone()).collect(),
             assumes: p.assumes.iter().map(|a| a.pred.clone()).collect(),
+            arrays: atl_solver::IndexArrayFacts::of_program(&p),
             inputs: p.inputs.len(),
             shapes: checked.shapes,
             def_name,
@@ -871,6 +874,7 @@ impl<'a> Checker<'a> {
         Facts {
             sizes: self.sizes.clone(),
             facts: self.assumes.iter().chain(&ctx.facts).cloned().collect(),
+            arrays: self.arrays.clone(),
         }
     }
 

@@ -161,8 +161,7 @@ pub fn declarations_text(p: &Program) -> String {
         s.push_str(&format!("assume {}\n", a.pred));
     }
     for i in &p.inputs {
-        let dims: Vec<String> = i.shape.iter().map(|d| d.to_string()).collect();
-        s.push_str(&format!("input {} : [{}]\n", i.name, dims.join(", ")));
+        s.push_str(&format!("{i}\n"));
     }
     s
 }

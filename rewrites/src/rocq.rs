@@ -238,6 +238,11 @@ impl Tr<'_> {
                 _ => self.binder_term(v),
             },
             IndexExpr::Meta(m) => self.meta_app(m),
+            IndexExpr::Load(array, _) => {
+                return fail(format!(
+                    "the index array `{array}` has no Rocq counterpart yet (concrete programs with loads are not exported)"
+                ));
+            }
             IndexExpr::Neg(a) => format!("(- {})", self.index(a)?),
             IndexExpr::Bin(op, a, b) => {
                 let (a, b) = (self.index(a)?, self.index(b)?);

@@ -21,14 +21,16 @@ use atl_lang::ir::{Expr, Program};
 use atl_lang::poly::same;
 use atl_lang::shapes::{self, Shape, ShapeEnv, ShapeObligation, show_shape};
 use atl_lang::span::Span;
-use atl_solver::{Facts, Solver, Verdict};
+use atl_solver::{Facts, IndexArrayFacts, Solver, Verdict};
 
-/// The facts every point of a program may use: the sizes (each `>= 1`) and the
-/// `assume`s. Nothing else may establish a shape.
+/// The facts every point of a program may use: the sizes (each `>= 1`), the
+/// `assume`s and the declarations of its index arrays. Nothing else may establish a
+/// shape (and shapes never read an index array).
 pub fn declaration_facts(program: &Program) -> Facts {
     Facts {
         sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
         facts: program.assumes.iter().map(|a| a.pred.clone()).collect(),
+        arrays: IndexArrayFacts::of_program(program),
     }
 }
 

@@ -266,6 +266,15 @@ impl PatternBuilder<'_> {
                     IndexExpr::Meta(m.clone())
                 }
             }
+            SIndexKind::Load(array, _) => {
+                return Err(err(
+                    e.span,
+                    format!(
+                        "`{}[…]`: rule patterns cannot name an index array; a metavariable `?i` matches any index, loads included",
+                        array.name
+                    ),
+                ));
+            }
             SIndexKind::Paren(inner) => self.index(inner)?,
             SIndexKind::Neg(inner) => match &inner.kind {
                 SIndexKind::Int(v) => IndexExpr::Const(-v),

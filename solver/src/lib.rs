@@ -12,6 +12,7 @@
 //!
 //! Library code never prints.
 
+pub mod arrays;
 mod fast;
 mod query;
 pub mod rules;
@@ -20,6 +21,7 @@ mod smt;
 mod solver;
 pub mod syntax;
 
+pub use arrays::IndexArrayFacts;
 pub use query::{Counterexample, Facts, Verdict};
 pub use rules::{Rule, RuleSet};
 pub use simplify::{simplify_index, simplify_index_with, simplify_pred, simplify_pred_with};

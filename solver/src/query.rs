@@ -13,6 +13,10 @@ use atl_lang::index::{CmpOp, IndexExpr, Pred};
 pub struct Facts {
     pub sizes: Vec<String>,
     pub facts: Vec<Pred>,
+    /// The declarations of the index arrays that loads (`pos[i]`) in the facts and the
+    /// goal read (`crate::arrays`); a load of an array not listed is only known to be
+    /// a function of its index.
+    pub arrays: Vec<crate::arrays::IndexArrayFacts>,
 }
 
 impl Facts {
@@ -155,6 +159,7 @@ pub(crate) fn demeta_index(e: &IndexExpr) -> IndexExpr {
         IndexExpr::Meta(name) => IndexExpr::Var(format!("?{name}")),
         IndexExpr::Const(_) | IndexExpr::Var(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(demeta_index(a))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(demeta_index(a))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, demeta_index(a), demeta_index(b)),
     }
 }

@@ -103,6 +103,7 @@ fn unfold(e: &IndexExpr, folds: &[IndexExpr]) -> IndexExpr {
         },
         IndexExpr::Const(_) | IndexExpr::Var(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(unfold(a, folds))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(unfold(a, folds))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, unfold(a, folds), unfold(b, folds)),
     }
 }
@@ -111,7 +112,7 @@ fn collect_metas(e: &IndexExpr, out: &mut BTreeMap<String, usize>) {
     match e {
         IndexExpr::Meta(name) => *out.entry(name.clone()).or_default() += 1,
         IndexExpr::Const(_) | IndexExpr::Var(_) => {}
-        IndexExpr::Neg(a) => collect_metas(a, out),
+        IndexExpr::Neg(a) | IndexExpr::Load(_, a) => collect_metas(a, out),
         IndexExpr::Bin(_, a, b) => {
             collect_metas(a, out);
             collect_metas(b, out);
@@ -144,7 +145,7 @@ pub(crate) fn weight_poly(e: &IndexExpr) -> (i64, BTreeMap<String, i64>) {
                 acc.0 += scale
             }
             IndexExpr::Meta(name) => *acc.1.entry(name.clone()).or_default() += scale,
-            IndexExpr::Neg(a) => {
+            IndexExpr::Neg(a) | IndexExpr::Load(_, a) => {
                 acc.0 += scale;
                 go(a, scale, acc);
             }
@@ -169,7 +170,7 @@ pub(crate) fn weight_poly(e: &IndexExpr) -> (i64, BTreeMap<String, i64>) {
 pub fn weight(e: &IndexExpr) -> u64 {
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => 1,
-        IndexExpr::Neg(a) => weight(a).saturating_add(1),
+        IndexExpr::Neg(a) | IndexExpr::Load(_, a) => weight(a).saturating_add(1),
         IndexExpr::Bin(op, a, b) => {
             let k = match op {
                 IndexOp::Div | IndexOp::Mod | IndexOp::CDiv => 2,
@@ -196,6 +197,7 @@ impl Rule {
         let facts = Facts {
             sizes: Vec::new(),
             facts: self.conditions.clone(),
+            arrays: Vec::new(),
         };
         (
             facts,
@@ -484,6 +486,7 @@ fn subst_metas(e: &IndexExpr, map: &BTreeMap<String, IndexExpr>) -> IndexExpr {
         IndexExpr::Meta(name) => map.get(name).cloned().unwrap_or_else(|| e.clone()),
         IndexExpr::Const(_) | IndexExpr::Var(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(subst_metas(a, map))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(subst_metas(a, map))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, subst_metas(a, map), subst_metas(b, map)),
     }
 }
@@ -581,6 +584,7 @@ fn prove_obligation(
     let facts = Facts {
         sizes: Vec::new(),
         facts: hyps.to_vec(),
+        arrays: Vec::new(),
     };
     let mut divisors = std::collections::BTreeSet::new();
     pred_divisor_metas(goal, &mut divisors);

@@ -80,6 +80,7 @@ fn instantiate(e: &IndexExpr, env: &Env) -> Option<IndexExpr> {
         IndexExpr::Meta(name) => env.get(name)?.clone(),
         IndexExpr::Const(_) | IndexExpr::Var(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(instantiate(a, env)?)),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(instantiate(a, env)?)),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, instantiate(a, env)?, instantiate(b, env)?),
     })
 }
@@ -98,7 +99,7 @@ fn metas_bound(e: &IndexExpr, env: &Env) -> bool {
     match e {
         IndexExpr::Meta(name) => env.contains_key(name),
         IndexExpr::Const(_) | IndexExpr::Var(_) => true,
-        IndexExpr::Neg(a) => metas_bound(a, env),
+        IndexExpr::Neg(a) | IndexExpr::Load(_, a) => metas_bound(a, env),
         IndexExpr::Bin(_, a, b) => metas_bound(a, env) && metas_bound(b, env),
     }
 }
@@ -142,6 +143,13 @@ fn match_pat(pat: &IndexExpr, e: &IndexExpr, env: &Env, out: &mut Vec<Env>) {
         IndexExpr::Var(v) => {
             if matches!(e, IndexExpr::Var(w) if w == v) {
                 out.push(env.clone());
+            }
+        }
+        IndexExpr::Load(array, pa) => {
+            if let IndexExpr::Load(b, ea) = e
+                && b == array
+            {
+                match_pat(pa, ea, env, out);
             }
         }
         IndexExpr::Bin(op @ (IndexOp::Div | IndexOp::Mod | IndexOp::CDiv), pa, pb) => {
@@ -393,7 +401,11 @@ fn positions<'e>(e: &'e IndexExpr, path: &mut Path, out: &mut Vec<(Path, &'e Ind
     let inner =
         |child: &IndexExpr| (is_sum(e) && is_sum(child)) || (is_product(e) && is_product(child));
     match e {
-        IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => return,
+        // A load is a leaf: its index is left as it is (simplifying it would be sound,
+        // but no rule needs it).
+        IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) | IndexExpr::Load(..) => {
+            return;
+        }
         IndexExpr::Neg(a) => {
             path.push(0);
             positions(a, path, out);

@@ -130,6 +130,10 @@ impl<'c> Encoder<'c> {
             // Metavariables are universally quantified like variables; `?` keeps them
             // apart from program names.
             IndexExpr::Meta(name) => self.var(&format!("?{name}")),
+            // The prover replaces loads by variables with their facts before z3
+            // (`crate::arrays`); one that gets here is an unconstrained integer named
+            // by its text (sound: nothing is assumed of it).
+            IndexExpr::Load(..) => self.var(&e.to_string()),
             IndexExpr::Neg(a) => self.index(a).unary_minus(),
             IndexExpr::Bin(op, a, b) => {
                 let x = self.index(a);
@@ -392,7 +396,7 @@ pub(crate) fn decide(facts: &Facts, goal: &Pred, rlimit: u32) -> Verdict {
 fn linear_index(e: &IndexExpr) -> bool {
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => true,
-        IndexExpr::Neg(a) => linear_index(a),
+        IndexExpr::Neg(a) | IndexExpr::Load(_, a) => linear_index(a),
         IndexExpr::Bin(op, a, b) => {
             let constant_side = match op {
                 IndexOp::Mul => a.as_const().is_some() || b.as_const().is_some(),

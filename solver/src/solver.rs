@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use atl_lang::index::Pred;
 
 use crate::query::{Facts, Verdict, demeta_pred};
-use crate::{fast, smt};
+use crate::{arrays, fast, smt};
 
 /// z3's deterministic resource limit per check (`rlimit`, a count of z3's internal
 /// operations, so the outcome does not depend on machine load). Linear side
@@ -160,7 +160,10 @@ impl Solver {
         {
             return v.is_proved();
         }
-        fast::proves(facts, goal)
+        match arrays::atomize(facts, goal) {
+            Some((facts, goal)) => fast::proves(&facts, &goal),
+            None => fast::proves(facts, goal),
+        }
     }
 
     fn decide(&self, facts: &Facts, goal: &Pred) -> Verdict {
@@ -170,12 +173,21 @@ impl Solver {
                 Facts {
                     sizes: facts.sizes.clone(),
                     facts: facts.facts.iter().map(demeta_pred).collect(),
+                    arrays: facts.arrays.clone(),
                 },
                 demeta_pred(goal),
             );
             (&demeta.0, &demeta.1)
         } else {
             (facts, goal)
+        };
+        let atomized;
+        let (facts, goal) = match arrays::atomize(facts, goal) {
+            Some(query) => {
+                atomized = query;
+                (&atomized.0, &atomized.1)
+            }
+            None => (facts, goal),
         };
         if self.config.fast_path && fast::proves(facts, goal) {
             bump(&self.counters.fast_path_hits);

@@ -20,6 +20,7 @@ fn facts(sizes: &[&str], hyps: &[&str]) -> Facts {
     Facts {
         sizes: sizes.iter().map(|s| s.to_string()).collect(),
         facts: hyps.iter().map(|h| pred(h)).collect(),
+        arrays: Vec::new(),
     }
 }
 

@@ -52,6 +52,7 @@ fn huge_bounds_do_not_make_consistent_facts_contradictory() {
             ),
             pred("4*x*y + 4*z*w >= n"),
         ],
+        arrays: Vec::new(),
     };
     let goal = pred("n >= 100");
     let ones = |_: &str| Some(1);
@@ -70,6 +71,7 @@ fn huge_bounds_do_not_make_consistent_facts_contradictory() {
             pred("x <= 9223372036854775807 && y <= 9223372036854775807"),
             pred("9223372036854775807*x*y - 9223372036854775807*y*y >= n - 9223372036854775807"),
         ],
+        arrays: Vec::new(),
     };
     assert!(!fast_only().prove(&facts, &goal).is_proved());
 }
@@ -212,6 +214,7 @@ fn gen_stress(r: &mut Rng) -> Facts {
             all_bounded,
             Pred::cmp(CmpOp::Ge, sum, IndexExpr::var(*r.pick(VARS))),
         ],
+        arrays: Vec::new(),
     }
 }
 
@@ -261,6 +264,7 @@ fn random_answers_are_checked() {
             Facts {
                 sizes: SIZES.iter().map(|s| s.to_string()).collect(),
                 facts: (0..1 + r.below(3)).map(|_| gen_fact(&mut r)).collect(),
+                arrays: Vec::new(),
             }
         };
         let goal = gen_cmp(&mut r, 2);
@@ -321,6 +325,7 @@ fn hopeless_nonlinear_queries_are_bounded() {
     let facts = Facts {
         sizes: ["n", "m", "k"].map(String::from).to_vec(),
         facts: vec![pred("0 <= i && i < n"), pred("n*n*n + m*m*m == k*k*k")],
+        arrays: Vec::new(),
     };
     let start = std::time::Instant::now();
     let v = solver.prove(&facts, &pred("i + 1 < n"));

@@ -106,6 +106,7 @@ pub(crate) fn proved_to_miss(
     let facts = Facts {
         sizes: walk.sizes.clone(),
         facts: facts.iter().chain(pinned).cloned().collect(),
+        arrays: Vec::new(),
     };
     solver.prove(&facts, misses).is_proved()
 }
@@ -304,6 +305,9 @@ pub(crate) fn reduce_divisions(e: &IndexExpr, facts: &Facts, solver: &Solver) ->
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(reduce_divisions(a, facts, solver))),
+        IndexExpr::Load(array, a) => {
+            IndexExpr::Load(array.clone(), Box::new(reduce_divisions(a, facts, solver)))
+        }
         IndexExpr::Bin(op, a, b) => {
             let a = reduce_divisions(a, facts, solver);
             let b = reduce_divisions(b, facts, solver);
@@ -419,6 +423,7 @@ pub fn check(walk: &Walk, solver: &Solver) -> CheckedObligation {
         context: Facts {
             sizes: walk.sizes.clone(),
             facts: context,
+            arrays: Vec::new(),
         },
         goal,
         lemma: None,
@@ -517,6 +522,7 @@ fn by_counting(walk: &Walk, stores: &[&Site], solver: &Solver) -> bool {
     let sizes_only = Facts {
         sizes: walk.sizes.clone(),
         facts: std::mem::take(&mut facts),
+        arrays: Vec::new(),
     };
     let goal = nonnegative
         .into_iter()

@@ -50,7 +50,7 @@ pub struct Evaluation {
 fn intermediates(e: &IndexExpr, out: &mut Vec<IndexExpr>) {
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => return,
-        IndexExpr::Neg(a) => intermediates(a, out),
+        IndexExpr::Neg(a) | IndexExpr::Load(_, a) => intermediates(a, out),
         IndexExpr::Bin(_, a, b) => {
             intermediates(a, out);
             intermediates(b, out);
@@ -120,6 +120,7 @@ pub fn check(walk: &Walk, solver: &Solver) -> Vec<CheckedObligation> {
                 context: Facts {
                     sizes: walk.sizes.clone(),
                     facts,
+                    arrays: Vec::new(),
                 },
                 goal,
                 lemma: None,

@@ -151,6 +151,7 @@ fn determined(
         context: Facts {
             sizes: sizes.to_vec(),
             facts: site.facts.clone(),
+            arrays: Vec::new(),
         },
         goal: goals.into_iter().reduce(Pred::and)?,
     })
@@ -218,6 +219,7 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                     context: Facts {
                         sizes: walk.sizes.clone(),
                         facts,
+                        arrays: Vec::new(),
                     },
                     goal: coordinates_differ(
                         &renamed(&write.coords, &m1),
@@ -289,6 +291,7 @@ pub fn double_writes(walk: &Walk) -> Vec<Obligation> {
                     context: Facts {
                         sizes: walk.sizes.clone(),
                         facts,
+                        arrays: Vec::new(),
                     },
                     goal: coordinates_differ(
                         &renamed(&first.coords, &m1),

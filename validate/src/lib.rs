@@ -192,6 +192,7 @@ fn without_modulo(e: &IndexExpr) -> IndexExpr {
     match e {
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(without_modulo(a))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(without_modulo(a))),
         IndexExpr::Bin(IndexOp::Mod, a, b) => {
             let (a, b) = (without_modulo(a), without_modulo(b));
             IndexExpr::sub(
@@ -424,6 +425,7 @@ fn precondition_texts(kernel: &Kernel, walked: &Walk, solver: &Solver) -> Vec<Ch
                 context: Facts {
                     sizes: kernel.sizes.clone(),
                     facts: walked.preconditions[..k].to_vec(),
+                    arrays: Vec::new(),
                 },
                 goal,
                 lemma: None,
@@ -446,6 +448,7 @@ fn precondition_obligations(
     let declarations = Facts {
         sizes: src.program.sizes.iter().map(|s| s.name.clone()).collect(),
         facts: src.program.assumes.iter().map(|a| a.pred.clone()).collect(),
+        arrays: Vec::new(),
     };
     kernel
         .preconditions
@@ -485,6 +488,7 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
     let sizes = Facts {
         sizes: kernel.sizes.clone(),
         facts: Vec::new(),
+        arrays: Vec::new(),
     };
     let mut pairs: Vec<(String, Vec<IndexExpr>, Option<Vec<IndexExpr>>)> = Vec::new();
     for decl in &kernel.inputs {

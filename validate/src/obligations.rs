@@ -460,6 +460,7 @@ impl Collector {
             context: Facts {
                 sizes: self.sizes.clone(),
                 facts,
+                arrays: Vec::new(),
             },
             goal,
             lemma: None,

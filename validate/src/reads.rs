@@ -202,6 +202,7 @@ fn obligation(
         context: Facts {
             sizes: walk.sizes.clone(),
             facts: context,
+            arrays: Vec::new(),
         },
         goal,
         lemma: None,

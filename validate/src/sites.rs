@@ -107,6 +107,7 @@ pub fn rename_index(e: &IndexExpr, map: &BTreeMap<String, String>) -> IndexExpr 
         },
         IndexExpr::Const(_) | IndexExpr::Meta(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(rename_index(a, map))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(rename_index(a, map))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, rename_index(a, map), rename_index(b, map)),
     }
 }
@@ -122,6 +123,7 @@ pub fn substitute(e: &IndexExpr, map: &BTreeMap<String, IndexExpr>) -> IndexExpr
         },
         IndexExpr::Const(_) | IndexExpr::Meta(_) => e.clone(),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(substitute(a, map))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(substitute(a, map))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, substitute(a, map), substitute(b, map)),
     }
 }

@@ -182,6 +182,9 @@ impl Translation {
                 IndexExpr::Meta(m.clone())
             }
             IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(self.index(scope, a))),
+            IndexExpr::Load(array, a) => {
+                IndexExpr::Load(array.clone(), Box::new(self.index(scope, a)))
+            }
             IndexExpr::Bin(op, a, b) => {
                 IndexExpr::bin(*op, self.index(scope, a), self.index(scope, b))
             }

@@ -226,6 +226,7 @@ impl<'w> Kernel<'w> {
         let facts = Facts {
             sizes: self.walk.sizes.clone(),
             facts: site.facts.iter().map(|f| apply_pred(f, outer)).collect(),
+            arrays: Vec::new(),
         };
         if let Pred::Cmp(CmpOp::Eq, a, b) = &goal
             && crate::identical(a, b)
@@ -676,6 +677,7 @@ impl<'s> Comparison<'s> {
         Facts {
             sizes: self.sizes.clone(),
             facts: facts.to_vec(),
+            arrays: Vec::new(),
         }
     }
 
@@ -1385,6 +1387,7 @@ pub fn check(
                 context: Facts {
                     sizes: walk.sizes.clone(),
                     facts,
+                    arrays: Vec::new(),
                 },
                 goal: Pred::Bool(true),
                 lemma: None,

@@ -34,6 +34,7 @@ pub fn run(args: &ProveArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let mut facts = atl_solver::Facts {
         sizes: Vec::new(),
         facts: Vec::new(),
+        arrays: Vec::new(),
     };
     for s in &args.sizes {
         for name in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {

@@ -59,7 +59,7 @@ pub mod vector_width;
 
 use std::collections::BTreeMap;
 
-use atl_lang::ast::{self, DirectiveArg, SIndex, SIndexKind, SiteSelector, Step, StepKind};
+use atl_lang::ast::{self, DirectiveArg, Ident, SIndex, SIndexKind, SiteSelector, Step, StepKind};
 use atl_lang::diag::Diagnostic;
 use atl_lang::functions::ScalarFn;
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -123,6 +123,13 @@ fn to_sindex(e: &IndexExpr, span: Span) -> SIndex {
         IndexExpr::Var(v) => SIndexKind::Name(v.clone()),
         IndexExpr::Meta(m) => SIndexKind::Meta(m.clone()),
         IndexExpr::Neg(a) => SIndexKind::Neg(Box::new(to_sindex(a, span))),
+        IndexExpr::Load(array, a) => SIndexKind::Load(
+            Ident {
+                name: array.clone(),
+                span,
+            },
+            Box::new(to_sindex(a, span)),
+        ),
         IndexExpr::Bin(op, a, b) => SIndexKind::Bin(
             *op,
             Box::new(to_sindex(a, span)),
