@@ -121,8 +121,8 @@ pub fn write_accepted(r: &VerifyReport, stdout: &mut dyn Write) {
     }
 }
 
-/// The declarations the accepted equality holds under: every size at least 1 and every
-/// `assume` (the reader's side of the claim).
+/// The declarations the accepted equality holds under: every size at least 1, every
+/// `assume` and every index array's declaration (the reader's side of the claim).
 fn under(r: &VerifyReport) -> String {
     let sizes = if r.sizes.is_empty() {
         "no sizes".to_string()
@@ -145,5 +145,17 @@ fn under(r: &VerifyReport) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    format!("holds for every size with {sizes}, under {assumes}")
+    let arrays = if r.index_arrays.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", for every index array that satisfies its declaration ({})",
+            r.index_arrays
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!("holds for every size with {sizes}, under {assumes}{arrays}")
 }

@@ -62,6 +62,9 @@ pub struct VerifyReport {
     /// The sizes and the `assume`s the equality is claimed under (as ATL text).
     pub sizes: Vec<String>,
     pub assumes: Vec<String>,
+    /// The index arrays the equality is claimed for: those satisfying these
+    /// declarations (as ATL text, `input pos : int[n + 1] in 0..nnz + 1 sorted`).
+    pub index_arrays: Vec<String>,
     /// Shape obligations (extents `>= 0`, reshape amounts in range) proved under the
     /// declarations alone, counted once per distinct obligation.
     pub shape_obligations: usize,
@@ -295,6 +298,7 @@ fn verify_cert(
         definitions: cert.definitions.len(),
         sizes: ch.sizes.clone(),
         assumes: ch.assumes.iter().map(Pred::to_string).collect(),
+        index_arrays: ch.index_arrays.clone(),
         shape_obligations: 0,
         base: None,
         from_unverified: false,
@@ -530,6 +534,8 @@ pub(crate) struct Checker<'a> {
     assumes: Vec<Pred>,
     /// The declarations of the index arrays (facts for loads such as `pos[i]`).
     arrays: Vec<atl_solver::IndexArrayFacts>,
+    /// The same declarations as text, for the report.
+    index_arrays: Vec<String>,
     inputs: usize,
     pub shapes: ShapeEnv,
     /// The name programs are parsed under: one that occurs nowhere in the certificate.
@@ -615,6 +621,12 @@ impl<'a> Checker<'a> {
             sizes: p.sizes.iter().map(|s| s.name.clone()).collect(),
             assumes: p.assumes.iter().map(|a| a.pred.clone()).collect(),
             arrays: atl_solver::IndexArrayFacts::of_program(&p),
+            index_arrays: p
+                .inputs
+                .iter()
+                .filter(|i| i.index_array.is_some())
+                .map(|i| i.to_string())
+                .collect(),
             inputs: p.inputs.len(),
             shapes: checked.shapes,
             def_name,

@@ -94,6 +94,7 @@ fn accepted_json(path: &Path, r: &VerifyReport) -> Value {
         "grade": r.grade,
         "sizes": r.sizes,
         "assumes": r.assumes,
+        "index_arrays": r.index_arrays,
         "bases": bases,
         "chain_from": root.from,
         "chain_from_unverified": root.from_unverified,

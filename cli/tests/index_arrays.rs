@@ -1,0 +1,171 @@
+//! Index arrays from the command line: a compressed-row product evaluates on `.npy`
+//! files of 32-bit integers (as numpy saves `indptr`/`indices`) to the product
+//! computed here by hand; a derivation over loads is certified and verified, the
+//! certificate's claim naming the arrays' declarations; a declaration too weak to
+//! keep `vals[p]` in bounds is refused by access safety; an array that breaks its
+//! declaration is E0610; and lowering refuses loads (E0945) instead of emitting a
+//! kernel nothing validated.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use atl_cli::{EXIT_OK, EXIT_USER};
+use common::{atl, write_npy};
+
+const PROGRAM: &str = "size n, m, nnz
+input pos : int[n + 1] in 0..nnz + 1 sorted
+input crd : int[nnz] in 0..m
+input vals : [nnz]
+input v : [m]
+def spmv = gen i < n: sum p in pos[i]..pos[i + 1]: vals[p] * v[crd[p]]
+def via_dense = gen i < n: sum j < m: (sum p in pos[i]..pos[i + 1]: [crd[p] == j] * vals[p]) * v[j]
+derive swapped from via_dense {
+  rw mul_sum_r
+  rw sum_swap
+  rw guard_mul_l
+}
+";
+
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("atl-index-arrays-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// An `.npy` file of little-endian `int32` values.
+fn write_int32(dir: &Path, name: &str, data: &[i32]) -> String {
+    let mut header = format!(
+        "{{'descr': '<i4', 'fortran_order': False, 'shape': ({},), }}",
+        data.len()
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for v in data {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("written");
+    path.display().to_string()
+}
+
+fn values(json: &str) -> Vec<f64> {
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
+    v["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no data in {v}"))
+        .iter()
+        .map(|d| d.as_f64().expect("number"))
+        .collect()
+}
+
+struct Files {
+    program: String,
+    inputs: Vec<String>,
+}
+
+/// [[1 0 2] [0 3 0]] in compressed rows, and v = [1 10 100].
+fn files(dir: &Path, pos: &[i32]) -> Files {
+    std::fs::create_dir_all(dir).expect("temp dir");
+    let program = dir.join("spmv.atl");
+    std::fs::write(&program, PROGRAM).expect("written");
+    Files {
+        program: program.display().to_string(),
+        inputs: vec![
+            format!("pos={}", write_int32(dir, "pos.npy", pos)),
+            format!("crd={}", write_int32(dir, "crd.npy", &[0, 2, 1])),
+            format!(
+                "vals={}",
+                write_npy(dir, "vals.npy", &[3], &[1.0, 2.0, 3.0])
+            ),
+            format!("v={}", write_npy(dir, "v.npy", &[3], &[1.0, 10.0, 100.0])),
+        ],
+    }
+}
+
+fn eval(f: &Files, def: &str) -> (i32, String, String) {
+    let mut args = vec![
+        "eval",
+        f.program.as_str(),
+        "--def",
+        def,
+        "--sizes",
+        "n=2,m=3,nnz=3",
+        "--json",
+    ];
+    for i in &f.inputs {
+        args.extend(["--input", i.as_str()]);
+    }
+    atl(&args)
+}
+
+#[test]
+fn a_compressed_row_product_evaluates_on_integer_npy_files() {
+    let dir = scratch().join("eval");
+    let f = files(&dir, &[0, 2, 3]);
+    for def in ["spmv", "via_dense", "swapped"] {
+        let (code, out, err) = eval(&f, def);
+        assert_eq!(code, EXIT_OK, "{def}: {err}");
+        // [1*1 + 2*100, 3*10].
+        assert_eq!(values(&out), vec![201.0, 30.0], "{def}");
+    }
+    // A decreasing `pos` breaks `sorted`.
+    let f = files(&dir, &[0, 3, 2]);
+    let (code, _, err) = eval(&f, "spmv");
+    assert_eq!(code, EXIT_USER);
+    assert!(
+        err.contains("E0610") && err.contains("less than element 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_derivation_over_loads_is_certified_under_the_arrays_declarations() {
+    let dir = scratch().join("cert");
+    let f = files(&dir, &[0, 2, 3]);
+    let cert = dir.join("swapped.json").display().to_string();
+    let (code, _, err) = atl(&["derive", &f.program, "--def", "swapped", "--cert", &cert]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let (code, out, err) = atl(&["verify", &cert, "--json"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    assert_eq!(v["verdict"], "accepted");
+    assert_eq!(
+        v["index_arrays"],
+        serde_json::json!([
+            "input pos : int[n + 1] in 0..nnz + 1 sorted",
+            "input crd : int[nnz] in 0..m"
+        ])
+    );
+}
+
+#[test]
+fn a_declaration_too_weak_for_the_accesses_is_refused() {
+    let dir = scratch().join("weak");
+    std::fs::create_dir_all(&dir).expect("dir");
+    // With `pos` up to nnz + 1, p can reach nnz; with `crd` up to m, crd[p] can be m.
+    for (from, to) in [
+        ("in 0..nnz + 1 sorted", "in 0..nnz + 2 sorted"),
+        ("in 0..m\n", "in 0..m + 1\n"),
+    ] {
+        let program = dir.join("weak.atl");
+        std::fs::write(&program, PROGRAM.replace(from, to)).expect("written");
+        let (code, _, err) = atl(&["check", &program.display().to_string()]);
+        assert_eq!(code, EXIT_USER, "{to}");
+        assert!(err.contains("E0903"), "{to}: {err}");
+    }
+}
+
+#[test]
+fn lowering_refuses_loads() {
+    let dir = scratch().join("lower");
+    let f = files(&dir, &[0, 2, 3]);
+    let (code, _, err) = atl(&["emit", &f.program, "--def", "spmv"]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(err.contains("E0945"), "{err}");
+}
