@@ -152,7 +152,9 @@ pub fn prepare(
         };
         let tensor = match src {
             InputSource::Random(seed) => match shapes.get(&decl.name) {
-                Some(shape) => Tensor::random(shape.clone(), seed),
+                Some(shape) => atl_lang::interp::random_input(decl, shape.clone(), seed, &|n| {
+                    sizes.get(n).copied()
+                }),
                 None => continue,
             },
             InputSource::Sparse(path) => {

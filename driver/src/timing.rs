@@ -179,7 +179,9 @@ pub fn random_inputs(
         if let Some(shape) = shapes.get(&decl.name) {
             inputs.insert(
                 decl.name.clone(),
-                Tensor::random(shape.clone(), k as u64 + 1),
+                atl_lang::interp::random_input(decl, shape.clone(), k as u64 + 1, &|n| {
+                    sizes.get(n).copied()
+                }),
             );
         }
     }

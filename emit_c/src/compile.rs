@@ -153,7 +153,7 @@ fn harness_source(symbol: &str, dtype: Dtype) -> String {
 #include <string.h>
 #include <time.h>
 
-int {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);
+int {packed}(const int64_t *sizes, const void *const *inputs, {t} *out);
 
 static void *alloc_exact(uint64_t bytes)
 {{
@@ -183,11 +183,11 @@ int main(int argc, char **argv)
   if (fread(sizes, sizeof(int64_t), (size_t)n, in) != n)
     return 66;
   uint64_t m = read_u64(in);
-  {t} **inputs = alloc_exact(m * sizeof({t} *));
+  void **inputs = alloc_exact(m * sizeof(void *));
   for (uint64_t k = 0; k < m; ++k) {{
     uint64_t len = read_u64(in);
-    inputs[k] = alloc_exact(len * sizeof({t}));
-    if (fread(inputs[k], sizeof({t}), (size_t)len, in) != len)
+    inputs[k] = alloc_exact(len);
+    if (fread(inputs[k], 1, (size_t)len, in) != len)
       return 66;
   }}
   uint64_t out_len = read_u64(in);
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
   memset(out, 0xff, (size_t)(out_len * sizeof({t})));
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  int64_t status = {packed}(sizes, (const {t} *const *)inputs, out);
+  int64_t status = {packed}(sizes, (const void *const *)inputs, out);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
   FILE *o = fopen(argv[2], "wb");

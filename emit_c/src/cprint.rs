@@ -193,11 +193,13 @@ impl<'k> CPrinter<'k> {
             p.push(format!("int64_t {}", self.names.get(s)));
         }
         for i in &self.kernel.inputs {
-            p.push(format!(
-                "const {} *{restrict} {}",
-                self.t(),
-                self.names.get(&i.name)
-            ));
+            // An index array holds `int32_t`s whatever the element type.
+            let t = if i.index_array.is_some() {
+                "int32_t"
+            } else {
+                self.t()
+            };
+            p.push(format!("const {t} *{restrict} {}", self.names.get(&i.name)));
         }
         p.push(format!(
             "{} *{restrict} {}",
@@ -226,9 +228,14 @@ impl<'k> CPrinter<'k> {
             let _ = writeln!(s, " *   {:<12} size (int64_t)", self.names.get(size));
         }
         for i in &k.inputs {
+            let what = if i.index_array.is_some() {
+                "index array of int32_t, shape"
+            } else {
+                "input, shape"
+            };
             let _ = writeln!(
                 s,
-                " *   {:<12} input, shape {}",
+                " *   {:<12} {what} {}",
                 self.names.get(&i.name),
                 show_shape(&i.shape)
             );
@@ -420,11 +427,61 @@ impl<'k> CPrinter<'k> {
         s
     }
 
+    /// The entry checks of the index arrays (`Kernel::array_checks`), numbered after
+    /// the `preconditions` ones: one pass over each array, reading it and writing
+    /// nothing, that returns its number at the first element outside the declared
+    /// range (or, when `sorted`, below the one before it).
+    fn array_checks(&self, preconditions: usize) -> String {
+        let mut s = String::new();
+        for (n, check) in self.kernel.array_checks().into_iter().enumerate() {
+            let status = preconditions + n + 1;
+            // A declaration without a target form has no check: lowering and the
+            // validator refuse such a kernel; were one printed, it fails at once.
+            let Some(c) = check else {
+                let _ = writeln!(s, "  return {status};");
+                continue;
+            };
+            let a = self.names.get(&c.buf);
+            let _ = writeln!(
+                s,
+                "  /* Index array `{a}`: its declared range{}. */",
+                if c.sorted { " and order" } else { "" }
+            );
+            let (len, lo, hi) = (self.ix(&c.len), self.ix(&c.lo), self.ix(&c.hi));
+            // Reductions without early exits, so that the compiler vectorizes them:
+            // the check costs one streaming pass over the array (two when sorted).
+            let _ = writeln!(
+                s,
+                "  {{\n    int32_t atl__lo = INT32_MAX, atl__hi = INT32_MIN;\n    \
+                 int atl__bad = 0;\n    \
+                 for (int64_t atl__k = 0; atl__k < {len}; atl__k++) {{\n      \
+                 int32_t atl__x = {a}[atl__k];\n      \
+                 atl__lo = atl__x < atl__lo ? atl__x : atl__lo;\n      \
+                 atl__hi = atl__x > atl__hi ? atl__x : atl__hi;\n    }}"
+            );
+            if c.sorted {
+                let _ = writeln!(
+                    s,
+                    "    for (int64_t atl__k = 1; atl__k < {len}; atl__k++)\n      \
+                     atl__bad |= {a}[atl__k - 1] > {a}[atl__k];"
+                );
+            }
+            let _ = writeln!(
+                s,
+                "    if (atl__bad || ({len} > 0 && !({lo} <= (int64_t)atl__lo && (int64_t)atl__hi < {hi})))\n      \
+                 return {status};"
+            );
+            s.push_str("  }\n");
+        }
+        s
+    }
+
     /// The implementation. The entry checks and the body are printed first, so that
     /// the preamble (headers, helpers, macros) is exactly what they need.
     pub(crate) fn source(mut self) -> String {
         let k = self.kernel;
         let checks: Vec<String> = k.preconditions.iter().map(|p| self.cond(&p.cond)).collect();
+        let array_checks = self.array_checks(checks.len());
         self.out.clear();
         for st in &k.body {
             self.stmt(st, 1);
@@ -482,6 +539,7 @@ impl<'k> CPrinter<'k> {
                 let _ = writeln!(s, "  if (!({c}))\n    return {};", n + 1);
             }
         }
+        s.push_str(&array_checks);
         // Parameters the body never reads (a size no extent mentions, an input only a
         // discarded subterm read) are still part of the ABI.
         let used = used_names(k);
@@ -992,7 +1050,7 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
         let prec = match ix {
             Ix::Const(c) if *c < 0 => 3,
             Ix::Const(_) | Ix::Var(_) => 4,
-            Ix::Neg(_) => 3,
+            Ix::Neg(_) | Ix::Load(..) => 3,
             Ix::Bin(op, ..) => match op {
                 IxOp::Add | IxOp::Sub => 1,
                 IxOp::Mul | IxOp::DivNat | IxOp::ModNat => 2,
@@ -1018,6 +1076,12 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 }
             }
             Ix::Var(v) => out.push_str(self.names.get(v)),
+            Ix::Load(array, a) => {
+                // An `int32_t` element, widened for the index arithmetic around it.
+                let _ = write!(out, "(int64_t){}[", self.names.get(array));
+                self.write_ix(out, a, 0);
+                out.push(']');
+            }
             Ix::Neg(a) => {
                 out.push('-');
                 self.write_ix(out, a, 4);
@@ -1194,6 +1258,10 @@ fn used_names(k: &Kernel) -> HashSet<String> {
                 out.insert(v.clone());
             }
             Ix::Neg(a) => ix_vars(a, out),
+            Ix::Load(array, a) => {
+                out.insert(array.clone());
+                ix_vars(a, out);
+            }
             Ix::Bin(_, a, b) => {
                 ix_vars(a, out);
                 ix_vars(b, out);
@@ -1251,6 +1319,30 @@ fn status_list(k: &Kernel) -> String {
             PreconditionKind::IndexRange => "int64_t index arithmetic",
         };
         let _ = writeln!(s, " *   {:>width$}  {}  ({what})", n + 1, p.pred);
+    }
+    let arrays: Vec<_> = k
+        .inputs
+        .iter()
+        .filter(|b| b.index_array.is_some())
+        .collect();
+    if !arrays.is_empty() {
+        s.push_str(
+            " * Then it reads each index array once, and returns its number when an\n \
+             * element breaks the array's declaration (writing nothing):\n",
+        );
+    }
+    for (n, b) in arrays.iter().enumerate() {
+        if let Some(a) = &b.index_array {
+            let _ = writeln!(
+                s,
+                " *   {:>width$}  {} <= {}[k] < {}{}  (index array)",
+                k.preconditions.len() + n + 1,
+                a.lo,
+                b.name,
+                a.hi,
+                if a.sorted { ", non-decreasing" } else { "" }
+            );
+        }
     }
     s.push_str(
         " * The caller guarantees what the kernel cannot check: each pointer points to\n \

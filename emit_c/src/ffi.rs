@@ -44,12 +44,14 @@ impl Library {
         symbol: &str,
         args: &mut Args<T>,
     ) -> Result<(Duration, i32), String> {
-        type Packed<T> = unsafe extern "C" fn(*const i64, *const *const T, *mut T) -> i32;
+        type Packed<T> =
+            unsafe extern "C" fn(*const i64, *const *const std::ffi::c_void, *mut T) -> i32;
         let name = format!("{}\0", crate::packed_symbol(symbol));
         // SAFETY: `crate::packed_wrapper` defines this symbol with exactly the C
-        // signature `int(const int64_t *, const T *const *, T *)`, and `Compiled::run`
-        // only calls `call::<T>` with the `T` (f32 = float, f64 = double) the library
-        // was generated for.
+        // signature `int(const int64_t *, const void *const *, T *)`, and
+        // `Compiled::run` only calls `call::<T>` with the `T` (f32 = float, f64 =
+        // double) the library was generated for; each input buffer holds the element
+        // type the wrapper converts its pointer to (`InputData`).
         let f: libloading::Symbol<'_, Packed<T>> = unsafe {
             self.lib
                 .as_ref()
@@ -57,7 +59,7 @@ impl Library {
                 .get(name.as_bytes())
         }
         .map_err(|e| e.to_string())?;
-        let inputs: Vec<*const T> = args.inputs.iter().map(|v| v.as_ptr()).collect();
+        let inputs: Vec<*const std::ffi::c_void> = args.inputs.iter().map(|v| v.as_ptr()).collect();
         let start = Instant::now();
         // SAFETY: `Args` is only built by `Args::new` from a call that
         // `atl_lower::check_call` accepted: one value per size, in ABI order, satisfying

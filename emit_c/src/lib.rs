@@ -166,20 +166,28 @@ pub(crate) fn packed_symbol(symbol: &str) -> String {
 }
 
 /// The packed entry point the runner calls: `int atl__packed_SYMBOL(const int64_t
-/// *sizes, const T *const *inputs, T *out)`, forwarding to the kernel (and its status). Appended to
-/// the source only when compiling for [`Compiled::run`]; the emitted file for users
-/// has the plain ABI only.
+/// *sizes, const void *const *inputs, T *out)`, forwarding to the kernel (and its
+/// status); each input pointer is converted to its parameter's type (`T`, or `int32_t`
+/// for an index array). Appended to the source only when compiling for
+/// [`Compiled::run`]; the emitted file for users has the plain ABI only.
 fn packed_wrapper(kernel: &Kernel, code: &CCode, dtype: Dtype) -> String {
     let t = dtype.c_type();
     let mut args: Vec<String> = (0..kernel.sizes.len())
         .map(|k| format!("sizes[{k}]"))
         .collect();
-    args.extend((0..kernel.inputs.len()).map(|k| format!("inputs[{k}]")));
+    args.extend(kernel.inputs.iter().enumerate().map(|(k, b)| {
+        let elem = if b.index_array.is_some() {
+            "int32_t"
+        } else {
+            t
+        };
+        format!("(const {elem} *)inputs[{k}]")
+    }));
     args.push("out".to_string());
     format!(
         "\n/* Entry point for the atl runner: the same call with packed arguments. */\n\
-         int {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out);\n\
-         int {packed}(const int64_t *sizes, const {t} *const *inputs, {t} *out)\n\
+         int {packed}(const int64_t *sizes, const void *const *inputs, {t} *out);\n\
+         int {packed}(const int64_t *sizes, const void *const *inputs, {t} *out)\n\
          {{\n  (void)sizes;\n  (void)inputs;\n  return {sym}({args});\n}}\n",
         sym = code.symbol,
         packed = packed_symbol(&code.symbol),

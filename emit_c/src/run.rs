@@ -62,11 +62,44 @@ impl Element for f64 {
     }
 }
 
+/// One input buffer: elements of the kernel's type, or of an index array (`int32_t`).
+pub(crate) enum InputData<T> {
+    Real(Vec<T>),
+    Index(Vec<i32>),
+}
+
+impl<T: Element> InputData<T> {
+    pub(crate) fn as_ptr(&self) -> *const std::ffi::c_void {
+        match self {
+            InputData::Real(v) => v.as_ptr().cast(),
+            InputData::Index(v) => v.as_ptr().cast(),
+        }
+    }
+
+    /// The buffer's bytes, in the machine's order (the harness reads them back).
+    fn write_bytes(&self, out: &mut Vec<u8>) {
+        match self {
+            InputData::Real(v) => {
+                out.extend_from_slice(&((v.len() * T::SIZE) as u64).to_ne_bytes());
+                for &x in v {
+                    x.write_bytes(out);
+                }
+            }
+            InputData::Index(v) => {
+                out.extend_from_slice(&((v.len() * 4) as u64).to_ne_bytes());
+                for &x in v {
+                    out.extend_from_slice(&x.to_ne_bytes());
+                }
+            }
+        }
+    }
+}
+
 /// The arguments of a checked call (see the SAFETY argument in `ffi`): only
 /// [`Args::new`] builds them.
 pub(crate) struct Args<T> {
     pub(crate) sizes: Vec<i64>,
-    pub(crate) inputs: Vec<Vec<T>>,
+    pub(crate) inputs: Vec<InputData<T>>,
     /// Pre-filled with NaN, so that an element the kernel fails to write shows.
     pub(crate) out: Vec<T>,
     pub(crate) out_shape: Vec<usize>,
@@ -91,7 +124,12 @@ impl<T: Element> Args<T> {
                     ),
                 ));
             }
-            data.push(t.data.iter().map(|&x| T::from_f64(x)).collect());
+            // `check_call` checked an index array's values: 32-bit integers.
+            data.push(if decl.index_array.is_some() {
+                InputData::Index(t.data.iter().map(|&x| x as i32).collect())
+            } else {
+                InputData::Real(t.data.iter().map(|&x| T::from_f64(x)).collect())
+            });
         }
         let n = shape_numel(&call.output)
             .ok_or_else(|| Diagnostic::error("E0503", "the output is too large"))?;
@@ -150,14 +188,24 @@ impl Compiled {
     /// A non-zero status of a call that `atl_lower::check_call` accepted: the C
     /// checks and the Rust ones disagree, which is a bug, never an answer.
     fn status_error(&self, status: i64, code: &'static str) -> Diagnostic {
-        let which = usize::try_from(status)
-            .ok()
-            .and_then(|k| k.checked_sub(1))
-            .and_then(|k| self.kernel.preconditions.get(k))
-            .map_or_else(
-                || "which is no precondition of the kernel".to_string(),
-                |p| format!("its precondition `{}` failed", p.pred),
-            );
+        let arrays: Vec<&str> = self
+            .kernel
+            .inputs
+            .iter()
+            .filter(|b| b.index_array.is_some())
+            .map(|b| b.name.as_str())
+            .collect();
+        let pre = self.kernel.preconditions.len();
+        let which = match usize::try_from(status).ok().and_then(|k| k.checked_sub(1)) {
+            Some(k) if k < pre => format!(
+                "its precondition `{}` failed",
+                self.kernel.preconditions[k].pred
+            ),
+            Some(k) if k - pre < arrays.len() => {
+                format!("the check of its index array `{}` failed", arrays[k - pre])
+            }
+            _ => "which is no check of the kernel".to_string(),
+        };
         Diagnostic::error(
             code,
             format!(
@@ -182,10 +230,7 @@ impl Compiled {
         }
         bytes.extend_from_slice(&(args.inputs.len() as u64).to_ne_bytes());
         for input in &args.inputs {
-            bytes.extend_from_slice(&(input.len() as u64).to_ne_bytes());
-            for &x in input {
-                x.write_bytes(&mut bytes);
-            }
+            input.write_bytes(&mut bytes);
         }
         bytes.extend_from_slice(&(args.out.len() as u64).to_ne_bytes());
         let in_path = self.dir.path().join("call.in");

@@ -837,10 +837,15 @@ pub static CODES: &[ErrorCode] = &[
         "a name of the program (a size, an input, a binder) is reserved in C — a keyword, a name of the C library or `<math.h>`, or the emitter's `atl__` prefix — so its kernel cannot be written as C (the translation validator refuses it)",
         "rename it in the program",
     ),
-    active(
+    retired(
         "E0945",
-        "a definition that reads index arrays (`pos[i]`) cannot be lowered to a kernel yet",
-        "evaluate it with `atl eval`; kernels over index arrays come with the sparse formats",
+        "(retired: definitions that read index arrays are lowered now)",
+        "",
+    ),
+    active(
+        "E0946",
+        "`atl emit --python` or `atl-build`: the kernel reads index arrays (`int32_t`), which the generated Python and Rust bindings cannot pass yet",
+        "use the emitted C and its header, which document the index arrays",
     ),
     active(
         "E0950",

@@ -1494,7 +1494,15 @@ fn run(
             ));
         }
         if let Some(facts) = &decl.index_array {
-            check_index_array(decl, facts, &tensor.data, compiler.sizes)?;
+            let sizes = compiler.sizes;
+            check_index_array(&decl.name, facts, &tensor.data, &|n| sizes.get(n).copied())
+                .map_err(|message| {
+                    at(
+                        Diagnostic::error("E0610", message),
+                        decl.span,
+                        "declared here",
+                    )
+                })?;
         }
         slices[pos] = &tensor.data;
     }
@@ -1519,28 +1527,54 @@ fn run(
     })
 }
 
-/// Checks an index array's values against its declaration (E0610): integers that fit
-/// in `int32_t` (the kernels' element type), in the declared range, and never
-/// decreasing when `sorted`. The kernels check the same on entry.
-fn check_index_array(
+/// Random values for the input `decl` of shape `shape` (at the sizes `size` gives):
+/// [`Tensor::random`] for a tensor; for an index array, integers drawn uniformly from
+/// its declared range (clamped to `int32_t`), sorted when it is `sorted` — values its
+/// declaration admits whenever the range is not empty. What `random:SEED` means.
+pub fn random_input(
     decl: &crate::ir::InputDecl,
+    shape: Vec<usize>,
+    seed: u64,
+    size: &dyn Fn(&str) -> Option<i64>,
+) -> Tensor {
+    let Some(facts) = &decl.index_array else {
+        return Tensor::random(shape, seed);
+    };
+    let bound = |e: &IndexExpr, default: i64| {
+        e.eval(size)
+            .unwrap_or(default)
+            .clamp(i64::from(i32::MIN), i64::from(i32::MAX) + 1)
+    };
+    let lo = bound(&facts.lo, 0);
+    let hi = bound(&facts.hi, lo + 1).max(lo + 1);
+    let n = shape_numel(&shape).unwrap_or(0);
+    let mut rng = crate::rng::SplitMix64::new(seed);
+    let mut data: Vec<f64> = (0..n).map(|_| rng.range(lo, hi - 1) as f64).collect();
+    if facts.sorted {
+        data.sort_by(f64::total_cmp);
+    }
+    Tensor { shape, data }
+}
+
+/// Checks an index array's values against its declaration: integers that fit in
+/// `int32_t` (the kernels' element type), in the declared range, and never decreasing
+/// when `sorted`. The message (for E0610) names the first bad element. The
+/// interpreter, the loop-IR interpreter and (in C) every kernel check the same on
+/// entry.
+pub fn check_index_array(
+    name: &str,
     facts: &crate::ir::IndexArray,
     values: &[f64],
-    sizes: &HashMap<String, i64>,
-) -> Result<(), Diagnostic> {
+    size: &dyn Fn(&str) -> Option<i64>,
+) -> Result<(), String> {
     let bound = |e: &IndexExpr| {
-        e.eval(&|name| sizes.get(name).copied())
-            .map_err(|_| overflow(decl.span))
+        e.eval(size)
+            .map_err(|e| format!("index array `{name}`: its range cannot be computed ({e})"))
     };
     let (lo, hi) = (bound(&facts.lo)?, bound(&facts.hi)?);
     let bad = |detail: String| {
-        at(
-            Diagnostic::error("E0610", format!("index array `{}`: {detail}", decl.name)),
-            decl.span,
-            "declared here",
-        )
-        .with_note(format!(
-            "its declaration requires every value v to have {} <= v < {}{}",
+        format!(
+            "index array `{name}`: {detail} (its declaration requires every value v to have {} <= v < {}{})",
             facts.lo,
             facts.hi,
             if facts.sorted {
@@ -1548,7 +1582,7 @@ fn check_index_array(
             } else {
                 ""
             }
-        ))
+        )
     };
     for (k, &v) in values.iter().enumerate() {
         if v.fract() != 0.0 || !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&v) {

@@ -432,6 +432,24 @@ impl Expr {
         found
     }
 
+    /// The index arrays that index expressions anywhere inside read.
+    pub fn loaded_arrays(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        self.walk(&mut |e| match &e.kind {
+            ExprKind::Gen { lo, hi, .. }
+            | ExprKind::Sum { lo, hi, .. }
+            | ExprKind::MaxRed { lo, hi, .. } => {
+                lo.collect_loads(&mut out);
+                hi.collect_loads(&mut out);
+            }
+            ExprKind::Guard { pred, .. } => pred.collect_loads(&mut out),
+            ExprKind::Access { index, .. } => index.collect_loads(&mut out),
+            ExprKind::Amount { amount, .. } => amount.collect_loads(&mut out),
+            _ => {}
+        });
+        out
+    }
+
     /// Whether an index expression anywhere inside reads an index array (`pos[i]`).
     pub fn has_load(&self) -> bool {
         let mut found = false;

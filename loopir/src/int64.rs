@@ -385,6 +385,18 @@ impl Env {
                     down: Some(Poly::new()),
                 }
             }
+            Ix::Load(_, index) => {
+                // The index is computed in `int64_t` too; the element is an `int32_t`
+                // (the kernel's entry check refuses anything else).
+                self.abs(index)?;
+                let (lo, hi) = (i128::from(i32::MIN), i128::from(i32::MAX));
+                Abs {
+                    lo,
+                    hi,
+                    up: Some(constant(Q::int(hi))),
+                    down: Some(constant(Q::int(-lo))),
+                }
+            }
             Ix::Neg(a) => {
                 let a = self.abs(a)?;
                 Abs {
@@ -721,6 +733,22 @@ pub fn first_overflow(k: &Kernel, cap: i128) -> Option<String> {
         }
         env.assume(&p.cond);
     }
+    // The index arrays' entry checks: their extents and ranges, over the sizes.
+    for check in k.array_checks() {
+        let Some(check) = check else {
+            return Some("an index array's declaration".to_string());
+        };
+        if let Some(ix) = [&check.len, &check.lo, &check.hi]
+            .into_iter()
+            .find(|ix| !env.fits(ix))
+        {
+            return Some(format!(
+                "`{}` in the entry check of the index array `{}`",
+                crate::print::ix_to_string(ix),
+                check.buf
+            ));
+        }
+    }
     walk_block(&mut env, &k.body)
 }
 
@@ -844,6 +872,8 @@ mod tests {
         Some(match ix {
             Ix::Const(c) => i128::from(*c),
             Ix::Var(v) => *env.get(v.as_str())?,
+            // The generator makes no loads.
+            Ix::Load(..) => return None,
             Ix::Neg(a) => eval(a, env)?.checked_neg()?,
             Ix::Bin(op, a, b) => {
                 let (a, b) = (eval(a, env)?, eval(b, env)?);
@@ -890,6 +920,7 @@ mod tests {
         let decl = |name: &str, shape: Vec<IndexExpr>| BufferDecl {
             name: name.into(),
             shape,
+            index_array: None,
         };
         Kernel {
             name: "k".into(),

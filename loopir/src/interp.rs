@@ -106,6 +106,10 @@ pub fn check_call(
                 ),
             ));
         }
+        if let Some(facts) = &decl.index_array {
+            atl_lang::interp::check_index_array(&decl.name, facts, &t.data, &|n| m.var(n))
+                .map_err(|message| Diagnostic::error("E0610", message))?;
+        }
         input_shapes.push(shape);
     }
     let output = m.shape(&kernel.output.shape)?;
@@ -245,6 +249,22 @@ impl Machine {
                 .var(v)
                 .ok_or_else(|| fault("E0924", format!("unbound index variable `{v}`")))?,
             Ix::Neg(a) => self.ix(a)?.checked_neg().ok_or_else(overflow)?,
+            Ix::Load(array, a) => {
+                let k = self.ix(a)?;
+                let pos = self
+                    .bufs
+                    .iter()
+                    .rposition(|(n, _)| n == array)
+                    .ok_or_else(|| {
+                        fault("E0921", format!("index array `{array}` is not an input"))
+                    })?;
+                let value = usize::try_from(k)
+                    .ok()
+                    .and_then(|k| self.bufs[pos].1.get(k).copied())
+                    .ok_or_else(|| self.outside(array, pos, &format!("`{array}[{k}]`")))?;
+                // Index arrays are inputs, checked on entry to hold 32-bit integers.
+                value.map_or(0, |v| v as i64)
+            }
             Ix::Bin(op, a, b) => {
                 let (x, y) = (self.ix(a)?, self.ix(b)?);
                 match op {

@@ -60,6 +60,46 @@ pub struct Kernel {
 pub struct BufferDecl {
     pub name: String,
     pub shape: Vec<IndexExpr>,
+    /// `Some` for an index array (an input of `int32_t`, read only by [`Ix::Load`]),
+    /// with its declaration, which the kernel checks on entry after the
+    /// preconditions (its range of values, and order when `sorted`).
+    pub index_array: Option<atl_lang::ir::IndexArray>,
+}
+
+/// The entry check of an index array, in target arithmetic: every element `v` of
+/// `buf[0..len]` has `lo <= v < hi`, and with `sorted`, `buf[k - 1] <= buf[k]`. The
+/// kernel runs it after the preconditions, reading the array and writing nothing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayCheck {
+    pub buf: String,
+    pub len: Ix,
+    pub lo: Ix,
+    pub hi: Ix,
+    pub sorted: bool,
+}
+
+impl Kernel {
+    /// The entry checks of the kernel's index arrays, in input order, derived from
+    /// their declarations (the one source: the C printer, the overflow analysis and
+    /// the validator all call this). `None` for an array whose declaration has no
+    /// target form (a metavariable or a load: resolution admits neither).
+    pub fn array_checks(&self) -> Vec<Option<ArrayCheck>> {
+        self.inputs
+            .iter()
+            .filter_map(|b| {
+                let decl = b.index_array.as_ref()?;
+                Some((|| {
+                    Some(ArrayCheck {
+                        buf: b.name.clone(),
+                        len: crate::print::plain_ix(b.shape.first()?)?,
+                        lo: crate::print::plain_ix(&decl.lo)?,
+                        hi: crate::print::plain_ix(&decl.hi)?,
+                        sorted: decl.sorted,
+                    })
+                })())
+            })
+            .collect()
+    }
 }
 
 /// A condition on the sizes, with the reason it is required.
@@ -104,6 +144,9 @@ pub enum Ix {
     Var(String),
     Neg(Box<Ix>),
     Bin(IxOp, Box<Ix>, Box<Ix>),
+    /// An element of an index array (an input [`BufferDecl`] with `index_array`):
+    /// `(int64_t)pos[index]`; the index is proved inside the array.
+    Load(String, Box<Ix>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,7 +179,7 @@ impl Ix {
         match self {
             Ix::Const(_) => false,
             Ix::Var(x) => x == v,
-            Ix::Neg(a) => a.mentions(v),
+            Ix::Neg(a) | Ix::Load(_, a) => a.mentions(v),
             Ix::Bin(_, a, b) => a.mentions(v) || b.mentions(v),
         }
     }
@@ -145,7 +188,7 @@ impl Ix {
     pub fn uses(&self, op: IxOp) -> bool {
         match self {
             Ix::Const(_) | Ix::Var(_) => false,
-            Ix::Neg(a) => a.uses(op),
+            Ix::Neg(a) | Ix::Load(_, a) => a.uses(op),
             Ix::Bin(o, a, b) => *o == op || a.uses(op) || b.uses(op),
         }
     }

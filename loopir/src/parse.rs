@@ -235,6 +235,8 @@ enum Arith {
     Neg(Box<Arith>),
     /// An infix operator (`+ - * / %`) or a call (`floordiv`, `cdiv`, …).
     Op(&'static str, Box<Arith>, Box<Arith>, Span),
+    /// An element of an index array, `pos[i + 1]`.
+    Load(String, Box<Arith>),
 }
 
 const CALLS: &[&str] = &["floordiv", "floormod", "cdiv", "min", "max"];
@@ -245,6 +247,7 @@ impl Arith {
             Arith::Const(c) => Ix::Const(*c),
             Arith::Var(v) => Ix::Var(v.clone()),
             Arith::Neg(a) => Ix::Neg(Box::new(a.to_ix()?)),
+            Arith::Load(array, a) => Ix::Load(array.clone(), Box::new(a.to_ix()?)),
             Arith::Op(op, a, b, _) => {
                 let op = match *op {
                     "+" => IxOp::Add,
@@ -268,6 +271,7 @@ impl Arith {
             Arith::Const(c) => IndexExpr::Const(*c),
             Arith::Var(v) => IndexExpr::Var(v.clone()),
             Arith::Neg(a) => IndexExpr::Neg(Box::new(a.to_index()?)),
+            Arith::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(a.to_index()?)),
             Arith::Op(op, a, b, span) => {
                 let op = match *op {
                     "+" => IndexOp::Add,
@@ -538,8 +542,33 @@ impl Parser<'_> {
     fn buffer_decl(&mut self) -> R<BufferDecl> {
         let name = self.ident("a buffer name")?;
         self.sym(":")?;
+        let int = matches!(self.peek(), Some(Tok::Ident(w)) if w == "int");
+        if int {
+            self.pos += 1;
+        }
         let shape = self.shape()?;
-        Ok(BufferDecl { name, shape })
+        let index_array = if int {
+            // `int[n + 1] in 0..nnz + 1 sorted`: the declaration of an index array.
+            if !matches!(self.peek(), Some(Tok::Ident(w)) if w == "in") {
+                return Err(self.expected("`in LO..HI`, the range of the index array's values"));
+            }
+            self.pos += 1;
+            let lo = self.arith()?.to_index()?;
+            self.sym("..")?;
+            let hi = self.arith()?.to_index()?;
+            let sorted = matches!(self.peek(), Some(Tok::Ident(w)) if w == "sorted");
+            if sorted {
+                self.pos += 1;
+            }
+            Some(atl_lang::ir::IndexArray { lo, hi, sorted })
+        } else {
+            None
+        };
+        Ok(BufferDecl {
+            name,
+            shape,
+            index_array,
+        })
     }
 
     fn shape(&mut self) -> R<Vec<IndexExpr>> {
@@ -1236,6 +1265,13 @@ impl Parser<'_> {
                     self.sym(")")?;
                     return Ok(Arith::Op(call, Box::new(a), Box::new(b), span));
                 }
+                if self.eat_sym("[") {
+                    self.enter()?;
+                    let a = self.arith()?;
+                    self.leave();
+                    self.sym("]")?;
+                    return Ok(Arith::Load(w, Box::new(a)));
+                }
                 Ok(Arith::Var(w))
             }
             _ => Err(self.expected("an index expression")),
@@ -1334,8 +1370,13 @@ fn resolve_source(
         file.push_str(&format!("size {}\n", sizes.join(", ")));
     }
     for b in inputs {
-        let dims: Vec<String> = b.shape.iter().map(|d| d.to_string()).collect();
-        file.push_str(&format!("input {} : [{}]\n", b.name, dims.join(", ")));
+        let decl = atl_lang::ir::InputDecl {
+            name: b.name.clone(),
+            shape: b.shape.clone(),
+            index_array: b.index_array.clone(),
+            span: Span::DUMMY,
+        };
+        file.push_str(&format!("{decl}\n"));
     }
     let taken = |n: &str| sizes.iter().any(|s| s == n) || inputs.iter().any(|b| b.name == n);
     let mut def_name = "source".to_string();

@@ -107,7 +107,17 @@ fn print_kernel(k: &Kernel, full: bool) -> String {
     let inputs: Vec<String> = k
         .inputs
         .iter()
-        .map(|b| format!("{}: {}", b.name, shape_str(&b.shape)))
+        .map(|b| match &b.index_array {
+            None => format!("{}: {}", b.name, shape_str(&b.shape)),
+            Some(a) => format!(
+                "{}: int{} in {}..{}{}",
+                b.name,
+                shape_str(&b.shape),
+                a.lo,
+                a.hi,
+                if a.sorted { " sorted" } else { "" }
+            ),
+        })
         .collect();
     let _ = writeln!(
         p.out,
@@ -375,7 +385,7 @@ fn format_lit_signed(v: f64) -> String {
 fn ix_prec(ix: &Ix) -> u8 {
     match ix {
         Ix::Const(c) if *c < 0 => 3,
-        Ix::Const(_) | Ix::Var(_) => 4,
+        Ix::Const(_) | Ix::Var(_) | Ix::Load(..) => 4,
         Ix::Neg(_) => 3,
         Ix::Bin(op, ..) => match op {
             IxOp::Add | IxOp::Sub => 1,
@@ -398,6 +408,12 @@ fn write_ix(out: &mut String, ix: &Ix, min: u8, full: bool) {
             let _ = write!(out, "{c}");
         }
         Ix::Var(v) => out.push_str(v),
+        Ix::Load(array, a) => {
+            out.push_str(array);
+            out.push('[');
+            write_ix(out, a, 0, full);
+            out.push(']');
+        }
         Ix::Neg(a) => {
             out.push('-');
             let min = if full && matches!(**a, Ix::Const(_)) {

@@ -120,13 +120,6 @@ pub(crate) fn lower(
     let prover = Prover::new(program, solver);
     let hints = loop_hints(program, def)?;
     let (expr, shape) = normalize_def(program, shapes, def, &prover, std::slice::from_ref(&out))?;
-    if expr.has_load() {
-        return Err(Diagnostic::error(
-            "E0945",
-            format!("`{def}` reads index arrays, and kernels over index arrays are not lowered yet"),
-        )
-        .with_note("the interpreter evaluates it (`atl eval`); lowering to C comes with the sparse formats (issue 31)"));
-    }
     for n in all_names(&expr) {
         supply.reserve(&n);
     }
@@ -151,6 +144,8 @@ pub(crate) fn lower(
             read.insert(name.clone());
         }
     });
+    // Index arrays are read by loads in index expressions.
+    read.extend(expr.loaded_arrays());
     let mut inputs = Vec::new();
     for input in program.inputs.iter().filter(|i| read.contains(&i.name)) {
         let dims: Vec<IndexExpr> = input.shape.iter().map(normalize).collect();
@@ -164,10 +159,15 @@ pub(crate) fn lower(
                 );
             }
         }
-        l.bind(&input.name, Binding::Buffer(dims.clone()));
+        // An index array is read by `Ix::Load` only, never as a tensor: it gets no
+        // binding.
+        if input.index_array.is_none() {
+            l.bind(&input.name, Binding::Buffer(dims.clone()));
+        }
         inputs.push(BufferDecl {
             name: input.name.clone(),
             shape: dims,
+            index_array: input.index_array.clone(),
         });
     }
     let out_shape: Vec<IndexExpr> = shape.iter().map(|d| l.prover.clamp(d)).collect();
@@ -194,6 +194,7 @@ pub(crate) fn lower(
         output: BufferDecl {
             name: out,
             shape: out_shape,
+            index_array: None,
         },
         preconditions: l.preconditions,
         vector_width: program.def(def).and_then(|d| d.vector_width),
@@ -471,10 +472,7 @@ impl Lowerer<'_, '_> {
         match e {
             IndexExpr::Const(c) => Ix::Const(*c),
             IndexExpr::Var(v) | IndexExpr::Meta(v) => Ix::Var(v.clone()),
-            // `lower` refuses definitions with loads before converting any index
-            // (E0945); were one to get here, an undeclared C name makes the kernel
-            // fail to compile rather than read something else.
-            IndexExpr::Load(..) => Ix::Var("atl__unlowered_load".to_string()),
+            IndexExpr::Load(array, a) => Ix::Load(array.clone(), Box::new(self.convert(a))),
             IndexExpr::Neg(a) => Ix::Neg(Box::new(self.convert(a))),
             IndexExpr::Bin(op, a, b) => {
                 let (ca, cb) = (self.convert(a), self.convert(b));

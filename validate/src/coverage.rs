@@ -106,7 +106,7 @@ pub(crate) fn proved_to_miss(
     let facts = Facts {
         sizes: walk.sizes.clone(),
         facts: facts.iter().chain(pinned).cloned().collect(),
-        arrays: Vec::new(),
+        arrays: walk.arrays.clone(),
     };
     solver.prove(&facts, misses).is_proved()
 }
@@ -423,7 +423,7 @@ pub fn check(walk: &Walk, solver: &Solver) -> CheckedObligation {
         context: Facts {
             sizes: walk.sizes.clone(),
             facts: context,
-            arrays: Vec::new(),
+            arrays: walk.arrays.clone(),
         },
         goal,
         lemma: None,
@@ -522,7 +522,7 @@ fn by_counting(walk: &Walk, stores: &[&Site], solver: &Solver) -> bool {
     let sizes_only = Facts {
         sizes: walk.sizes.clone(),
         facts: std::mem::take(&mut facts),
-        arrays: Vec::new(),
+        arrays: walk.arrays.clone(),
     };
     let goal = nonnegative
         .into_iter()

@@ -111,12 +111,7 @@ fn shared_by_iterations(binding: &Binding, l: &LoopRef) -> bool {
 /// Two executions of the site at the same coordinates (and the same shared loop
 /// variables, which `w` may mention) then agree on every variable of `vars`. `None`
 /// when some variable of `vars` has no witness.
-fn determined(
-    site: &Site,
-    private: &[LoopRef],
-    vars: &[String],
-    sizes: &[String],
-) -> Option<Lemma> {
+fn determined(site: &Site, private: &[LoopRef], vars: &[String], walk: &Walk) -> Option<Lemma> {
     let targets: Vec<IndexExpr> = (0..site.coords.len())
         .map(|d| IndexExpr::var(coordinate(d)))
         .collect();
@@ -149,9 +144,9 @@ fn determined(
     goals.reverse();
     Some(Lemma {
         context: Facts {
-            sizes: sizes.to_vec(),
+            sizes: walk.sizes.clone(),
             facts: site.facts.clone(),
-            arrays: Vec::new(),
+            arrays: walk.arrays.clone(),
         },
         goal: goals.into_iter().reduce(Pred::and)?,
     })
@@ -203,7 +198,7 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                         write,
                         &write.loops[depth..],
                         std::slice::from_ref(&l.var),
-                        &walk.sizes,
+                        walk,
                     )
                 } else {
                     None
@@ -219,7 +214,7 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                     context: Facts {
                         sizes: walk.sizes.clone(),
                         facts,
-                        arrays: Vec::new(),
+                        arrays: walk.arrays.clone(),
                     },
                     goal: coordinates_differ(
                         &renamed(&write.coords, &m1),
@@ -263,7 +258,7 @@ pub fn double_writes(walk: &Walk) -> Vec<Obligation> {
                 if std::ptr::eq(*first, *second) {
                     let inner = &first.loops[shared..];
                     let vars: Vec<String> = inner.iter().map(|l| l.var.clone()).collect();
-                    lemma = determined(first, inner, &vars, &walk.sizes);
+                    lemma = determined(first, inner, &vars, walk);
                     // Two executions of one store: some loop inside the alloc differs.
                     let Some(points_differ) = first.loops[shared..]
                         .iter()
@@ -291,7 +286,7 @@ pub fn double_writes(walk: &Walk) -> Vec<Obligation> {
                     context: Facts {
                         sizes: walk.sizes.clone(),
                         facts,
-                        arrays: Vec::new(),
+                        arrays: walk.arrays.clone(),
                     },
                     goal: coordinates_differ(
                         &renamed(&first.coords, &m1),

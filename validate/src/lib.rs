@@ -425,7 +425,7 @@ fn precondition_texts(kernel: &Kernel, walked: &Walk, solver: &Solver) -> Vec<Ch
                 context: Facts {
                     sizes: kernel.sizes.clone(),
                     facts: walked.preconditions[..k].to_vec(),
-                    arrays: Vec::new(),
+                    arrays: crate::obligations::index_arrays(kernel),
                 },
                 goal,
                 lemma: None,
@@ -448,7 +448,7 @@ fn precondition_obligations(
     let declarations = Facts {
         sizes: src.program.sizes.iter().map(|s| s.name.clone()).collect(),
         facts: src.program.assumes.iter().map(|a| a.pred.clone()).collect(),
-        arrays: Vec::new(),
+        arrays: atl_solver::IndexArrayFacts::of_program(src.program),
     };
     kernel
         .preconditions
@@ -488,7 +488,7 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
     let sizes = Facts {
         sizes: kernel.sizes.clone(),
         facts: Vec::new(),
-        arrays: Vec::new(),
+        arrays: crate::obligations::index_arrays(kernel),
     };
     let mut pairs: Vec<(String, Vec<IndexExpr>, Option<Vec<IndexExpr>>)> = Vec::new();
     for decl in &kernel.inputs {
@@ -508,6 +508,28 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
         kernel.output.shape.clone(),
         expected,
     ));
+    // An index array's declaration is what the kernel checks on entry and what the
+    // solver assumes of its loads: it must be the program's, and a buffer is an index
+    // array exactly when the program's input is one.
+    let mut declarations = Vec::new();
+    for decl in &kernel.inputs {
+        let declared = src.program.input(&decl.name).map(|i| &i.index_array);
+        if decl.index_array.is_some() || declared.is_some_and(Option::is_some) {
+            let same = declared == Some(&decl.index_array);
+            declarations.push(discharge(
+                Obligation {
+                    kind: ObligationKind::SourceShape {
+                        what: format!("the index array declaration of `{}`", decl.name),
+                    },
+                    location: String::new(),
+                    context: sizes.clone(),
+                    goal: Pred::Bool(same),
+                    lemma: None,
+                },
+                solver,
+            ));
+        }
+    }
     pairs
         .into_iter()
         .map(|(what, have, want)| {
@@ -529,6 +551,7 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
             };
             discharge(obligation, solver)
         })
+        .chain(declarations)
         .collect()
 }
 

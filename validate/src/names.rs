@@ -340,7 +340,7 @@ pub fn obligations(kernel: &Kernel) -> Vec<Obligation> {
     let context = Facts {
         sizes: kernel.sizes.clone(),
         facts: Vec::new(),
-        arrays: Vec::new(),
+        arrays: crate::obligations::index_arrays(kernel),
     };
     scopes
         .problems

@@ -19,7 +19,7 @@ use std::fmt;
 
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 use atl_loopir::ir::{Coord, Ix, Kernel, Stmt, StoreOp, Val};
-use atl_solver::Facts;
+use atl_solver::{Facts, IndexArrayFacts};
 
 use crate::int64::Evaluation;
 use crate::sites::{Binding, BindingRole, LoopRef, Path, Site};
@@ -78,6 +78,9 @@ pub enum ObligationKind {
     /// A C `/` or `%` (the loop IR's `DivNat`/`ModNat`) has a numerator `>= 0` and a
     /// divisor `>= 1`, so it equals the floor operation it is translated to.
     NaturalDivision { operation: String },
+    /// A read `pos[e]` of an index array in an index expression is inside the array:
+    /// `0 <= e < extent`.
+    IndexArrayRead { read: String },
     /// An `alloc`'s length is the number of elements of its declared shape.
     AllocLength { buffer: String },
     /// (j) An `int64_t` expression the C evaluates (`expr`, translated) and each of
@@ -150,6 +153,9 @@ impl fmt::Display for ObligationKind {
             ObligationKind::Flattening { access } => write!(f, "flattening of {access}"),
             ObligationKind::NaturalDivision { operation } => {
                 write!(f, "C division `{operation}` on naturals")
+            }
+            ObligationKind::IndexArrayRead { read } => {
+                write!(f, "read `{read}` inside its index array")
             }
             ObligationKind::AllocLength { buffer } => write!(f, "length of alloc `{buffer}`"),
             ObligationKind::Int64 { what, expr } => {
@@ -279,6 +285,9 @@ pub struct Walk {
     pub scalar_inits: Vec<Site>,
     /// Every `int64_t` expression the C evaluates ([`crate::int64`]).
     pub evaluations: Vec<Evaluation>,
+    /// The declarations of the kernel's index arrays (facts for their loads; the
+    /// kernel checks them on entry, and they are the program's, `shape_obligations`).
+    pub arrays: Vec<IndexArrayFacts>,
 }
 
 /// A `fill` of a buffer in scope.
@@ -308,8 +317,16 @@ pub fn collect(kernel: &Kernel) -> Vec<Obligation> {
 /// Walks `kernel` once: the obligations of single operations, and the sites.
 pub fn walk(kernel: &Kernel) -> Walk {
     let mut c = Collector {
-        scope: Scope::new(&kernel.sizes),
+        scope: Scope::new(&kernel.sizes).with_arrays(
+            kernel
+                .inputs
+                .iter()
+                .filter(|b| b.index_array.is_some())
+                .filter_map(|b| Some((b.name.clone(), b.shape.first()?.clone())))
+                .collect(),
+        ),
         sizes: kernel.sizes.clone(),
+        arrays: index_arrays(kernel),
         facts: Vec::new(),
         buffers: Vec::new(),
         path: Vec::new(),
@@ -340,6 +357,29 @@ pub fn walk(kernel: &Kernel) -> Walk {
         c.finish(t, "precondition");
         c.int64.assume(&pre.cond);
         c.facts.push(p);
+    }
+    // The index arrays' entry checks evaluate their extents and ranges (over the
+    // sizes) after the preconditions; the C derives them from the declarations that
+    // `shape_obligations` ties to the program's.
+    for check in kernel.array_checks() {
+        let Some(check) = check else {
+            c.push(
+                ObligationKind::WellFormed {
+                    problem: "an index array's declaration has no entry check".to_string(),
+                },
+                &Pred::Bool(true),
+                Pred::Bool(false),
+            );
+            continue;
+        };
+        let mut t = Translation::default();
+        for ix in [&check.len, &check.lo, &check.hi] {
+            t.ix(&c.scope, &Pred::Bool(true), ix);
+        }
+        c.finish(
+            t,
+            &format!("entry check of the index array `{}`", check.buf),
+        );
     }
     for (decl, role) in kernel
         .inputs
@@ -380,12 +420,32 @@ pub fn walk(kernel: &Kernel) -> Walk {
         fills: c.fills,
         scalar_inits: c.scalar_inits,
         evaluations: c.evaluations,
+        arrays: c.arrays,
     }
+}
+
+/// The solver's facts about the kernel's index arrays: their declarations.
+pub fn index_arrays(kernel: &Kernel) -> Vec<IndexArrayFacts> {
+    kernel
+        .inputs
+        .iter()
+        .filter_map(|b| {
+            let a = b.index_array.as_ref()?;
+            Some(IndexArrayFacts {
+                name: b.name.clone(),
+                len: b.shape.first()?.clone(),
+                lo: a.lo.clone(),
+                hi: a.hi.clone(),
+                sorted: a.sorted,
+            })
+        })
+        .collect()
 }
 
 struct Collector {
     scope: Scope,
     sizes: Vec<String>,
+    arrays: Vec<IndexArrayFacts>,
     /// The context: preconditions, loop ranges, `if` conditions.
     facts: Vec<Pred>,
     buffers: Vec<Buffer>,
@@ -460,7 +520,7 @@ impl Collector {
             context: Facts {
                 sizes: self.sizes.clone(),
                 facts,
-                arrays: Vec::new(),
+                arrays: self.arrays.clone(),
             },
             goal,
             lemma: None,
@@ -485,6 +545,13 @@ impl Collector {
                 ObligationKind::NaturalDivision {
                     operation: sc.operation,
                 },
+                &sc.guard,
+                sc.goal,
+            );
+        }
+        for sc in t.array_reads {
+            self.push(
+                ObligationKind::IndexArrayRead { read: sc.operation },
                 &sc.guard,
                 sc.goal,
             );

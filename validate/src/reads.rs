@@ -202,7 +202,7 @@ fn obligation(
         context: Facts {
             sizes: walk.sizes.clone(),
             facts: context,
-            arrays: Vec::new(),
+            arrays: walk.arrays.clone(),
         },
         goal,
         lemma: None,

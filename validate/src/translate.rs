@@ -34,6 +34,8 @@ pub struct SideCondition {
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     sizes: Vec<String>,
+    /// The kernel's index arrays with their extents.
+    arrays: Vec<(String, IndexExpr)>,
     /// (name in the kernel, name in the solver), innermost last.
     loops: Vec<(String, String)>,
     fresh: usize,
@@ -43,9 +45,16 @@ impl Scope {
     pub fn new(sizes: &[String]) -> Scope {
         Scope {
             sizes: sizes.to_vec(),
+            arrays: Vec::new(),
             loops: Vec::new(),
             fresh: 0,
         }
+    }
+
+    /// The scope with the kernel's index arrays (name, extent), which loads read.
+    pub fn with_arrays(mut self, arrays: Vec<(String, IndexExpr)>) -> Scope {
+        self.arrays = arrays;
+        self
     }
 
     /// Binds a loop variable; returns its name in the solver (fresh when `var` already
@@ -93,6 +102,8 @@ pub struct Evaluated {
 #[derive(Clone, Debug, Default)]
 pub struct Translation {
     pub side_conditions: Vec<SideCondition>,
+    /// Reads of index arrays, each with the condition that it is inside its array.
+    pub array_reads: Vec<SideCondition>,
     pub unbound: Vec<String>,
     pub evaluated: Vec<Evaluated>,
 }
@@ -114,6 +125,23 @@ impl Translation {
             Ix::Const(c) => IndexExpr::Const(*c),
             Ix::Var(v) => IndexExpr::Var(self.name(scope, v)),
             Ix::Neg(a) => IndexExpr::Neg(Box::new(self.ix_node(scope, guard, a))),
+            Ix::Load(array, a) => {
+                let x = self.ix_node(scope, guard, a);
+                match scope.arrays.iter().find(|(n, _)| n == array) {
+                    Some((_, len)) => self.array_reads.push(SideCondition {
+                        operation: format!("{array}[{x}]"),
+                        guard: guard.clone(),
+                        goal: Pred::and(
+                            Pred::cmp(CmpOp::Le, IndexExpr::Const(0), x.clone()),
+                            Pred::cmp(CmpOp::Lt, x.clone(), len.clone()),
+                        ),
+                    }),
+                    None => self
+                        .unbound
+                        .push(format!("{array}[…] (no index array of that name)")),
+                }
+                IndexExpr::Load(array.clone(), Box::new(x))
+            }
             Ix::Bin(op, a, b) => {
                 let x = self.ix_node(scope, guard, a);
                 let y = self.ix_node(scope, guard, b);

@@ -226,7 +226,7 @@ impl<'w> Kernel<'w> {
         let facts = Facts {
             sizes: self.walk.sizes.clone(),
             facts: site.facts.iter().map(|f| apply_pred(f, outer)).collect(),
-            arrays: Vec::new(),
+            arrays: self.walk.arrays.clone(),
         };
         if let Pred::Cmp(CmpOp::Eq, a, b) = &goal
             && crate::identical(a, b)
@@ -661,6 +661,7 @@ enum Outcome {
 pub(crate) struct Comparison<'s> {
     solver: &'s Solver,
     sizes: Vec<String>,
+    arrays: Vec<atl_solver::IndexArrayFacts>,
     questions: usize,
     /// Whether the validation was cancelled: every question is then unanswered, which
     /// leaves the obligations unknown (never proved).
@@ -677,7 +678,7 @@ impl<'s> Comparison<'s> {
         Facts {
             sizes: self.sizes.clone(),
             facts: facts.to_vec(),
-            arrays: Vec::new(),
+            arrays: self.arrays.clone(),
         }
     }
 
@@ -1290,6 +1291,7 @@ pub fn check(
     let mut cmp = Comparison {
         solver,
         sizes: walk.sizes.clone(),
+        arrays: walk.arrays.clone(),
         questions: 0,
         cancelled,
     };
@@ -1387,7 +1389,7 @@ pub fn check(
                 context: Facts {
                     sizes: walk.sizes.clone(),
                     facts,
-                    arrays: Vec::new(),
+                    arrays: walk.arrays.clone(),
                 },
                 goal: Pred::Bool(true),
                 lemma: None,

@@ -221,7 +221,7 @@ fn rename_ix(e: &mut Ix, map: &BTreeMap<String, String>) {
                 *v = to.clone();
             }
         }
-        Ix::Neg(a) => rename_ix(a, map),
+        Ix::Neg(a) | Ix::Load(_, a) => rename_ix(a, map),
         Ix::Bin(_, a, b) => {
             rename_ix(a, map);
             rename_ix(b, map);
@@ -233,6 +233,7 @@ fn rename_ie(e: &IndexExpr, map: &BTreeMap<String, String>) -> IndexExpr {
     match e {
         IndexExpr::Var(v) => IndexExpr::var(map.get(v).cloned().unwrap_or_else(|| v.clone())),
         IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(rename_ie(a, map))),
+        IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(rename_ie(a, map))),
         IndexExpr::Bin(op, a, b) => IndexExpr::bin(*op, rename_ie(a, map), rename_ie(b, map)),
         _ => e.clone(),
     }

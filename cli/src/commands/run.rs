@@ -44,7 +44,6 @@ use std::time::Duration;
 
 use atl_emit_c::{Dtype, Fp};
 use atl_lang::diag::Diagnostic;
-use atl_lang::interp::Tensor;
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -120,9 +119,12 @@ pub fn run(args: &RunArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         if !prepared.inputs.contains_key(&decl.name)
             && let Some(shape) = prepared.input_shapes.get(&decl.name)
         {
+            let sizes = &prepared.sizes;
             prepared.inputs.insert(
                 decl.name.clone(),
-                Tensor::random(shape.clone(), k as u64 + 1),
+                atl_lang::interp::random_input(decl, shape.clone(), k as u64 + 1, &|n| {
+                    sizes.get(n).copied()
+                }),
             );
         }
     }

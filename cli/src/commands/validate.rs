@@ -204,6 +204,7 @@ fn obligation_kind(kind: &ObligationKind) -> &'static str {
         ObligationKind::RecordedExtent { .. } => "recorded_extent",
         ObligationKind::Flattening { .. } => "flattening",
         ObligationKind::NaturalDivision { .. } => "natural_division",
+        ObligationKind::IndexArrayRead { .. } => "index_array_read",
         ObligationKind::AllocLength { .. } => "alloc_length",
         ObligationKind::Int64 { .. } => "int64",
         ObligationKind::FillLength { .. } => "fill_length",
@@ -266,7 +267,17 @@ pub fn check_kernel_matches(kernel: &Kernel, lowered: &Kernel) -> Result<(), Dia
         let show = |k: &Kernel| {
             k.inputs
                 .iter()
-                .map(|b| format!("{}: {:?}", b.name, shape_text(&b.shape)))
+                .map(|b| match &b.index_array {
+                    None => format!("{}: {:?}", b.name, shape_text(&b.shape)),
+                    Some(a) => format!(
+                        "{}: \"int{} in {}..{}{}\"",
+                        b.name,
+                        shape_text(&b.shape),
+                        a.lo,
+                        a.hi,
+                        if a.sorted { " sorted" } else { "" }
+                    ),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };

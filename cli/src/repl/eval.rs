@@ -82,7 +82,13 @@ impl Session {
         let inputs: BTreeMap<String, Tensor> = shapes
             .into_iter()
             .enumerate()
-            .map(|(k, (n, s))| (n, Tensor::random(s, 1 + k as u64)))
+            .filter_map(|(k, (n, s))| {
+                let decl = program.input(&n)?;
+                let value = atl_lang::interp::random_input(decl, s, 1 + k as u64, &|size| {
+                    sizes.get(size).copied()
+                });
+                Some((n, value))
+            })
             .collect();
         // The interpreter counts the iterations of the outermost loop.
         let progress = self.progress_display("evaluating");

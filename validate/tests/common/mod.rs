@@ -91,6 +91,7 @@ pub fn decl(name: &str, shape: Vec<IndexExpr>) -> BufferDecl {
     BufferDecl {
         name: name.to_string(),
         shape,
+        index_array: None,
     }
 }
 
