@@ -1556,6 +1556,21 @@ pub fn random_input(
     Tensor { shape, data }
 }
 
+/// [`random_input`] for the input named `name` of `program` at `sizes`
+/// ([`Tensor::random`] if no input has that name).
+pub fn random_input_named(
+    program: &Program,
+    name: &str,
+    shape: Vec<usize>,
+    sizes: &BTreeMap<String, i64>,
+    seed: u64,
+) -> Tensor {
+    match program.input(name) {
+        Some(decl) => random_input(decl, shape, seed, &|n| sizes.get(n).copied()),
+        None => Tensor::random(shape, seed),
+    }
+}
+
 /// Checks an index array's values against its declaration: integers that fit in
 /// `int32_t` (the kernels' element type), in the declared range, and never decreasing
 /// when `sorted`. The message (for E0610) names the first bad element. The

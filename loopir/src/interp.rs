@@ -314,8 +314,15 @@ impl Machine {
         let flat = self.ix(index)?;
         let mut expect: i64 = 0;
         for c in coords {
+            // A coordinate may read an index array (`v[crd[p]]`): from its buffer,
+            // out of range a fault (the C would read outside it).
+            let load = |array: &str, k: i64| {
+                let pos = self.bufs.iter().rposition(|(n, _)| n == array)?;
+                let value = self.bufs[pos].1.get(usize::try_from(k).ok()?).copied()?;
+                Some(value.map_or(0, |v| v as i64))
+            };
             let eval = |e: &IndexExpr| {
-                e.eval(&|n| self.var(n))
+                e.eval_with(&|n| self.var(n), &load)
                     .map_err(|e| fault("E0924", e.to_string()))
             };
             let (i, d) = (eval(&c.index)?, eval(&c.extent)?);

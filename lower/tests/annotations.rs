@@ -195,7 +195,12 @@ fn runs_like_reference(
     let inputs: BTreeMap<String, Tensor> = shapes
         .into_iter()
         .enumerate()
-        .map(|(n, (name, shape))| (name, Tensor::random(shape, 7 + n as u64)))
+        .map(|(n, (name, shape))| {
+            (
+                name.clone(),
+                atl_lang::interp::random_input_named(program, &name, shape, &sizes, 7 + n as u64),
+            )
+        })
         .collect();
     let got = run_kernel(k, &sizes, &inputs).unwrap_or_else(|d| panic!("kernel fails: {d:?}"));
     let want = atl_lang::interp::eval_def(program, def, &sizes, &inputs, &Default::default())

@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 151 rules. *)
+(* 153 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -102,6 +102,8 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_loops.sum_guard_range_stmt K) /\
   (@Rules_loops.sum_guard_hi_stmt K) /\
   (@Rules_loops.sum_guard_lo_stmt K) /\
+  (@Rules_loops.sum_delta_stmt K) /\
+  (@Rules_loops.sum_delta_l_stmt K) /\
   (@Rules_loops.max_tile_stmt K) /\
   (@Rules_loops.max_swap_stmt K) /\
   (@Rules_loops.max_stage_stmt K) /\
@@ -257,6 +259,8 @@ Proof.
   split; [exact (@Proofs_loops.sum_guard_range K) |].
   split; [exact (@Proofs_loops.sum_guard_hi K) |].
   split; [exact (@Proofs_loops.sum_guard_lo K) |].
+  split; [exact (@Proofs_loops.sum_delta K) |].
+  split; [exact (@Proofs_loops.sum_delta_l K) |].
   split; [exact (@Proofs_loops.max_tile K) |].
   split; [exact (@Proofs_loops.max_swap K) |].
   split; [exact (@Proofs_loops.max_stage K) |].

@@ -140,6 +140,40 @@ Proof.
   - destruct (a <=? i) eqn:?; b2p; try reflexivity; lia.
 Qed.
 
+(** A sum of terms that vanish except at [k]: the window [k..k+1] of [sumZ_window]. *)
+Lemma sum_delta_at : forall lo hi k (g : Z -> scalar) (f : Z -> scalar),
+  (forall i, i = k -> f i = g i) ->
+  (forall i, i <> k -> f i = szero) ->
+  sumZ lo hi f = if (lo <=? k) && (k <? hi) then g k else szero.
+Proof.
+  intros lo hi k g f Hk Hz.
+  rewrite (sumZ_window lo hi k (k + 1) f g)
+    by (intros i Hr Hi; first [apply Hk; lia | apply Hz; lia]).
+  destruct (lo <=? k) eqn:H1; destruct (k <? hi) eqn:H2; simpl.
+  - apply Z.leb_le in H1; apply Z.ltb_lt in H2.
+    replace (Z.max lo k) with k by lia. replace (Z.min hi (k + 1)) with (k + 1) by lia.
+    unfold sumZ. replace (Z.to_nat (k + 1 - k)) with 1%nat by lia. simpl. ring.
+  - apply Z.ltb_ge in H2; apply sumZ_empty; lia.
+  - apply Z.leb_gt in H1; apply sumZ_empty; lia.
+  - apply Z.leb_gt in H1; apply sumZ_empty; lia.
+Qed.
+
+Theorem sum_delta : sum_delta_stmt.
+Proof.
+  unfold sum_delta_stmt; intros; tunfold; intros s.
+  apply (sum_delta_at lo hi k (fun i => e i s)); intros i Hi.
+  - subst i; rewrite Z.eqb_refl; reflexivity.
+  - destruct (i =? k) eqn:E; b2p; [lia | reflexivity].
+Qed.
+
+Theorem sum_delta_l : sum_delta_l_stmt.
+Proof.
+  unfold sum_delta_l_stmt; intros; tunfold; intros s.
+  apply (sum_delta_at lo hi k (fun i => e i s)); intros i Hi.
+  - subst i; rewrite Z.eqb_refl; reflexivity.
+  - destruct (k =? i) eqn:E; b2p; [lia | reflexivity].
+Qed.
+
 (** Max-reductions. [maxn f n lo acc g] folds [g lo, ..., g (lo + n - 1)] into [acc]
     with [f]; the rules assume [f] associative and commutative with identity [bot]
     (the generated hypotheses), so a fold is [f acc] of the fold from [bot], and the

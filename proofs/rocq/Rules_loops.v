@@ -167,6 +167,24 @@ Definition sum_guard_lo_stmt : Prop :=
   (Sum lo hi (fun i : Z => (Guard (a <=? i) (e i)))) ==
   (Sum (Z.max lo a) hi (fun i : Z => (e i))).
 
+(** against a dense operand, collapses to a read through the coordinate array).
+    [sum_delta: sum ?i in ?lo..?hi: [?i == ?k] * ?e => [?lo <= ?k && ?k < ?hi] * ?e[?i := ?k] grade: real] *)
+Definition sum_delta_stmt : Prop :=
+  forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (Sum lo hi (fun i : Z => (Guard (i =? k) (e i)))) ==
+  (Guard ((lo <=? k) && (k <? hi)) (e k)).
+
+(** sum_delta_l: sum_delta with the equation written the other way round.
+    [sum_delta_l: sum ?i in ?lo..?hi: [?k == ?i] * ?e => [?lo <= ?k && ?k < ?hi] * ?e[?i := ?k] grade: real] *)
+Definition sum_delta_l_stmt : Prop :=
+  forall (e : Z -> T) (hi : Z) (k : Z) (lo : Z) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  (forall (i : Z), WS sh_e (e i)) ->
+  (Sum lo hi (fun i : Z => (Guard (k =? i) (e i)))) ==
+  (Guard ((lo <=? k) && (k <? hi)) (e k)).
+
 (** values; the same values in the same order, so the same one is kept (bit for bit).
     [max_tile(?q): max ?k < ?n: ?e => max ?ko < ?n / ?q: max ?ki < ?q: ?e[?k := ?ko * ?q + ?ki] if positive: 1 <= ?q if multiple: ?n % ?q == 0 grade: exact] *)
 Definition max_tile_stmt : Prop :=

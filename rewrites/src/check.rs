@@ -483,7 +483,18 @@ pub fn check_rule(
             let inputs: BTreeMap<String, Tensor> = in_shapes
                 .into_iter()
                 .enumerate()
-                .map(|(k, (name, s))| (name, Tensor::random(s, 7 + k as u64 + 13 * n as u64)))
+                .map(|(k, (name, s))| {
+                    (
+                        name.clone(),
+                        atl_lang::interp::random_input_named(
+                            &program,
+                            &name,
+                            s,
+                            &sizes,
+                            7 + k as u64 + 13 * n as u64,
+                        ),
+                    )
+                })
                 .collect();
             let a = eval_def(&program, "start", &sizes, &inputs, &options);
             let b = eval_def(&program, "result", &sizes, &inputs, &options);

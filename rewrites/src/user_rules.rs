@@ -139,7 +139,18 @@ pub fn run_example(
         let inputs: BTreeMap<String, Tensor> = shapes
             .into_iter()
             .enumerate()
-            .map(|(k, (name, s))| (name, Tensor::random(s, (n * 10 + m) as u64 * 31 + k as u64)))
+            .map(|(k, (name, s))| {
+                (
+                    name.clone(),
+                    atl_lang::interp::random_input_named(
+                        &program,
+                        &name,
+                        s,
+                        &sizes,
+                        (n * 10 + m) as u64 * 31 + k as u64,
+                    ),
+                )
+            })
             .collect();
         let a = eval_def(&program, "start", &sizes, &inputs, &options);
         let b = eval_def(&program, "applied", &sizes, &inputs, &options);

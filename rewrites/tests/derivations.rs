@@ -118,7 +118,18 @@ fn every_derivation_replays_and_preserves_meaning() {
                 let inputs: BTreeMap<String, Tensor> = shapes
                     .into_iter()
                     .enumerate()
-                    .map(|(k, (n, s))| (n, Tensor::random(s, 100 + k as u64)))
+                    .map(|(k, (n, s))| {
+                        (
+                            n.clone(),
+                            atl_lang::interp::random_input_named(
+                                &program,
+                                &n,
+                                s,
+                                &sizes,
+                                100 + k as u64,
+                            ),
+                        )
+                    })
                     .collect();
                 let a = eval_def(&program, &d.from, &sizes, &inputs, &options)
                     .expect("original evaluates");
@@ -446,7 +457,18 @@ derive f_root_lifted from formal {
             let inputs: BTreeMap<String, Tensor> = shapes
                 .into_iter()
                 .enumerate()
-                .map(|(k, (name, s))| (name, Tensor::random(s, 7 + k as u64)))
+                .map(|(k, (name, s))| {
+                    (
+                        name.clone(),
+                        atl_lang::interp::random_input_named(
+                            &program,
+                            &name,
+                            s,
+                            &sizes,
+                            7 + k as u64,
+                        ),
+                    )
+                })
                 .collect();
             for d in &derivations {
                 let a = eval_def(&program, &d.from, &sizes, &inputs, &options).expect("source");
@@ -502,7 +524,12 @@ derive frob_fused from frob {
         let inputs: BTreeMap<String, Tensor> = shapes
             .into_iter()
             .enumerate()
-            .map(|(k, (name, s))| (name, Tensor::random(s, 3 + k as u64)))
+            .map(|(k, (name, s))| {
+                (
+                    name.clone(),
+                    atl_lang::interp::random_input_named(&program, &name, s, &sizes, 3 + k as u64),
+                )
+            })
             .collect();
         for (from, to) in [("matmul", "fused_ij"), ("frob", "frob_fused")] {
             let a = eval_def(&program, from, &sizes, &inputs, &options).expect("source");
@@ -567,7 +594,12 @@ derive b_root from b {
         let shapes = input_shapes(&program, &sizes, &options).expect("shapes");
         let inputs: BTreeMap<String, Tensor> = shapes
             .into_iter()
-            .map(|(name, s)| (name, Tensor::random(s, 11)))
+            .map(|(name, s)| {
+                (
+                    name.clone(),
+                    atl_lang::interp::random_input_named(&program, &name, s, &sizes, 11),
+                )
+            })
             .collect();
         for d in &derivations {
             let x = eval_def(&program, &d.from, &sizes, &inputs, &options).expect("source");

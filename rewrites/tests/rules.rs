@@ -53,7 +53,18 @@ fn inputs_for(
     shapes
         .into_iter()
         .enumerate()
-        .map(|(k, (name, shape))| (name, Tensor::random(shape, seed * 31 + k as u64)))
+        .map(|(k, (name, shape))| {
+            (
+                name.clone(),
+                atl_lang::interp::random_input_named(
+                    program,
+                    &name,
+                    shape,
+                    sizes,
+                    seed * 31 + k as u64,
+                ),
+            )
+        })
         .collect()
 }
 

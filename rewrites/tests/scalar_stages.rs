@@ -70,7 +70,12 @@ derive staged from normalized {
         let inputs: BTreeMap<String, Tensor> = input_shapes(&program, &sizes, &options)
             .expect("shapes")
             .into_iter()
-            .map(|(name, s)| (name, Tensor::random(s, 11)))
+            .map(|(name, s)| {
+                (
+                    name.clone(),
+                    atl_lang::interp::random_input_named(&program, &name, s, &sizes, 11),
+                )
+            })
             .collect();
         let a = eval_def(&program, "normalized", &sizes, &inputs, &options).expect("source");
         let b = eval_def(&program, "staged", &sizes, &inputs, &options).expect("derived");
@@ -105,7 +110,12 @@ fn assert_same_bits(
         let inputs: BTreeMap<String, Tensor> = input_shapes(program, &sizes, &options)
             .expect("shapes")
             .into_iter()
-            .map(|(name, s)| (name, Tensor::random(s, 5 + n as u64)))
+            .map(|(name, s)| {
+                (
+                    name.clone(),
+                    atl_lang::interp::random_input_named(program, &name, s, &sizes, 5 + n as u64),
+                )
+            })
             .collect();
         let a = eval_def(program, spec, &sizes, &inputs, &options).expect("source");
         let b = eval_def(program, derived, &sizes, &inputs, &options).expect("derived");

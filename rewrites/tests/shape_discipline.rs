@@ -30,7 +30,12 @@ fn derives_and_agrees(source: &str) {
         let inputs: BTreeMap<String, Tensor> = shapes
             .into_iter()
             .enumerate()
-            .map(|(k, (name, s))| (name, Tensor::random(s, 40 + k as u64)))
+            .map(|(k, (name, s))| {
+                (
+                    name.clone(),
+                    atl_lang::interp::random_input_named(&program, &name, s, &sizes, 40 + k as u64),
+                )
+            })
             .collect();
         let a = eval_def(&program, "a", &sizes, &inputs, &options).expect("a evaluates");
         let b = eval_def(&program, "b", &sizes, &inputs, &options).expect("b evaluates");

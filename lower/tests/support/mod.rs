@@ -172,7 +172,13 @@ pub fn inputs(
         .into_iter()
         .enumerate()
         .map(|(k, (name, shape))| {
-            let t = Tensor::random(shape, seed.wrapping_mul(31).wrapping_add(k as u64));
+            let t = atl_lang::interp::random_input_named(
+                program,
+                &name,
+                shape,
+                sizes,
+                seed.wrapping_mul(31).wrapping_add(k as u64),
+            );
             (name, t)
         })
         .collect()
