@@ -2,7 +2,8 @@
 //! built around the constructs of the known holes, random derivations of them (rule
 //! steps, tactics, directives), and for every derivation the engine accepts: the
 //! interpreter at every size assignment in `1..=9` against its source, the independent
-//! checker on its certificate, mutated certificates, and for a few the compiled C.
+//! checker on its certificate, mutated certificates, and for a few the compiled C
+//! (for every program with index arrays, its final derivation's kernel).
 //! Any disagreement fails the test with a minimized, complete `.atl` reproducer.
 //!
 //! Deterministic: a fixed seed and a fixed number of cases (about a minute in a debug
@@ -87,8 +88,61 @@ struct Stats {
     near_bound_runs: u64,
     /// Programs whose source reads at a huge index.
     huge_index_programs: u64,
+    /// The programs that declare index arrays (issue 31).
+    ia: IndexArrayStats,
     /// The next accepted derivation is compiled (one every `COMPILE_EVERY` cases).
     compile_due: bool,
+}
+
+/// What became of the programs with index arrays (issue 31).
+#[derive(Default)]
+struct IndexArrayStats {
+    programs: u64,
+    /// Refused by the front end.
+    rejected: u64,
+    /// Refused as ill-shaped (E0413) or with unsatisfiable `assume`s.
+    ill_shaped: u64,
+    /// Programs whose derivation's starting point reads an index array.
+    reading: u64,
+    derivations_accepted: u64,
+    /// Programs whose final derivation (compiled) has at least one step.
+    derived: u64,
+    /// Final derivations sent to the C judge, and what became of them.
+    compile_tried: u64,
+    gate_refused: u64,
+    lowering_refused: u64,
+    /// Refused by lowering for another reason (E0913: a directive's loop removed).
+    lowering_other: u64,
+    validator_refused: u64,
+    /// Of those, kernels the validator rejects as wrong (E0951): a lowering bug that
+    /// the validator stops (`atl emit` refuses them too).
+    validator_rejected: u64,
+    compiled: u64,
+    validated: u64,
+    sanitized: u64,
+    /// Kernel runs compared with the interpreter: at small sizes, and at free sizes'
+    /// entry bounds.
+    small_runs: u64,
+    near_bound_runs: u64,
+}
+
+impl IndexArrayStats {
+    fn tally_compile(&mut self, out: &oracle::Outcome) {
+        self.compile_tried += 1;
+        self.gate_refused += out.gate_refused as u64;
+        self.lowering_refused += out.lowering_refused as u64;
+        self.lowering_other += (out.lowering_refused == 0 && out.lowering_error.is_some()) as u64;
+        self.validator_refused += out.validator_refused as u64;
+        self.validator_rejected += out
+            .validator_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("[E0951]")) as u64;
+        self.compiled += out.compiled as u64;
+        self.validated += out.validated as u64;
+        self.sanitized += out.sanitized as u64;
+        self.small_runs += out.small_runs as u64;
+        self.near_bound_runs += out.near_bound_runs as u64;
+    }
 }
 
 impl Stats {
@@ -170,15 +224,20 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     let mut prog = if planted {
         program::planted(&mut Rng::new(case_seed ^ 0x28))
     } else {
-        program::program(&mut rng)
+        // Index arrays from a stream of their own: the programs without any are the
+        // ones the generator made before index arrays existed.
+        program::program(&mut rng, &mut Rng::new(case_seed ^ 0x31))
     };
     stats.programs_generated += 1;
+    let index_arrays = !prog.index_arrays.is_empty();
+    stats.ia.programs += index_arrays as u64;
     let (checked, diags) = atl_lang::check_source(&prog.text());
     if verbose() {
         eprintln!("--- case {case}\n{}", prog.text());
     }
     let Some(checked) = checked else {
         stats.programs_rejected += 1;
+        stats.ia.rejected += index_arrays as u64;
         if verbose() {
             eprintln!(
                 "case {case}: front end refused: [{}] {}",
@@ -187,6 +246,14 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
         }
         return None;
     };
+    if index_arrays
+        && prog
+            .defs
+            .last()
+            .is_some_and(|d| program::reads_index_array(&d.1))
+    {
+        stats.ia.reading += 1;
+    }
     let from = prog.defs.last().map(|d| d.0.clone()).unwrap_or_default();
     let mut current = checked.program.def(&from)?.body.clone();
     let defs: Vec<String> = prog.defs.iter().map(|d| d.0.clone()).collect::<Vec<_>>();
@@ -254,6 +321,7 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
             }
             if out.engine_accepted {
                 stats.tally(&out);
+                stats.ia.derivations_accepted += index_arrays as u64;
                 if opts.compile && huge_index_due && verbose() {
                     eprintln!(
                         "case {case} (huge index): compiled {}, lowering refused {}, validator refused {}",
@@ -280,6 +348,7 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                         .is_some_and(|e| e.starts_with("[E0413]"))
             {
                 stats.programs_ill_shaped += 1;
+                stats.ia.ill_shaped += index_arrays as u64;
                 prog.steps.pop();
                 return None;
             }
@@ -308,7 +377,71 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
         prog.steps.clear();
         return judge_source(judges, &prog, case, case_seed, stats);
     }
+    if index_arrays {
+        return judge_index_arrays(judges, &prog, case, case_seed, stats);
+    }
     None
+}
+
+/// A program with index arrays (issue 31) has its final derivation (the longest the
+/// engine accepted; the empty one if none) judged again and compiled, under the
+/// sanitizers: its kernel reads `int32_t` arrays, checks their declarations on entry,
+/// and its reads through them must be proved in range (access safety, the validator).
+fn judge_index_arrays(
+    judges: &Judges,
+    prog: &Program,
+    case: u64,
+    case_seed: u64,
+    stats: &mut Stats,
+) -> Option<Found> {
+    let text = prog.text();
+    let opts = Options {
+        mutants: 0,
+        ..options(case_seed ^ 0x31, true, true)
+    };
+    if std::env::var("ATL_FUZZ_TRACE").is_ok_and(|v| v == "1") {
+        eprintln!("case {case}: judging the final derivation (index arrays)\n{text}");
+    }
+    let out = oracle::run_case(judges, &text, &opts);
+    if verbose() {
+        eprintln!(
+            "case {case} (index arrays, {} steps): engine {}, gate refused {}, compiled {}, \
+             validated {}, lowering refused {}, validator refused {}",
+            prog.steps.len(),
+            out.engine_accepted,
+            out.gate_refused,
+            out.compiled,
+            out.validated,
+            out.lowering_refused,
+            out.validator_refused
+        );
+        if let Some(e) = &out.gate_error {
+            eprintln!("case {case}: the gate refuses: {e}");
+        }
+        if let Some(e) = &out.lowering_error {
+            eprintln!("case {case}: lowering refuses: {e}");
+        }
+        if let Some(e) = &out.validator_error {
+            eprintln!("case {case}: the validator refuses: {e}");
+        }
+    }
+    if out.engine_accepted {
+        stats.ia.derived += !prog.steps.is_empty() as u64;
+        stats.ia.tally_compile(&out);
+        // Only the C judge's counts: the derivation was counted when accepted.
+        stats.compiled += out.compiled as u64;
+        stats.sanitized += out.sanitized as u64;
+        stats.validated += out.validated as u64;
+        stats.lowering_refused += out.lowering_refused as u64;
+        stats.validator_refused += out.validator_refused as u64;
+        stats.near_bound_runs += out.near_bound_runs as u64;
+    }
+    out.failure.map(|failure| Found {
+        case,
+        program: prog.clone(),
+        options: opts,
+        failure,
+    })
 }
 
 /// Judges the empty derivation of `prog` (its source), compiled and sanitized.
@@ -476,6 +609,31 @@ fn soundness_fuzz() {
         slowest.1,
         slowest.0.as_secs_f64(),
         found.len()
+    );
+    let ia = &stats.ia;
+    eprintln!(
+        "index arrays: {} programs declare them ({} rejected by the front end, {} refused as \
+         ill-shaped; {} starting points read one), {} derivations of them accepted; final \
+         derivations judged in C: {} ({} with steps): {} refused by the access-safety gate, \
+         {} by lowering E0938 ({} otherwise), {} by the validator ({} rejected as wrong, E0951); {} compiled ({} sanitized), {} validated; {} kernel runs at small sizes, {} at \
+         entry bounds",
+        ia.programs,
+        ia.rejected,
+        ia.ill_shaped,
+        ia.reading,
+        ia.derivations_accepted,
+        ia.compile_tried,
+        ia.derived,
+        ia.gate_refused,
+        ia.lowering_refused,
+        ia.lowering_other,
+        ia.validator_refused,
+        ia.validator_rejected,
+        ia.compiled,
+        ia.sanitized,
+        ia.validated,
+        ia.small_runs,
+        ia.near_bound_runs
     );
     if !reports.is_empty() {
         eprintln!("{reports}");

@@ -25,6 +25,8 @@ pub struct Harness {
     dir: PathBuf,
     exe: PathBuf,
     pub sanitized: bool,
+    /// Per input (ABI order): an index array, passed as `int32_t` values.
+    int_inputs: Vec<bool>,
 }
 
 impl Drop for Harness {
@@ -47,17 +49,31 @@ fn main_source(kernel: &Kernel) -> String {
     let mut args: Vec<String> = (0..ns).map(|k| format!("sizes[{k}]")).collect();
     args.extend((0..ni).map(|k| format!("in[{k}]")));
     args.push("out".to_string());
+    let mut elems: Vec<&str> = kernel
+        .inputs
+        .iter()
+        .map(|d| {
+            if d.index_array.is_some() {
+                "sizeof(int32_t)"
+            } else {
+                "sizeof(double)"
+            }
+        })
+        .collect();
+    if elems.is_empty() {
+        elems.push("1");
+    }
     format!(
         r#"
 #include <stdio.h>
 #include <stdlib.h>
 /* The soundness fuzzer's harness: sizes, inputs (each with its length) and the
    output's length and initial contents from argv[1]; the output to argv[2]. */
-static double *read_buffer(FILE *f, uint64_t *len) {{
+static void *read_buffer(FILE *f, uint64_t *len, size_t elem) {{
   if (fread(len, sizeof *len, 1, f) != 1) exit(71);
-  double *b = malloc(*len ? *len * sizeof(double) : 1);
+  void *b = malloc(*len ? *len * elem : 1);
   if (!b) exit(72);
-  if (*len && fread(b, sizeof(double), *len, f) != *len) exit(73);
+  if (*len && fread(b, elem, *len, f) != *len) exit(73);
   return b;
 }}
 int main(int argc, char **argv) {{
@@ -67,11 +83,13 @@ int main(int argc, char **argv) {{
   int64_t sizes[{ns1}];
   for (int k = 0; k < {ns}; ++k)
     if (fread(&sizes[k], sizeof sizes[k], 1, f) != 1) return 73;
-  double *in[{ni1}];
+  /* Index arrays are int32_t buffers, the other inputs double. */
+  static const size_t elem[{ni1}] = {{{elems}}};
+  void *in[{ni1}];
   uint64_t len;
   for (int k = 0; k < {ni}; ++k)
-    in[k] = read_buffer(f, &len);
-  double *out = read_buffer(f, &len);
+    in[k] = read_buffer(f, &len, elem[k]);
+  double *out = read_buffer(f, &len, sizeof(double));
   fclose(f);
   {SYMBOL}({args});
   FILE *o = fopen(argv[2], "wb");
@@ -86,6 +104,7 @@ int main(int argc, char **argv) {{
 "#,
         ns1 = ns.max(1),
         ni1 = ni.max(1),
+        elems = elems.join(", "),
         args = args.join(", ")
     )
 }
@@ -112,6 +131,11 @@ pub fn compile(kernel: &Kernel, sanitize: bool) -> Result<Harness, String> {
         exe: dir.join("kernel"),
         dir,
         sanitized: sanitize,
+        int_inputs: kernel
+            .inputs
+            .iter()
+            .map(|d| d.index_array.is_some())
+            .collect(),
     };
     let src = harness.dir.join("kernel.c");
     let text = format!("{}\n{}", code.source, main_source(kernel));
@@ -140,17 +164,24 @@ pub fn compile(kernel: &Kernel, sanitize: bool) -> Result<Harness, String> {
 }
 
 impl Harness {
-    /// Calls the kernel with `sizes` (ABI order), `inputs` (ABI order) and an output of
-    /// `out_len` elements filled with [`SENTINEL`].
+    /// Calls the kernel with `sizes` (ABI order), `inputs` (ABI order; an index array's
+    /// values are integers, passed as `int32_t`) and an output of `out_len` elements
+    /// filled with [`SENTINEL`].
     pub fn run(&self, sizes: &[i64], inputs: &[&[f64]], out_len: usize) -> Ran {
         let mut bytes = Vec::new();
         for s in sizes {
             bytes.extend_from_slice(&s.to_ne_bytes());
         }
-        for input in inputs {
+        for (k, input) in inputs.iter().enumerate() {
             bytes.extend_from_slice(&(input.len() as u64).to_ne_bytes());
             for x in *input {
-                bytes.extend_from_slice(&x.to_ne_bytes());
+                if self.int_inputs.get(k).copied().unwrap_or(false) {
+                    // Integers in `int32_t` (the declaration's check, E0610, holds
+                    // for the inputs the oracle draws).
+                    bytes.extend_from_slice(&(*x as i32).to_ne_bytes());
+                } else {
+                    bytes.extend_from_slice(&x.to_ne_bytes());
+                }
             }
         }
         bytes.extend_from_slice(&(out_len as u64).to_ne_bytes());

@@ -12,7 +12,9 @@
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use atl_lang::interp::{EvalOptions, Tensor, check_sizes, eval_def, input_shapes};
+use atl_lang::interp::{
+    EvalOptions, Tensor, check_sizes, eval_def, input_shapes, random_input_named,
+};
 use atl_lang::ir::Program;
 use atl_lang::shapes::ShapeEnv;
 use atl_rewrites::Library;
@@ -136,12 +138,24 @@ pub struct Outcome {
     pub sanitized: usize,
     /// Kernels the translation validator validated.
     pub validated: usize,
+    /// Derivations to compile that the pad-type and access-safety gate refused (as
+    /// `atl emit` would): not lowered.
+    pub gate_refused: usize,
+    /// The gate's first error when it refused (for `ATL_FUZZ_VERBOSE`).
+    pub gate_error: Option<String>,
     /// Kernels lowering refused for 64-bit overflow (E0938).
     pub lowering_refused: usize,
+    /// Lowering's first error when it refused (E0938 or another, e.g. E0913 for a
+    /// directive whose loop lowering removed).
+    pub lowering_error: Option<String>,
     /// Kernels the validator refused (E0951, E0938, E0944): not run.
     pub validator_refused: usize,
+    /// The validator's refusal (for `ATL_FUZZ_VERBOSE`).
+    pub validator_error: Option<String>,
     /// Runs at a free size's entry bound or one past it.
     pub near_bound_runs: usize,
+    /// Runs at small sizes compared with the interpreter.
+    pub small_runs: usize,
     pub failure: Option<Failure>,
 }
 
@@ -375,15 +389,17 @@ fn inputs_for(
 ) -> Option<BTreeMap<String, Tensor>> {
     let opts = eval_options();
     let shapes = input_shapes(program, sizes, &opts).ok()?;
+    // `random_input_named` is `Tensor::random` for a tensor input; an index array gets
+    // valid values (integers in its range, in order when `sorted`), as `random:SEED`
+    // inputs do: `Tensor::random` would be refused on entry (E0610).
     Some(
         shapes
             .into_iter()
             .enumerate()
             .map(|(k, (name, shape))| {
-                (
-                    name,
-                    Tensor::random(shape, seed.wrapping_add(k as u64 * 7919)),
-                )
+                let seed = seed.wrapping_add(k as u64 * 7919);
+                let t = random_input_named(program, &name, shape, sizes, seed);
+                (name, t)
             })
             .collect(),
     )
@@ -525,12 +541,18 @@ fn compile_and_run(
     let solver = atl_solver::Solver::new();
     let gate = atl_padtypes::check_definition(program, shapes, &solver, DERIVED);
     if atl_lang::diag::has_errors(&gate) {
+        out.gate_refused += 1;
+        out.gate_error = gate
+            .iter()
+            .find(|d| d.severity == atl_lang::diag::Severity::Error)
+            .map(|d| format!("[{}] {}", d.code, d.message));
         return None;
     }
     let kernel = match atl_driver::lowering::lower_ungated(program, shapes, DERIVED) {
         Ok(k) => k,
         Err(d) => {
             out.lowering_refused += d.iter().any(|d| d.code == "E0938") as usize;
+            out.lowering_error = d.first().map(|d| format!("[{}] {}", d.code, d.message));
             return None;
         }
     };
@@ -538,6 +560,15 @@ fn compile_and_run(
         Ok(_) => out.validated += 1,
         Err((_, d)) if validator_refuses(d.code) => {
             out.validator_refused += 1;
+            out.validator_error = Some(format!(
+                "[{}] {}{}",
+                d.code,
+                d.message,
+                d.notes
+                    .first()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ));
             return None;
         }
         Err(_) => {}
@@ -595,6 +626,7 @@ fn compile_and_run(
         // differently from the interpreter (the C back end is tested against it with a
         // tolerance, `emit_c/tests/differential.rs`); bit-exact `exact` grades are
         // judged by the interpreter above.
+        out.small_runs += 1;
         if let Err(why) = same_values(&want, &got, false) {
             return Some(Failure {
                 kind: Kind::CMismatch,

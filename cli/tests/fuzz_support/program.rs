@@ -4,7 +4,9 @@
 //! on size facts, `min`/`max`/`cdiv` extents, `++` read at offsets given by extents,
 //! empty and possibly-negative ranges, nested sums and lets, reshape operators, and
 //! huge constants and products in facts; max-reductions and scalar functions (finite
-//! ones) in scalar positions.
+//! ones) in scalar positions; and in a fifth of the programs index arrays (issue 31),
+//! read as gathers `x[crd[e]]`, `sum` bounds (`sum p in pos[e]..pos[e + 1]`,
+//! `sum q < crd[e]`) and guards (`[crd[e] == j]`), their loads indexed in range.
 //!
 //! The generator aims at well-shaped programs but does not have to hit them: the front
 //! end decides, and a program it rejects is simply counted and skipped.
@@ -22,6 +24,9 @@ pub enum Ix {
     Bin(&'static str, Box<Ix>, Box<Ix>),
     /// `min`, `max`, `cdiv`.
     F(&'static str, Box<Ix>, Box<Ix>),
+    /// A load of an index array, `crd[e]` (issue 31): only in access indices, `sum`
+    /// bounds and guards, never in a `gen` bound, a shape, an amount or an `assume`.
+    Load(String, Box<Ix>),
 }
 
 /// A predicate of a guard or an `assume`.
@@ -58,12 +63,26 @@ pub enum E {
     Call(&'static str, Vec<E>),
 }
 
+/// An index array's declaration (issue 31, `docs/language.md` §3):
+/// `input NAME : int[EXTENT] in LO..HI` (`sorted`), its extent and range over the
+/// sizes that extents use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexArray {
+    pub name: String,
+    pub extent: Ix,
+    pub lo: Ix,
+    pub hi: Ix,
+    pub sorted: bool,
+}
+
 /// A whole program: declarations, definitions and one derivation of the last one.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
     pub sizes: Vec<String>,
     pub assumes: Vec<Pr>,
     pub inputs: Vec<(String, Vec<Ix>)>,
+    /// Index arrays, declared after the tensor inputs (empty in most programs).
+    pub index_arrays: Vec<IndexArray>,
     pub defs: Vec<(String, E)>,
     pub steps: Vec<String>,
 }
@@ -85,6 +104,7 @@ impl std::fmt::Display for Ix {
             Ix::V(v) => write!(f, "{v}"),
             Ix::Bin(op, a, b) => write!(f, "({a} {op} {b})"),
             Ix::F(name, a, b) => write!(f, "{name}({a}, {b})"),
+            Ix::Load(array, i) => write!(f, "{array}[{i}]"),
         }
     }
 }
@@ -157,6 +177,17 @@ impl Program {
         for (name, shape) in &self.inputs {
             let dims: Vec<String> = shape.iter().map(Ix::to_string).collect();
             let _ = writeln!(s, "input {name} : [{}]", dims.join(", "));
+        }
+        for a in &self.index_arrays {
+            let _ = writeln!(
+                s,
+                "input {} : int[{}] in {}..{}{}",
+                a.name,
+                a.extent,
+                a.lo,
+                a.hi,
+                if a.sorted { " sorted" } else { "" }
+            );
         }
         for (name, body) in &self.defs {
             let _ = writeln!(s, "def {name} = {body}");
@@ -232,6 +263,16 @@ struct Gen<'r> {
     tensors: Vec<(String, Vec<Ix>)>,
     /// Binders in scope.
     binders: Vec<String>,
+    /// For each binder in scope (parallel to `binders`): an extent `X` with the binder
+    /// in `0..X` by its range, when the generator knows one (what an index array's
+    /// load may be indexed with: see [`Gen::in_range`]).
+    within: Vec<Option<Ix>>,
+    /// The program's index arrays (issue 31); empty for most programs, and then the
+    /// generator draws exactly what it drew before they existed.
+    arrays: Vec<IndexArray>,
+    /// Nesting of the constructs that read index arrays (bounded: they call back into
+    /// the generator).
+    load_nesting: u32,
     /// `let` variables in scope with their shapes.
     lets: Vec<(String, Vec<Ix>)>,
     next_binder: usize,
@@ -267,6 +308,17 @@ impl Gen<'_> {
     fn fresh_let(&mut self) -> String {
         self.next_let += 1;
         format!("u{}", self.next_let)
+    }
+
+    /// Brings binder `v` into scope, in `0..within` when that is known.
+    fn enter(&mut self, v: &str, within: Option<Ix>) {
+        self.binders.push(v.to_string());
+        self.within.push(within);
+    }
+
+    fn leave(&mut self) {
+        self.binders.pop();
+        self.within.pop();
     }
 
     fn size(&mut self) -> Ix {
@@ -339,6 +391,12 @@ impl Gen<'_> {
     }
 
     fn simple_pred(&mut self) -> Pr {
+        if !self.arrays.is_empty()
+            && self.rng.chance(30)
+            && let Some(p) = self.load_pred()
+        {
+            return p;
+        }
         let ops = ["<=", ">=", "<", "=="];
         match self.rng.below(12) {
             0..=3 => {
@@ -403,20 +461,38 @@ impl Gen<'_> {
         E::Lit(*self.rng.pick(&[1.0, 2.0, 0.5, -1.5, 0.0, 3.0]))
     }
 
-    /// A read of a tensor of rank >= 1 with one index per dimension.
-    fn read(&mut self, name: &str, rank: usize) -> E {
+    /// A read of a tensor of shape `shape` (rank >= 1) with one index per dimension.
+    fn read(&mut self, name: &str, shape: &[Ix]) -> E {
         let mut e = E::Name(name.to_string());
-        for _ in 0..rank {
-            let i = self.index();
+        for extent in shape {
+            let i = self.index_into(extent);
             e = E::Acc(b(e), i);
         }
         e
+    }
+
+    /// An index for a dimension of extent `extent`: [`Gen::index`], except in the
+    /// programs with index arrays, where more than half of the time it is a binder
+    /// in range if one is in scope, so that the access-safety gate passes more of
+    /// their kernels (their point is the C judge of loads; programs without index
+    /// arrays draw exactly what they drew before).
+    fn index_into(&mut self, extent: &Ix) -> Ix {
+        if !self.arrays.is_empty()
+            && self.rng.chance(60)
+            && let Some(i) = self.index_in(extent)
+        {
+            return i;
+        }
+        self.index()
     }
 
     fn leaf_scalar(&mut self) -> E {
         let mut cands: Vec<(String, Vec<Ix>)> = Vec::new();
         for (n, s) in self.tensors.iter().chain(self.lets.iter()) {
             cands.push((n.clone(), s.clone()));
+        }
+        if !self.arrays.is_empty() && self.load_nesting < 2 && self.rng.chance(30) {
+            return self.load_scalar(0);
         }
         if cands.is_empty() || self.rng.chance(10) {
             return self.lit();
@@ -425,7 +501,7 @@ impl Gen<'_> {
         if !shape.is_empty() && !self.binders.is_empty() && self.rng.chance(HUGE_READ_PERCENT) {
             return self.huge_read(&n, &shape);
         }
-        self.read(&n, shape.len())
+        self.read(&n, &shape)
     }
 
     /// A read with one index of huge intermediate values (issue 28): `(i * C) % n`,
@@ -510,6 +586,241 @@ impl Gen<'_> {
         }
     }
 
+    /// Binders in scope that their ranges keep in `0..extent`: their known bound is
+    /// `extent`, `min(extent, _)` or `extent - c`.
+    fn in_range(&self, extent: &Ix) -> Vec<String> {
+        let fits = |x: &Ix| match x {
+            _ if x == extent => true,
+            Ix::F("min", a, bb) => **a == *extent || **bb == *extent,
+            Ix::Bin("-", a, k) => **a == *extent && matches!(**k, Ix::C(k) if k >= 0),
+            _ => false,
+        };
+        self.binders
+            .iter()
+            .zip(&self.within)
+            .filter(|(_, w)| w.as_ref().is_some_and(fits))
+            .map(|(v, _)| v.clone())
+            .collect()
+    }
+
+    /// An index in `0..extent` built from a binder in range (`v`, `(extent - 1) - v`,
+    /// `min(v, extent - 1)`), if one is in scope.
+    fn index_in(&mut self, extent: &Ix) -> Option<Ix> {
+        let vs = self.in_range(extent);
+        if vs.is_empty() {
+            return None;
+        }
+        let v = var(self.rng.pick(&vs).as_str());
+        let last = bin("-", extent.clone(), c(1));
+        Some(match self.rng.below(8) {
+            0 => bin("-", last, v),
+            1 => fun("min", v, last),
+            _ => v,
+        })
+    }
+
+    /// A constant index in `0..extent` (extents of index arrays are at least 1).
+    fn const_index(&mut self, extent: &Ix) -> Ix {
+        if self.rng.chance(50) {
+            c(0)
+        } else {
+            bin("-", extent.clone(), c(1))
+        }
+    }
+
+    /// An index in `0..extent` for a load: a binder in range, else (`loop` allowing) a
+    /// new binder whose loop the caller opens around the read (returned as its
+    /// name), else a constant.
+    fn load_index(&mut self, extent: &Ix, allow_loop: bool) -> (Ix, Option<String>) {
+        if let Some(e) = self.index_in(extent) {
+            return (e, None);
+        }
+        if allow_loop && self.rng.chance(60) {
+            let v = self.fresh_binder();
+            self.enter(&v, Some(extent.clone()));
+            return (var(&v), Some(v));
+        }
+        (self.const_index(extent), None)
+    }
+
+    /// Closes the loop [`Gen::load_index`] opened, if any: `sum v < extent: body`.
+    fn close_loop(&mut self, opened: Option<String>, extent: &Ix, body: E) -> E {
+        match opened {
+            Some(v) => {
+                self.leave();
+                E::Sum(v, None, extent.clone(), b(body))
+            }
+            None => body,
+        }
+    }
+
+    /// A tensor in scope (input, definition, `let`) with a dimension of extent
+    /// `extent`: its name, shape and that dimension.
+    fn with_dim(&mut self, extent: &Ix) -> Option<(String, Vec<Ix>, usize)> {
+        let mut cands: Vec<(String, Vec<Ix>, usize)> = Vec::new();
+        for (n, sh) in self.tensors.iter().chain(self.lets.iter()) {
+            for (k, x) in sh.iter().enumerate() {
+                if x == extent {
+                    cands.push((n.clone(), sh.clone(), k));
+                }
+            }
+        }
+        if cands.is_empty() {
+            None
+        } else {
+            Some(self.rng.pick(&cands).clone())
+        }
+    }
+
+    /// A read of `name` (of `shape`) at `at` in dimension `dim`, the other dimensions
+    /// at random indices.
+    fn read_at(&mut self, name: &str, shape: &[Ix], dim: usize, at: Ix) -> E {
+        let mut e = E::Name(name.to_string());
+        for (k, extent) in shape.iter().enumerate() {
+            let i = if k == dim {
+                at.clone()
+            } else {
+                self.index_into(extent)
+            };
+            e = E::Acc(b(e), i);
+        }
+        e
+    }
+
+    /// A scalar that reads an index array (issue 31): through a gather array
+    /// (`crd : int[E] in 0..S`) a gather `x[crd[e]]` (also `x[(S - 1) - crd[e]]`,
+    /// `x[min(crd[e], S - 1)]`, a stage read at `crd[e]`) or a sum up to a load
+    /// (`sum q < crd[e]: x[q] * …`), with `x` of extent `S` and `e` in `0..E`; through a
+    /// row array (`pos : int[R + 1] in 0..K + 1 sorted`) a compressed row
+    /// `sum p in pos[e]..pos[e + 1]: y[p] * …` with `y` of extent `K` and `e` in `0..R`,
+    /// often with a gather `x[crd[p]]` (the CSR product) when `crd`'s extent is `K`.
+    /// The load's index is a binder in range when there is one, else a new loop over
+    /// the array (`sum e < E: …`) or a constant; now and then any binder under a
+    /// guard that keeps it in range (`[v < E] * x[crd[v]]`). One gather in 25 reads
+    /// one past the range (`x[crd[e] + 1]`): access safety must refuse such kernels.
+    fn load_scalar(&mut self, d: u32) -> E {
+        self.load_nesting += 1;
+        let array = self.rng.pick(&self.arrays).clone();
+        let e = match (minus_one(&array.extent), minus_one(&array.hi)) {
+            (Some(rows), Some(k)) if array.sorted => self.row_sum(&array, &rows, &k, d),
+            _ if !self.binders.is_empty() && self.rng.chance(15) => {
+                // A load whose index only a guard keeps in range, `[v < E] *
+                // x[crd[v]]` (binders are never negative): access safety passes
+                // through the guard, and a kernel must not read `crd[v]` where the
+                // guard is false.
+                let v = var(&self.rng.pick(&self.binders).clone());
+                let body = self.gather_at(&array, v.clone(), d);
+                E::Guard(Pr::Cmp("<", v, array.extent.clone()), b(body))
+            }
+            _ => {
+                let (e, opened) = self.load_index(&array.extent, true);
+                let body = self.gather_at(&array, e, d);
+                self.close_loop(opened, &array.extent, body)
+            }
+        };
+        self.load_nesting -= 1;
+        e
+    }
+
+    /// A read through the gather array `array` at load index `e` (see
+    /// [`Gen::load_scalar`]).
+    fn gather_at(&mut self, array: &IndexArray, e: Ix, d: u32) -> E {
+        let s = array.hi.clone();
+        let load = Ix::Load(array.name.clone(), Box::new(e));
+        let Some((x, shape, dim)) = self.with_dim(&s) else {
+            return self.lit();
+        };
+        match self.rng.below(10) {
+            0 | 1 => {
+                // A sum up to the load: `q < crd[e] < S`.
+                let q = self.fresh_binder();
+                self.enter(&q, Some(s));
+                let read = self.read_at(&x, &shape, dim, var(&q));
+                let body = if self.rng.chance(50) {
+                    E::Bin("*", b(read), b(self.scalar(d)))
+                } else {
+                    read
+                };
+                self.leave();
+                E::Sum(q, None, load, b(body))
+            }
+            2 => {
+                // A stage read at the load.
+                let t = self.tensor(std::slice::from_ref(&s), d);
+                E::Acc(b(t), load)
+            }
+            _ => {
+                let last = bin("-", s, c(1));
+                let at = match self.rng.below(25) {
+                    0..=2 => bin("-", last, load),
+                    3..=5 => fun("min", load, last),
+                    6 => bin("+", load, c(1)),
+                    _ => load,
+                };
+                self.read_at(&x, &shape, dim, at)
+            }
+        }
+    }
+
+    /// A compressed row of the row array `array` (`int[rows + 1] in 0..k + 1 sorted`):
+    /// `sum p in pos[e]..pos[e + 1]: y[p] * …`, `p` in `0..k`.
+    fn row_sum(&mut self, array: &IndexArray, rows: &Ix, k: &Ix, d: u32) -> E {
+        let (e, opened) = self.load_index(rows, true);
+        let p = self.fresh_binder();
+        let lo = Ix::Load(array.name.clone(), Box::new(e.clone()));
+        let hi = Ix::Load(array.name.clone(), Box::new(bin("+", e, c(1))));
+        self.enter(&p, Some(k.clone()));
+        let value = match self.with_dim(k) {
+            Some((y, shape, dim)) => self.read_at(&y, &shape, dim, var(&p)),
+            None => self.lit(),
+        };
+        // A gather array over the row's elements: `x[crd[p]]`.
+        let gathers: Vec<IndexArray> = self
+            .arrays
+            .iter()
+            .filter(|a| a.extent == *k && minus_one(&a.hi).is_none())
+            .cloned()
+            .collect();
+        let other = if !gathers.is_empty() && self.rng.chance(60) {
+            let g = self.rng.pick(&gathers).clone();
+            Some(self.gather_at(&g, var(&p), d))
+        } else if self.rng.chance(50) {
+            Some(self.scalar(d))
+        } else {
+            None
+        };
+        self.leave();
+        let body = match other {
+            Some(o) => E::Bin("*", b(value), b(o)),
+            None => value,
+        };
+        let sum = E::Sum(p, Some(lo), hi, b(body));
+        self.close_loop(opened, rows, sum)
+    }
+
+    /// A guard on a load (issue 31): `[crd[e] == j]` (the dense matrix that compressed
+    /// rows stand for), `[crd[e] < c]`, `[j <= pos[e]]`.
+    fn load_pred(&mut self) -> Option<Pr> {
+        let array = self.rng.pick(&self.arrays).clone();
+        let e = match self.index_in(&array.extent) {
+            Some(e) => e,
+            None if self.rng.chance(30) => self.const_index(&array.extent),
+            None => return None,
+        };
+        let load = Ix::Load(array.name.clone(), Box::new(e));
+        Some(match self.rng.below(4) {
+            0 | 1 if !self.binders.is_empty() => {
+                let j = var(&self.rng.pick(&self.binders).clone());
+                Pr::Cmp("==", load, j)
+            }
+            2 if !self.binders.is_empty() => {
+                let j = var(&self.rng.pick(&self.binders).clone());
+                Pr::Cmp("<=", j, load)
+            }
+            _ => Pr::Cmp("<", load, c(self.rng.range(1, 3))),
+        })
+    }
+
     /// `let x = T in s`: a tensor stage read by a scalar.
     fn scalar_let(&mut self, d: u32) -> E {
         let x = self.fresh_let();
@@ -538,6 +849,9 @@ impl Gen<'_> {
             return self.leaf_scalar();
         }
         let d = depth - 1;
+        if !self.arrays.is_empty() && self.load_nesting < 2 && self.rng.chance(15) {
+            return self.load_scalar(d);
+        }
         match self.rng.below(24) {
             0..=4 => self.leaf_scalar(),
             5 => {
@@ -555,22 +869,22 @@ impl Gen<'_> {
                 // it as a sum (its empty value and its zero terms differ).
                 if self.rng.chance(20) {
                     let hi = self.size();
-                    self.binders.push(v.clone());
+                    self.enter(&v, Some(hi.clone()));
                     let body = self.scalar(d);
-                    self.binders.pop();
+                    self.leave();
                     return E::Max(v, hi, b(body));
                 }
                 let (lo, hi) = self.range();
-                self.binders.push(v.clone());
+                self.enter(&v, Some(hi.clone()));
                 let body = self.scalar(d);
-                self.binders.pop();
+                self.leave();
                 E::Sum(v, lo, hi, b(body))
             }
             11 => self.scalar_let(d),
             12 | 13 => {
                 let shape = vec![self.extent()];
                 let t = self.tensor(&shape, d);
-                let i = self.index();
+                let i = self.index_into(&shape[0]);
                 E::Acc(b(t), i)
             }
             14..=16 => {
@@ -596,9 +910,9 @@ impl Gen<'_> {
                         let v = self.fresh_binder();
                         let n = self.size();
                         let hi = bin("-", n, c(self.rng.range(2, 5)));
-                        self.binders.push(v.clone());
+                        self.enter(&v, Some(hi.clone()));
                         let body = self.tensor(std::slice::from_ref(&e1), d);
-                        self.binders.pop();
+                        self.leave();
                         E::Sum(v, None, hi, b(body))
                     }
                     _ => self.tensor(std::slice::from_ref(&e1), d),
@@ -749,9 +1063,9 @@ impl Gen<'_> {
             10 => {
                 let v = self.fresh_binder();
                 let (lo, hi) = self.range();
-                self.binders.push(v.clone());
+                self.enter(&v, Some(hi.clone()));
                 let body = self.tensor(shape, d);
-                self.binders.pop();
+                self.leave();
                 E::Sum(v, lo, hi, b(body))
             }
             11 => {
@@ -804,7 +1118,7 @@ impl Gen<'_> {
                 let mut sh = vec![self.extent()];
                 sh.extend_from_slice(shape);
                 let t = self.tensor(&sh, d);
-                let i = self.index();
+                let i = self.index_into(&sh[0]);
                 E::Acc(b(t), i)
             }
             17 if rest.is_empty() => {
@@ -835,10 +1149,93 @@ impl Gen<'_> {
         } else {
             (None, shape[0].clone())
         };
-        self.binders.push(v.clone());
+        self.enter(&v, Some(hi.clone()));
         let body = self.tensor(&shape[1..], depth);
-        self.binders.pop();
+        self.leave();
         E::Gen(v, lo, hi, b(body))
+    }
+}
+
+/// `x` when `e` is `x + 1`.
+fn minus_one(e: &Ix) -> Option<Ix> {
+    match e {
+        Ix::Bin("+", a, k) if **k == Ix::C(1) => Some((**a).clone()),
+        _ => None,
+    }
+}
+
+/// Percent of the programs that declare index arrays (issue 31).
+const INDEX_ARRAY_PERCENT: u64 = 20;
+
+/// The index arrays of a program (drawn from their own stream, so that the programs
+/// without any are those the generator made before index arrays existed): in
+/// [`INDEX_ARRAY_PERCENT`] of the programs a gather array `crd : int[E] in 0..S`
+/// (`E`, `S` among the extent sizes; now and then `sorted`), a row array
+/// `pos : int[R + 1] in 0..K + 1 sorted`, or both, `crd`'s extent then `K` (compressed
+/// rows: `crd` gives the column of each of the `K` stored values).
+fn index_arrays(side: &mut Rng, dims: &[String]) -> Vec<IndexArray> {
+    if !side.chance(INDEX_ARRAY_PERCENT) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let kind = side.below(3);
+    let mut k_values = None;
+    if kind >= 1 {
+        let rows = var(side.pick(dims).as_str());
+        let k = var(side.pick(dims).as_str());
+        out.push(IndexArray {
+            name: "pos".to_string(),
+            extent: bin("+", rows, c(1)),
+            lo: c(0),
+            hi: bin("+", k.clone(), c(1)),
+            sorted: true,
+        });
+        k_values = Some(k);
+    }
+    if kind != 1 {
+        let extent = match &k_values {
+            Some(k) => k.clone(),
+            None => var(side.pick(dims).as_str()),
+        };
+        out.push(IndexArray {
+            name: "crd".to_string(),
+            extent,
+            lo: c(0),
+            hi: var(side.pick(dims).as_str()),
+            sorted: side.chance(20),
+        });
+    }
+    out
+}
+
+/// Whether some index expression of `e` loads from an index array.
+pub fn reads_index_array(e: &E) -> bool {
+    fn ix(i: &Ix) -> bool {
+        match i {
+            Ix::C(_) | Ix::V(_) => false,
+            Ix::Load(..) => true,
+            Ix::Bin(_, a, b) | Ix::F(_, a, b) => ix(a) || ix(b),
+        }
+    }
+    fn pr(p: &Pr) -> bool {
+        match p {
+            Pr::Cmp(_, a, b) => ix(a) || ix(b),
+            Pr::And(a, b) => pr(a) || pr(b),
+        }
+    }
+    match e {
+        E::Lit(_) | E::Name(_) => false,
+        E::Acc(t, i) => ix(i) || reads_index_array(t),
+        E::Neg(a) | E::Transpose(a) | E::Flatten(a) | E::Amt(_, _, a) => reads_index_array(a),
+        E::Guard(p, a) => pr(p) || reads_index_array(a),
+        E::Gen(_, lo, hi, a) | E::Sum(_, lo, hi, a) => {
+            lo.as_ref().is_some_and(ix) || ix(hi) || reads_index_array(a)
+        }
+        E::Max(_, hi, a) => ix(hi) || reads_index_array(a),
+        E::Bin(_, a, b) | E::Let(_, a, b) | E::Concat(a, b) => {
+            reads_index_array(a) || reads_index_array(b)
+        }
+        E::Call(_, args) => args.iter().any(reads_index_array),
     }
 }
 
@@ -861,8 +1258,9 @@ fn top_shape(g: &mut Gen<'_>) -> Vec<Ix> {
     }
 }
 
-/// One random program (without steps).
-pub fn program(rng: &mut Rng) -> Program {
+/// One random program (without steps); `side` draws its index arrays, if any (see
+/// [`index_arrays`]).
+pub fn program(rng: &mut Rng, side: &mut Rng) -> Program {
     let mut sizes = vec!["n".to_string()];
     if rng.chance(35) {
         sizes.push("m".to_string());
@@ -895,6 +1293,7 @@ pub fn program(rng: &mut Rng) -> Program {
     } else if rng.chance(25) {
         inputs.push(("A".to_string(), vec![var("n"), var("n")]));
     }
+    let arrays = index_arrays(side, &dims);
     let mut g = Gen {
         rng,
         dims,
@@ -902,6 +1301,9 @@ pub fn program(rng: &mut Rng) -> Program {
         free,
         tensors: inputs.clone(),
         binders: Vec::new(),
+        within: Vec::new(),
+        arrays: arrays.clone(),
+        load_nesting: 0,
         lets: Vec::new(),
         next_binder: 0,
         next_let: 0,
@@ -937,29 +1339,24 @@ pub fn program(rng: &mut Rng) -> Program {
     let ndefs = if g.rng.chance(20) { 2 } else { 1 };
     for k in 0..ndefs {
         let name = if k == 0 { "a" } else { "a2" }.to_string();
-        let shape = top_shape(&mut g);
-        g.fuel = g.rng.range(6, 22) as i32;
-        g.next_binder = 0;
-        let depth = g.rng.range(2, 5) as u32;
-        let body = if !shape.is_empty() && g.rng.chance(15) {
-            // The whole definition a `++` whose first operand's extent `n - k` is
-            // negative for small sizes (issue 17, hole 3), unless (half of the time)
-            // the program assumes `n >= k`.
-            let n = g.size();
-            let k = g.rng.range(2, 6);
-            if g.rng.chance(50) {
-                assumes.push(Pr::Cmp(">=", n.clone(), c(k)));
-            }
-            let s1 = bin("-", n, c(k));
-            let mut sh1 = vec![s1.clone()];
-            sh1.extend_from_slice(&shape[1..]);
-            let mut sh2 = vec![bin("-", shape[0].clone(), s1)];
-            sh2.extend_from_slice(&shape[1..]);
-            let d = depth.saturating_sub(1);
-            E::Concat(b(g.tensor(&sh1, d)), b(g.tensor(&sh2, d)))
+        // The derivation's starting point of a program with index arrays reads one:
+        // a few tries, the last kept whatever it reads.
+        let tries = if !arrays.is_empty() && k + 1 == ndefs {
+            LOAD_TRIES
         } else {
-            g.tensor(&shape, depth)
+            1
         };
+        let mut made = None;
+        for _ in 0..tries {
+            let (shape, body, assumed) = def_body(&mut g);
+            let reads = reads_index_array(&body);
+            made = Some((shape, body, assumed));
+            if reads {
+                break;
+            }
+        }
+        let (shape, body, assumed) = made.expect("at least one try");
+        assumes.extend(assumed);
         g.tensors.push((name.clone(), shape));
         defs.push((name, body));
     }
@@ -967,9 +1364,42 @@ pub fn program(rng: &mut Rng) -> Program {
         sizes,
         assumes,
         inputs,
+        index_arrays: arrays,
         defs,
         steps: Vec::new(),
     }
+}
+
+/// Tries at a starting point that reads an index array (see [`program`]).
+const LOAD_TRIES: usize = 6;
+
+/// One definition: its shape, its body, and the `assume`s it needs.
+fn def_body(g: &mut Gen<'_>) -> (Vec<Ix>, E, Vec<Pr>) {
+    let mut assumes = Vec::new();
+    let shape = top_shape(g);
+    g.fuel = g.rng.range(6, 22) as i32;
+    g.next_binder = 0;
+    let depth = g.rng.range(2, 5) as u32;
+    let body = if !shape.is_empty() && g.rng.chance(15) {
+        // The whole definition a `++` whose first operand's extent `n - k` is
+        // negative for small sizes (issue 17, hole 3), unless (half of the time)
+        // the program assumes `n >= k`.
+        let n = g.size();
+        let k = g.rng.range(2, 6);
+        if g.rng.chance(50) {
+            assumes.push(Pr::Cmp(">=", n.clone(), c(k)));
+        }
+        let s1 = bin("-", n, c(k));
+        let mut sh1 = vec![s1.clone()];
+        sh1.extend_from_slice(&shape[1..]);
+        let mut sh2 = vec![bin("-", shape[0].clone(), s1)];
+        sh2.extend_from_slice(&shape[1..]);
+        let d = depth.saturating_sub(1);
+        E::Concat(b(g.tensor(&sh1, d)), b(g.tensor(&sh2, d)))
+    } else {
+        g.tensor(&shape, depth)
+    };
+    (shape, body, assumes)
 }
 
 /// A planted issue-28 program: one derivation-free definition (no step needed: the
@@ -1044,6 +1474,7 @@ pub fn planted(rng: &mut Rng) -> Program {
         sizes,
         assumes,
         inputs,
+        index_arrays: Vec::new(),
         defs: vec![("a".to_string(), E::Gen("i".to_string(), None, n(), b(body)))],
         steps: Vec::new(),
     }
@@ -1057,6 +1488,7 @@ pub fn has_huge_index(p: &Program) -> bool {
             Ix::C(v) => v.unsigned_abs() >= 1 << 31,
             Ix::V(v) => v == FREE_SIZE,
             Ix::Bin(_, a, b) | Ix::F(_, a, b) => ix(a) || ix(b),
+            Ix::Load(_, a) => ix(a),
         }
     }
     fn ex(e: &E) -> bool {
@@ -1086,6 +1518,12 @@ fn ix_shrinks(i: &Ix) -> Vec<Ix> {
             }
         }
         Ix::V(_) => out.push(c(1)),
+        Ix::Load(array, a) => {
+            out.push(c(0));
+            for a2 in ix_shrinks(a) {
+                out.push(Ix::Load(array.clone(), Box::new(a2)));
+            }
+        }
         Ix::Bin(op, a, bb) | Ix::F(op, a, bb) => {
             out.push((**a).clone());
             out.push((**bb).clone());
@@ -1294,6 +1732,16 @@ pub fn program_shrinks(p: &Program) -> Vec<Program> {
         let mut q = p.clone();
         q.inputs.remove(k);
         out.push(q);
+    }
+    for k in 0..p.index_arrays.len() {
+        let mut q = p.clone();
+        q.index_arrays.remove(k);
+        out.push(q);
+        if p.index_arrays[k].sorted {
+            let mut q = p.clone();
+            q.index_arrays[k].sorted = false;
+            out.push(q);
+        }
     }
     for k in (0..p.sizes.len()).rev() {
         let mut q = p.clone();
