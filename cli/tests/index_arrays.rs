@@ -196,3 +196,44 @@ fn the_kernel_is_validated_and_runs_and_the_bindings_refuse_it() {
     assert_eq!(code, EXIT_USER, "{err}");
     assert!(err.contains("E0946"), "{err}");
 }
+
+/// A guarded gather whose index array is read past its end where the guard is false:
+/// lowering once evaluated the whole term whatever the guard (a blend), so the kernel
+/// read `crd[n]`; the validator refuted it (E0951) and `atl emit` refused it. The read
+/// of `crd` now stays under the guard, and the kernel is validated and runs.
+#[test]
+fn a_guarded_gather_reads_its_index_array_only_under_the_guard() {
+    let dir = scratch().join("guarded");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let program = dir.join("guarded.atl");
+    std::fs::write(
+        &program,
+        "size n\ninput f : [n]\ninput crd : int[n] in 0..n\n\
+         def a = sum i < n + 1: [i < n] * f[crd[i]]\n",
+    )
+    .expect("write");
+    let program = program.display().to_string();
+    let (code, out, err) = atl(&["validate", &program, "--def", "a"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("verdict: validated"), "{out}");
+    let f = write_npy(&dir, "f.npy", &[3], &[1.0, 10.0, 100.0]);
+    let crd = write_int32(&dir, "crd.npy", &[2, 2, 0]);
+    let (code, out, err) = atl(&[
+        "run",
+        &program,
+        "--def",
+        "a",
+        "--sizes",
+        "n=3",
+        "--json",
+        "--input",
+        &format!("f={f}"),
+        "--input",
+        &format!("crd={crd}"),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    // f[2] + f[2] + f[0] = 201.
+    assert_eq!(v["verdict"], "agrees", "{v}");
+    assert_eq!(v["worst"]["kernel"], 201.0, "{v}");
+}

@@ -93,6 +93,9 @@ pub(crate) struct Lowerer<'a, 'p> {
     tiles: BTreeSet<String>,
     /// How many sums being lowered accumulate in place into memory (not a tile).
     sums_into_memory: usize,
+    /// The length of each index array read (its one extent), to check the reads of
+    /// it nested in an access's coordinates ([`Lowerer::load`]).
+    index_array_lengths: HashMap<String, IndexExpr>,
 }
 
 /// Lowers definition `def` to a kernel writing into a buffer named `out` (or a fresh
@@ -133,6 +136,7 @@ pub(crate) fn lower(
         preconditions: Vec::new(),
         tiles: BTreeSet::new(),
         sums_into_memory: 0,
+        index_array_lengths: HashMap::new(),
     };
     l.size_preconditions(program);
     // The kernel's inputs are those the definition reads (after inlining the
@@ -163,6 +167,9 @@ pub(crate) fn lower(
         // binding.
         if input.index_array.is_none() {
             l.bind(&input.name, Binding::Buffer(dims.clone()));
+        } else if let [len] = dims.as_slice() {
+            l.index_array_lengths
+                .insert(input.name.clone(), len.clone());
         }
         inputs.push(BufferDecl {
             name: input.name.clone(),
@@ -291,6 +298,28 @@ fn selects(stmts: &[Stmt]) -> bool {
         });
     }
     found
+}
+
+/// The index-array reads in an index expression, as (array, index) pairs, inner
+/// reads before the reads whose index contains them.
+fn nested_loads(e: &IndexExpr) -> Vec<(String, IndexExpr)> {
+    fn walk(e: &IndexExpr, out: &mut Vec<(String, IndexExpr)>) {
+        match e {
+            IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => {}
+            IndexExpr::Neg(a) => walk(a, out),
+            IndexExpr::Bin(_, a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            IndexExpr::Load(array, a) => {
+                walk(a, out);
+                out.push((array.clone(), (**a).clone()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(e, &mut out);
+    out
 }
 
 /// Whether a value has a conditional part (a select or a blend).
@@ -1303,7 +1332,29 @@ impl Lowerer<'_, '_> {
                 indices.len()
             )));
         }
+        // The reads of index arrays in the coordinates come first: the coordinates'
+        // own checks read them, and C's `&&` evaluates left to right. Such a read
+        // out of its array is not "a zero" as an out-of-range tensor read is: the
+        // kernel would read past the array, so one not proved inside stays a check
+        // (and a blend, which evaluates its body whatever the guard, is refused).
         let mut checks = Vec::new();
+        for (array, at) in indices.iter().flat_map(nested_loads) {
+            let Some(len) = self.index_array_lengths.get(&array).cloned() else {
+                return Err(internal(format!(
+                    "`{array}` is not an index array in scope"
+                )));
+            };
+            for p in [
+                Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
+                Pred::cmp(CmpOp::Lt, at.clone(), len),
+            ] {
+                match self.prover.residual(&p) {
+                    Residual::True => {}
+                    Residual::False => checks.push(p),
+                    Residual::Check(p) => checks.push(p),
+                }
+            }
+        }
         for (k, d) in indices.iter().zip(&dims) {
             for p in [
                 Pred::cmp(CmpOp::Le, IndexExpr::Const(0), k.clone()),

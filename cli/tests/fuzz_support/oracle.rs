@@ -41,6 +41,9 @@ pub enum Kind {
     CUnsafe,
     /// An accepted derivation's C does not compile or run (the gate passed).
     CError,
+    /// The validator refuted a kernel lowering made (E0951): a lowering bug that the
+    /// validator stops (`atl emit` refuses the kernel), not an unsound result.
+    LoweringWrong,
     /// The source evaluates, the accepted derivation does not (or has another shape).
     EvalError,
     /// The engine accepted a derivation from a program that the interpreter finds
@@ -70,6 +73,9 @@ impl Kind {
                  where its entry checks refuse)"
             }
             Kind::CError => "compiling or running an accepted, gated derivation failed",
+            Kind::LoweringWrong => {
+                "the validator refuted the kernel lowering made (E0951): a lowering bug"
+            }
             Kind::EvalError => {
                 "source evaluates but the accepted derivation does not (or its shape differs)"
             }
@@ -560,7 +566,7 @@ fn compile_and_run(
         Ok(_) => out.validated += 1,
         Err((_, d)) if validator_refuses(d.code) => {
             out.validator_refused += 1;
-            out.validator_error = Some(format!(
+            let detail = format!(
                 "[{}] {}{}",
                 d.code,
                 d.message,
@@ -568,8 +574,14 @@ fn compile_and_run(
                     .first()
                     .map(|n| format!(" ({n})"))
                     .unwrap_or_default()
-            ));
-            return None;
+            );
+            out.validator_error = Some(detail.clone());
+            // A refutation is a lowering bug (a kernel that reads out of bounds or
+            // computes another value), caught: a failure of its own class.
+            return (d.code == "E0951").then_some(Failure {
+                kind: Kind::LoweringWrong,
+                detail,
+            });
         }
         Err(_) => {}
     }
