@@ -3,7 +3,9 @@
 //! specification of a sparse kernel runs on the files users have: `eval` and `run`
 //! (compiled) give the matrix-vector product computed here by hand. A file whose
 //! matrix does not have the input's shape, or that is malformed, is a user error
-//! (E0608) naming the file and what is wrong.
+//! (E0608) naming the file and what is wrong. A file given for a `sparse` matrix
+//! (`sparse A : [M, N] as csr(…)`) is stored in its format, so one command line runs
+//! the dense specification and the derivation over the arrays, in every format.
 
 mod common;
 
@@ -114,5 +116,90 @@ fn a_file_of_another_shape_or_a_malformed_file_is_a_user_error() {
     let (code, _, err) = atl(&["eval", &file, "--sizes", "M=3,N=4", "--input", "A=m.csv"]);
     assert_eq!(code, EXIT_ARGS, "{err}");
     assert!(err.contains(".mtx") && err.contains(".npz"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The program of a `sparse` matrix `A` in `format` (arrays `a0`, `a1`, `vals`), its
+/// dense product with `x`, and that product derived over the arrays.
+fn sparse_program(format: &str) -> String {
+    let (a0, a1) = match format {
+        "csr" => ("int[M + 1] in 0..K + 1 sorted", "int[K] in 0..N"),
+        "csc" => ("int[N + 1] in 0..K + 1 sorted", "int[K] in 0..M"),
+        _ => ("int[K] in 0..M", "int[K] in 0..N"),
+    };
+    format!(
+        "size M, N, K\ninput a0 : {a0}\ninput a1 : {a1}\ninput vals : [K]\ninput x : [N]\n\
+         sparse A : [M, N] as {format}(a0, a1, vals)\n\
+         def spec = gen i < M: sum j < N: A[i, j] * x[j]\n\
+         derive derived from spec {{\n  unfold A\n  rw get_gen\n  rw get_gen\n}}\n"
+    )
+}
+
+/// A file given for a `sparse` matrix is stored in its format and given to its
+/// arrays, the sizes it fixes taken from it: the specification (reading `A`) and the
+/// derivation (reading the arrays) evaluate and run to the product computed by hand,
+/// with one command line, from every kind of file, in every format.
+#[test]
+fn a_file_given_for_a_sparse_matrix_serves_the_specification_and_its_derivations() {
+    // Not under `scratch()`, which another test removes.
+    let dir = std::env::temp_dir().join(format!("atl-sparse-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let x = write_npy(&dir, "x.npy", &[4], &[1.0, 2.0, 3.0, 4.0]);
+    // The fixtures' matrix, dense too.
+    let dense = write_npy(
+        &dir,
+        "m.npy",
+        &[3, 4],
+        &[1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0, 5.0, 0.0, 0.0],
+    );
+    for format in ["csr", "csc", "coo"] {
+        let file = dir.join(format!("{format}.atl"));
+        std::fs::write(&file, sparse_program(format)).expect("written");
+        let file = file.display().to_string();
+        for matrix in [fixture("m.mtx"), fixture("m_csc.npz"), dense.clone()] {
+            for (command, def) in [("eval", "spec"), ("eval", "derived"), ("run", "derived")] {
+                let (code, out, err) = atl(&[
+                    command,
+                    &file,
+                    "--def",
+                    def,
+                    "--input",
+                    &format!("A={matrix}"),
+                    "--input",
+                    &format!("x={x}"),
+                    "--json",
+                ]);
+                assert_eq!(code, EXIT_OK, "{format} {matrix} {command} {def}: {err}");
+                if command == "eval" {
+                    assert_eq!(values(&out), [7.0, 12.0, 14.0], "{format} {matrix} {def}");
+                } else {
+                    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+                    assert_eq!(v["mismatches"], 0, "{v}");
+                }
+            }
+        }
+    }
+    // Sizes given must agree with the file; an array given twice is refused.
+    let file = dir.join("csr.atl").display().to_string();
+    let a = format!("A={}", fixture("m.mtx"));
+    let (code, _, err) = atl(&[
+        "eval",
+        &file,
+        "--sizes",
+        "K=4",
+        "--input",
+        &a,
+        "--input",
+        &format!("x={x}"),
+    ]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(
+        err.contains("E0608")
+            && err.contains("the matrix has 5 stored value(s) in csr, and `vals` has 4"),
+        "{err}"
+    );
+    let (code, _, err) = atl(&["eval", &file, "--input", &a, "--input", &format!("a0={x}")]);
+    assert_eq!(code, EXIT_ARGS, "{err}");
+    assert!(err.contains("`a0` is given twice"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -105,6 +105,71 @@ pub struct Prepared {
     pub input_shapes: BTreeMap<String, Vec<usize>>,
 }
 
+/// The `--input`s given for sparse matrices (`sparse A : … as csr(pos, crd, vals)`),
+/// taken out of `sources`: a file is converted to the matrix's arrays
+/// (`sparse_input`), completing `sizes`; `random:SEED` becomes the same source for
+/// each array (random arrays that satisfy their declarations).
+fn sparse_inputs(
+    loaded: &Loaded,
+    file: &Path,
+    sizes: &mut BTreeMap<String, i64>,
+    sources: &mut Vec<(String, InputSource)>,
+) -> Result<Vec<(String, Tensor)>, Failure> {
+    let program = &loaded.program;
+    let mut converted = Vec::new();
+    let mut kept = Vec::new();
+    for (name, source) in std::mem::take(sources) {
+        let Some(decl) = program.sparse(&name) else {
+            kept.push((name, source));
+            continue;
+        };
+        match source {
+            InputSource::Random(seed) => {
+                for array in &decl.arrays {
+                    kept.push((array.clone(), InputSource::Random(seed)));
+                }
+            }
+            InputSource::Npy(path) | InputSource::Sparse(path) => {
+                let arrays =
+                    crate::sparse_input::convert(program, decl, &path, sizes).map_err(|m| {
+                        let d = Diagnostic::error(
+                            "E0608",
+                            format!(
+                                "cannot read the sparse matrix `{name}` from `{}`: {m}",
+                                path.display()
+                            ),
+                        )
+                        .with_help(format!(
+                            "`{name}` is stored as {}({}) ({})",
+                            decl.format.name,
+                            decl.arrays.join(", "),
+                            decl.format.help
+                        ));
+                        Failure::diagnostics(vec![d], file, &loaded.source)
+                    })?;
+                converted.extend(decl.arrays.iter().cloned().zip(arrays));
+            }
+        }
+    }
+    // An array given twice (through its matrix and by itself) is refused.
+    for (array, _) in &kept {
+        if converted.iter().any(|(a, _)| a == array)
+            || kept.iter().filter(|(a, _)| a == array).count() > 1
+        {
+            let matrix = program
+                .sparse
+                .iter()
+                .find(|s| s.arrays.contains(array))
+                .map_or("its matrix", |s| s.name.as_str());
+            return Err(Failure::usage(format!(
+                "`--input`: `{array}` is given twice (by itself and through the sparse matrix `{matrix}`)"
+            )));
+        }
+    }
+    *sources = kept;
+    Ok(converted)
+}
+
 /// Loads `file` and checks the `--def`, `--sizes` and `--input` arguments against it.
 pub fn prepare(
     observer: &mut dyn Observer,
@@ -113,8 +178,8 @@ pub fn prepare(
     size_args: &[String],
     input_args: &[String],
 ) -> Result<Prepared, Failure> {
-    let sizes = parse_sizes(size_args).map_err(Failure::usage)?;
-    let input_sources = parse_inputs(input_args).map_err(Failure::usage)?;
+    let mut sizes = parse_sizes(size_args).map_err(Failure::usage)?;
+    let mut input_sources = parse_inputs(input_args).map_err(Failure::usage)?;
     let loaded = load_derived(observer, file)?;
     let program = &loaded.program;
     for name in sizes.keys() {
@@ -132,6 +197,7 @@ pub fn prepare(
         }
     }
     let name = pick_loaded_def(&loaded, file, def)?;
+    let converted = sparse_inputs(&loaded, file, &mut sizes, &mut input_sources)?;
     // Sizes, assumptions and the element limit are checked before any input is built,
     // so huge sizes give a diagnostic instead of an out-of-memory abort.
     let shapes = atl_lang::interp::input_shapes(program, &sizes, &EvalOptions::default())
@@ -213,6 +279,9 @@ pub fn prepare(
             },
         };
         inputs.insert(input_name, tensor);
+    }
+    for (array, tensor) in converted {
+        inputs.insert(array, tensor);
     }
     Ok(Prepared {
         loaded,

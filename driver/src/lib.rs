@@ -28,6 +28,7 @@ pub mod lowering;
 pub mod npy;
 pub mod observer;
 pub mod sparse_file;
+pub mod sparse_input;
 pub mod timing;
 
 pub use atl_lang::monitor::Monitor;

@@ -222,6 +222,15 @@ pub enum Item {
         body: SExpr,
         span: Span,
     },
+    /// `sparse A : [n, m] as csr(pos, crd, vals)`: a matrix defined by the arrays that
+    /// store it (`crate::sparse`).
+    Sparse {
+        name: Ident,
+        shape: Vec<SIndex>,
+        format: Ident,
+        arrays: Vec<Ident>,
+        span: Span,
+    },
     Derive {
         name: Ident,
         from: Ident,

@@ -233,6 +233,11 @@ pub static CODES: &[ErrorCode] = &[
         "declare it as `input pos : int[n + 1] in 0..nnz + 1`, adding `sorted` when its values never decrease",
     ),
     active(
+        "E0314",
+        "a malformed sparse matrix declaration: an unknown storage format, not two dimensions, or an array that is not an input of the kind the format needs, declared above",
+        "declare the arrays first, then `sparse A : [n, m] as csr(pos, crd, vals)` (formats: csr, csc, coo)",
+    ),
+    active(
         "E0401",
         "jagged tensor: a `gen` extent depends on a binder",
         "make range lengths functions of the sizes",

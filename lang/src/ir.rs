@@ -1026,6 +1026,20 @@ pub struct Derive {
     pub span: Span,
 }
 
+/// `sparse A : [n, m] as FORMAT(arrays…)`, resolved: `A` is defined (in
+/// [`Program::defs`]) as the matrix the arrays encode in the format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseDecl {
+    pub name: String,
+    /// A format of [`crate::sparse::SPARSE_FORMATS`].
+    pub format: &'static crate::sparse::SparseFormat,
+    /// Its extents, `[rows, cols]`.
+    pub shape: Vec<IndexExpr>,
+    /// The arrays, in the format's order (declared inputs).
+    pub arrays: Vec<String>,
+    pub span: Span,
+}
+
 /// A resolved program. Items keep their source order within each list; definitions may
 /// only refer to earlier definitions.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -1038,6 +1052,10 @@ pub struct Program {
     /// User rules (`rule NAME: …` items) as written; `atl-rewrites` loads and checks
     /// them before a derivation may use them.
     pub rules: Vec<crate::ast::RuleItem>,
+    /// Sparse matrices (`sparse A : [n, m] as csr(pos, crd, vals)`): each is also a
+    /// definition in `defs` (the matrix its arrays encode); this says how its arrays
+    /// are made from a matrix given in a file.
+    pub sparse: Vec<SparseDecl>,
     /// Binders that name resolution renamed (`x` written in two stages of a
     /// definition becomes `x` and `x1`): the resolved name and the name written, so
     /// that messages and directives can use the user's names.
@@ -1065,6 +1083,11 @@ impl Program {
 
     pub fn def(&self, name: &str) -> Option<&Def> {
         self.defs.iter().find(|d| d.name == name)
+    }
+
+    /// The sparse matrix declaration of `name`, if it is one.
+    pub fn sparse(&self, name: &str) -> Option<&SparseDecl> {
+        self.sparse.iter().find(|s| s.name == name)
     }
 
     pub fn input(&self, name: &str) -> Option<&InputDecl> {

@@ -23,6 +23,7 @@ pub mod resolve;
 pub mod rng;
 pub mod shapes;
 pub mod span;
+pub mod sparse;
 pub mod steps;
 pub mod suggest;
 pub mod tensor;

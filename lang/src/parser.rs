@@ -656,7 +656,11 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
     let mut chunks: Vec<&[(Token, Span)]> = Vec::new();
     let mut start = 0;
     for (k, (tok, span)) in tokens.iter().enumerate() {
-        if (tok.starts_item() || is_rule_keyword(source, tok, *span)) && k > start {
+        if (tok.starts_item()
+            || is_rule_keyword(source, tok, *span)
+            || is_sparse_keyword(source, tok, *span))
+            && k > start
+        {
             chunks.push(&tokens[start..k]);
             start = k;
         }
@@ -761,6 +765,39 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                     span: whole,
                 })
             }),
+            ref t if is_sparse_keyword(source, t, first.1) => run(
+                select! { Token::Ident(s) if s == "sparse" => () }
+                    .ignore_then(ident())
+                    .then_ignore(just(Token::Colon))
+                    .then(
+                        index_p
+                            .clone()
+                            .separated_by(just(Token::Comma))
+                            .delimited_by(just(Token::LBracket), just(Token::RBracket)),
+                    )
+                    .then_ignore(select! { Token::Ident(s) if s == "as" => () })
+                    .then(ident())
+                    .then(
+                        ident()
+                            .separated_by(just(Token::Comma))
+                            .delimited_by(just(Token::LParen), just(Token::RParen)),
+                    ),
+                chunk,
+                end,
+                "a sparse matrix declaration (`sparse A : [n, m] as csr(pos, crd, vals)`)",
+            )
+            .and_then(|(((name, shape), format), arrays)| {
+                for d in &shape {
+                    check_depth(Tree::I(d), "a sparse matrix declaration")?;
+                }
+                Ok(Item::Sparse {
+                    name,
+                    shape,
+                    format,
+                    arrays,
+                    span: whole,
+                })
+            }),
             ref t if is_rule_keyword(source, t, first.1) => {
                 rule_item(source, chunk, whole, &lines).map(Item::Rule)
             }
@@ -780,7 +817,7 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 whole,
                 "not inside a declaration",
             )
-            .with_help("a program is a sequence of `size`, `assume`, `input`, `def`, `derive` and `rule` items")),
+            .with_help("a program is a sequence of `size`, `assume`, `input`, `sparse`, `def`, `derive` and `rule` items")),
         };
         match result {
             Ok(item) => file.items.push(item),
@@ -802,6 +839,13 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
 /// name everywhere else (programs written before user rules keep their meaning).
 fn is_rule_keyword(source: &str, tok: &Token, span: Span) -> bool {
     matches!(tok, Token::Ident(name) if name == "rule")
+        && (span.start == 0 || source.as_bytes().get(span.start - 1) == Some(&b'\n'))
+}
+
+/// `sparse` at the start of a line begins a sparse matrix declaration (it is not a
+/// keyword elsewhere: a binder may be called `sparse`).
+fn is_sparse_keyword(source: &str, tok: &Token, span: Span) -> bool {
+    matches!(tok, Token::Ident(name) if name == "sparse")
         && (span.start == 0 || source.as_bytes().get(span.start - 1) == Some(&b'\n'))
 }
 

@@ -424,7 +424,10 @@ fn comments(source: &str) -> Vec<(usize, &str)> {
 fn item_span(item: &Item) -> Span {
     match item {
         Item::Size(_, s) | Item::Assume(_, s) => *s,
-        Item::Input { span, .. } | Item::Def { span, .. } | Item::Derive { span, .. } => *span,
+        Item::Input { span, .. }
+        | Item::Def { span, .. }
+        | Item::Sparse { span, .. }
+        | Item::Derive { span, .. } => *span,
         Item::Rule(r) => r.span,
     }
 }
@@ -528,6 +531,7 @@ fn format_items(
             Item::Size(..) => "size",
             Item::Assume(..) => "assume",
             Item::Input { .. } => "input",
+            Item::Sparse { .. } => "sparse",
             Item::Def { .. } => "def",
             Item::Derive { .. } => "derive",
             Item::Rule(..) => "rule",
@@ -585,6 +589,27 @@ fn format_items(
                     span: *span,
                 };
                 let _ = writeln!(out, "{decl}");
+            }
+            Item::Sparse {
+                name,
+                shape,
+                format,
+                arrays,
+                ..
+            } => {
+                let mut dims = Vec::new();
+                for d in shape {
+                    dims.push(crate::resolve::lower_index_free(d)?.to_string());
+                }
+                let arrays: Vec<&str> = arrays.iter().map(|a| a.name.as_str()).collect();
+                let _ = writeln!(
+                    out,
+                    "sparse {} : [{}] as {}({})",
+                    name.name,
+                    dims.join(", "),
+                    format.name,
+                    arrays.join(", ")
+                );
             }
             Item::Def { name, .. } => {
                 let def = program.def(&name.name).ok_or_else(|| {

@@ -14,6 +14,7 @@ use crate::diag::Diagnostic;
 use crate::index::{IndexExpr, Pred};
 use crate::ir::{
     Assume, Def, Derive, Expr, ExprKind, IndexArray, InputDecl, NameSupply, Program, SizeDecl,
+    SparseDecl,
 };
 use crate::span::Span;
 
@@ -685,6 +686,158 @@ impl Resolver<'_> {
     }
 
     /// Index expressions at top level (assumes, input shapes) may mention sizes only.
+    /// `sparse A : [rows, cols] as FORMAT(arrays…)`: checks the format and that each
+    /// array is an input declared above, of the kind the format needs, and defines
+    /// `A` as the matrix they encode (`crate::sparse::decompression`). Errors are
+    /// E0314.
+    fn sparse(
+        &mut self,
+        program: &Program,
+        name: &ast::Ident,
+        shape: &[SIndex],
+        format: &ast::Ident,
+        arrays: &[ast::Ident],
+        span: Span,
+    ) -> Option<(Def, SparseDecl)> {
+        let dims: Vec<Option<IndexExpr>> = shape.iter().map(|d| self.size_index(d)).collect();
+        let Some(fmt) = crate::sparse::format_named(&format.name) else {
+            self.diags.push(
+                Diagnostic::error("E0314", format!("unknown storage format `{}`", format.name))
+                    .at(format.span, "not a format")
+                    .with_help(format!(
+                        "the formats: {} (e.g. `sparse A : [n, m] as csr(pos, crd, vals)`)",
+                        crate::sparse::format_names()
+                    )),
+            );
+            return None;
+        };
+        let dims: Vec<IndexExpr> = dims.into_iter().collect::<Option<_>>()?;
+        let [rows, cols] = dims.as_slice() else {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0314",
+                    format!(
+                        "`{}` is a sparse matrix: it has two dimensions, not {}",
+                        name.name,
+                        dims.len()
+                    ),
+                )
+                .at(name.span, "declared here")
+                .with_help(format!(
+                    "declare it as `sparse {} : [ROWS, COLS] as {}(…)`",
+                    name.name, fmt.name
+                )),
+            );
+            return None;
+        };
+        let usage = || {
+            let roles: Vec<&str> = fmt.arrays.iter().map(|(r, _)| *r).collect();
+            format!("`{}({})`: {}", fmt.name, roles.join(", "), fmt.help)
+        };
+        if arrays.len() != fmt.arrays.len() {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0314",
+                    format!(
+                        "the format `{}` stores a matrix in {} arrays, and {} are given",
+                        fmt.name,
+                        fmt.arrays.len(),
+                        arrays.len()
+                    ),
+                )
+                .at(format.span, "this format")
+                .with_help(usage()),
+            );
+            return None;
+        }
+        // The values' extent: the number of stored values (COO sums over them), and
+        // the `nnz` of the declarations a help suggests.
+        let nnz = program
+            .input(&arrays[fmt.arrays.len() - 1].name)
+            .and_then(|v| v.shape.first().cloned());
+        let nnz_text = nnz.as_ref().map_or("nnz".to_string(), |e| e.to_string());
+        let names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
+        let expected = crate::sparse::declarations(fmt, &names, rows, cols, &nnz_text);
+        let mut ok = true;
+        for ((array, (role_name, role)), expected) in arrays.iter().zip(fmt.arrays).zip(&expected) {
+            let decl = program.input(&array.name);
+            let fits = match (decl, role) {
+                (Some(d), crate::sparse::ArrayRole::Index) => {
+                    d.index_array.is_some() && d.shape.len() == 1
+                }
+                (Some(d), crate::sparse::ArrayRole::Values) => {
+                    d.index_array.is_none() && d.shape.len() == 1
+                }
+                (None, _) => false,
+            };
+            if fits {
+                continue;
+            }
+            ok = false;
+            let what = match role {
+                crate::sparse::ArrayRole::Index => "an index array",
+                crate::sparse::ArrayRole::Values => "a one-dimensional input tensor",
+            };
+            let why = match (decl, self.globals.get(&array.name)) {
+                (Some(_), _) => format!("`{}` is not {what}", array.name),
+                (None, Some(_)) => format!("`{}` is not an input declared above", array.name),
+                (None, None) => format!("`{}` is not declared", array.name),
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    "E0314",
+                    format!(
+                        "{why}: the {role_name} array of a `{}` matrix is {what}",
+                        fmt.name
+                    ),
+                )
+                .at(array.span, "given here")
+                .with_help(format!("declare it above this line as `{expected}`"))
+                .with_note(usage()),
+            );
+        }
+        if !ok {
+            return None;
+        }
+        let mut taken: HashSet<String> = self.globals.keys().cloned().collect();
+        let mut fresh = |base: &str| {
+            let mut name = base.to_string();
+            let mut k = 1;
+            while taken.contains(&name) {
+                name = format!("{base}{k}");
+                k += 1;
+            }
+            taken.insert(name.clone());
+            name
+        };
+        let body = crate::sparse::decompression(
+            fmt,
+            &names,
+            rows,
+            cols,
+            &nnz.unwrap_or(IndexExpr::Const(0)),
+            &mut fresh,
+            span,
+        );
+        Some((
+            Def {
+                name: name.name.clone(),
+                name_span: name.span,
+                body,
+                span,
+                hints: Vec::new(),
+                vector_width: None,
+            },
+            SparseDecl {
+                name: name.name.clone(),
+                format: fmt,
+                shape: vec![rows.clone(), cols.clone()],
+                arrays: names,
+                span,
+            },
+        ))
+    }
+
     fn size_index(&mut self, e: &SIndex) -> Option<IndexExpr> {
         let mut ctx = self.new_ctx();
         let v = self.index(&mut ctx, e);
@@ -729,7 +882,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                 ..
             } => vec![(name, Global::Input)],
             Item::Input { name, .. } => vec![(name, Global::IndexArray)],
-            Item::Def { name, .. } => vec![(name, Global::Def)],
+            Item::Def { name, .. } | Item::Sparse { name, .. } => vec![(name, Global::Def)],
             Item::Derive { name, .. } => vec![(name, Global::Derive)],
             // Rule names live in their own namespace (the rule library's).
             Item::Assume(..) | Item::Rule(..) => vec![],
@@ -891,6 +1044,28 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                 });
             }
             Item::Rule(rule) => program.rules.push(rule.clone()),
+            Item::Sparse {
+                name,
+                shape,
+                format,
+                arrays,
+                span,
+            } => {
+                let duplicate = r.globals.get(&name.name).map(|(_, s)| *s) != Some(name.span);
+                match r.sparse(&program, name, shape, format, arrays, *span) {
+                    Some((def, decl)) if !duplicate => {
+                        r.defined.insert(name.name.clone());
+                        program.defs.push(def);
+                        program.sparse.push(decl);
+                    }
+                    Some(_) => {}
+                    None => {
+                        if !duplicate {
+                            r.broken.insert(name.name.clone());
+                        }
+                    }
+                }
+            }
         }
     }
     program.written_names = std::mem::take(&mut r.renamed);

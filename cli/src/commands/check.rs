@@ -92,9 +92,20 @@ pub fn run(args: &CheckArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
                     grade_word(d.grade())
                 );
             }
-            None => {
-                let _ = writeln!(ctx.stdout, "def {} : {shape}", def.name);
-            }
+            None => match loaded.program.sparse(&def.name) {
+                Some(s) => {
+                    let _ = writeln!(
+                        ctx.stdout,
+                        "sparse {} : {shape} as {}({})",
+                        def.name,
+                        s.format.name,
+                        s.arrays.join(", ")
+                    );
+                }
+                None => {
+                    let _ = writeln!(ctx.stdout, "def {} : {shape}", def.name);
+                }
+            },
         }
     }
     let _ = writeln!(
