@@ -157,5 +157,17 @@ fn under(r: &VerifyReport) -> String {
                 .join(", ")
         )
     };
-    format!("holds for every size with {sizes}, under {assumes}{arrays}")
+    let sparse = if r.sparse.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", where {} (each recorded definition is the matrix its arrays store)",
+            r.sparse
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!("holds for every size with {sizes}, under {assumes}{arrays}{sparse}")
 }

@@ -237,3 +237,45 @@ fn a_guarded_gather_reads_its_index_array_only_under_the_guard() {
     assert_eq!(v["verdict"], "agrees", "{v}");
     assert_eq!(v["worst"]["kernel"], 201.0, "{v}");
 }
+
+/// The certificate of a derivation from a `sparse` matrix's product records the
+/// matrix's item with its definition: `atl verify` re-derives the body from the
+/// format and names the item in its claim; a body or a format edited is refused.
+#[test]
+fn a_sparse_matrix_is_recorded_with_its_format_and_checked_against_it() {
+    let dir = scratch().join("sparse-cert");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/spmv/spmv.atl")
+        .display()
+        .to_string();
+    let cert = dir.join("spmv.json");
+    let cert_path = cert.display().to_string();
+    let (code, _, err) = atl(&["derive", &example, "--def", "spmv", "--cert", &cert_path]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let (code, out, err) = atl(&["verify", &cert_path, "--json"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+    assert_eq!(v["verdict"], "accepted");
+    assert_eq!(
+        v["sparse"],
+        serde_json::json!(["sparse A : [n, m] as csr(pos, crd, vals)"])
+    );
+    let text = std::fs::read_to_string(&cert).expect("certificate");
+    let edits = [
+        // The values doubled in the body, then the format changed under the body.
+        ("* vals[p]", "* (2 * vals[p])"),
+        ("as csr(pos", "as csc(pos"),
+    ];
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from}");
+        let edited = dir.join("edited.json");
+        std::fs::write(&edited, text.replacen(from, to, 1)).expect("written");
+        let (code, _, err) = atl(&["verify", &edited.display().to_string()]);
+        assert_eq!(code, EXIT_USER, "{to}: {err}");
+        assert!(
+            err.contains("E1002") && err.contains("is not the matrix that `sparse A"),
+            "{to}: {err}"
+        );
+    }
+}

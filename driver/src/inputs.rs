@@ -151,18 +151,20 @@ fn sparse_inputs(
             }
         }
     }
-    // An array given twice (through its matrix and by itself) is refused.
-    for (array, _) in &kept {
-        if converted.iter().any(|(a, _)| a == array)
-            || kept.iter().filter(|(a, _)| a == array).count() > 1
-        {
+    // An array given twice (through its matrix and by itself, or through two
+    // matrices that share it) is refused.
+    let given: Vec<&String> = (kept.iter().map(|(a, _)| a))
+        .chain(converted.iter().map(|(a, _)| a))
+        .collect();
+    for array in &given {
+        if given.iter().filter(|a| *a == array).count() > 1 {
             let matrix = program
                 .sparse
                 .iter()
                 .find(|s| s.arrays.contains(array))
                 .map_or("its matrix", |s| s.name.as_str());
             return Err(Failure::usage(format!(
-                "`--input`: `{array}` is given twice (by itself and through the sparse matrix `{matrix}`)"
+                "`--input`: `{array}` is given twice (through the sparse matrix `{matrix}` and otherwise)"
             )));
         }
     }

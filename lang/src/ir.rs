@@ -1040,6 +1040,22 @@ pub struct SparseDecl {
     pub span: Span,
 }
 
+impl std::fmt::Display for SparseDecl {
+    /// The item after its keyword, as written in a file: `A : [n, m] as csr(pos, crd,
+    /// vals)` (certificates record it so).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
+        write!(
+            f,
+            "{} : [{}] as {}({})",
+            self.name,
+            dims.join(", "),
+            self.format.name,
+            self.arrays.join(", ")
+        )
+    }
+}
+
 /// A resolved program. Items keep their source order within each list; definitions may
 /// only refer to earlier definitions.
 #[derive(Clone, Debug, Default, PartialEq)]

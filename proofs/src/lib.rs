@@ -65,6 +65,10 @@ pub struct VerifyReport {
     /// The index arrays the equality is claimed for: those satisfying these
     /// declarations (as ATL text, `input pos : int[n + 1] in 0..nnz + 1 sorted`).
     pub index_arrays: Vec<String>,
+    /// The recorded definitions that are sparse matrices, as their items
+    /// (`sparse A : [n, m] as csr(pos, crd, vals)`): each body was checked to be the
+    /// matrix the format's arrays encode.
+    pub sparse: Vec<String>,
     /// Shape obligations (extents `>= 0`, reshape amounts in range) proved under the
     /// declarations alone, counted once per distinct obligation.
     pub shape_obligations: usize,
@@ -172,6 +176,10 @@ struct FromIn {
 pub(crate) struct DefinitionIn {
     name: String,
     body: String,
+    /// `A : [n, m] as csr(pos, crd, vals)` for a sparse matrix: the body must be the
+    /// matrix the format's arrays encode.
+    #[serde(default)]
+    sparse: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -299,6 +307,11 @@ fn verify_cert(
         sizes: ch.sizes.clone(),
         assumes: ch.assumes.iter().map(Pred::to_string).collect(),
         index_arrays: ch.index_arrays.clone(),
+        sparse: cert
+            .definitions
+            .iter()
+            .filter_map(|d| d.sparse.as_ref().map(|s| format!("sparse {s}")))
+            .collect(),
         shape_obligations: 0,
         base: None,
         from_unverified: false,
@@ -598,6 +611,28 @@ impl<'a> Checker<'a> {
             ))
         })?;
         let q = checked.program;
+        // A sparse matrix's body must be the one its item defines (the front end's
+        // `atl_lang::sparse`), so that the claim's `A` is the matrix its arrays store.
+        for d in definitions {
+            let Some(item) = &d.sparse else { continue };
+            let source = format!("{declarations}sparse {item}\n");
+            let sparse = atl_lang::check_source(&source)
+                .0
+                .map(|c| c.program)
+                .filter(|s| s.sparse.len() == 1 && s.sparse[0].name == d.name);
+            let same = match (&sparse, q.def(&d.name)) {
+                (Some(s), Some(recorded)) => s
+                    .def(&d.name)
+                    .is_some_and(|def| alpha_eq(&def.body, &recorded.body)),
+                _ => false,
+            };
+            if !same {
+                return Err(bad(format!(
+                    "the recorded definition of `{}` is not the matrix that `sparse {item}` stores",
+                    d.name
+                )));
+            }
+        }
         let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
         if q.defs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>() != names
             || !q.derives.is_empty()

@@ -21,6 +21,11 @@ pub use crate::record::{ConditionRecord, StepRecord};
 pub struct DefinitionRecord {
     pub name: String,
     pub body: String,
+    /// For a sparse matrix (`sparse A : [n, m] as csr(pos, crd, vals)`), the item after
+    /// its keyword: `body` is then the matrix the arrays encode, which a checker
+    /// re-derives from the format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<String>,
 }
 
 /// A user rule (a `rule` item of the program file) that a step used: no rule file of
@@ -137,6 +142,7 @@ impl Certificate {
             definitions: definitions_used(program, &d.initial)
                 .into_iter()
                 .map(|(name, body)| DefinitionRecord {
+                    sparse: program.sparse(&name).map(|s| s.to_string()),
                     name,
                     body: show(body),
                 })

@@ -95,6 +95,7 @@ fn accepted_json(path: &Path, r: &VerifyReport) -> Value {
         "sizes": r.sizes,
         "assumes": r.assumes,
         "index_arrays": r.index_arrays,
+        "sparse": r.sparse,
         "bases": bases,
         "chain_from": root.from,
         "chain_from_unverified": root.from_unverified,
