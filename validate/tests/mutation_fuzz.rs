@@ -16,6 +16,12 @@
 //! validated mutant is also run, at its first sizes, on inputs a third of which are
 //! multiplied by `1e200`: NaN where the definition has a number (or the reverse) fails.
 //!
+//! Index arrays (issue 31): the reads of an index array in a kernel's indices and
+//! bounds are moved to a neighbouring element or to another array, and an array's
+//! declaration in the kernel is weakened (a wider range, `sorted` dropped); kernels
+//! that read index arrays (the examples' and `lower/tests/support/index_arrays.atl`)
+//! get these two times in five.
+//!
 //! Name edits (a loop, scalar or buffer renamed after another name of the kernel or a
 //! name of C, a declaration duplicated) leave the loop IR's meaning alone where C,
 //! with one namespace, changes it: a validated mutant with a name edit is also
@@ -478,6 +484,15 @@ enum Mutation {
     RenameBuffer,
     /// A scalar declaration or a hoisted buffer declared twice.
     DuplicateDeclaration,
+    // -- index arrays (issue 31): edits of the kernel's text, see [`mutate_index_arrays`].
+    /// A read of an index array moved to the next or previous element (`crd[p]` →
+    /// `crd[1 + p]`), at one place or at every place it is read with that index.
+    LoadIndexShift,
+    /// A read of an index array made a read of another index array of the kernel.
+    LoadArraySwap,
+    /// An index array's declaration in the kernel weakened: its range one wider at
+    /// either end, or `sorted` dropped (the entry checks follow the declaration).
+    ArrayDeclEdit,
 }
 
 impl Mutation {
@@ -522,6 +537,10 @@ const CATALOGUE: &[Mutation] = &[
     Mutation::RenameScalar,
     Mutation::RenameBuffer,
     Mutation::DuplicateDeclaration,
+    // -- index arrays (issue 31).
+    Mutation::LoadIndexShift,
+    Mutation::LoadArraySwap,
+    Mutation::ArrayDeclEdit,
 ];
 
 /// Names of C a renaming may pick: keywords, libm functions (as the printer calls
@@ -591,6 +610,12 @@ fn rename_buffer(stmts: &mut [Stmt], from: &str, to: &str) {
 /// Applies `m` at a random place of the kernel; a description of the edit, or `None`
 /// when the kernel has no place for it.
 fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
+    if matches!(
+        m,
+        Mutation::LoadIndexShift | Mutation::LoadArraySwap | Mutation::ArrayDeclEdit
+    ) {
+        return mutate_index_arrays(k, m, rng);
+    }
     let sizes = k.sizes.clone();
     let temporaries: Vec<String> = {
         let mut t = Vec::new();
@@ -1097,8 +1122,144 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
                 )
             }
         }
+        // Handled above, on the kernel's text.
+        Mutation::LoadIndexShift | Mutation::LoadArraySwap | Mutation::ArrayDeclEdit => false,
     };
     (done && !what.is_empty()).then_some(what)
+}
+
+// ---- index arrays (issue 31) ---------------------------------------------------------------
+//
+// Reads of index arrays sit inside index expressions (`v[crd[p] @ (crd[p])]`, loop
+// bounds `pos[i]..pos[i + 1]`), so these mutations edit the kernel's text (which the
+// loop IR reads back) rather than its tree: every place an array is read is a place
+// `NAME[` in the body's lines. The `source:` line (the definition) is never edited.
+
+/// The byte offsets in `text` just after each `name[` in a body line (not the header
+/// nor the `source:` line), for every index array `name`.
+fn array_reads(text: &str, arrays: &[String]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let body_line = !line.starts_with("kernel ")
+            && !trimmed.starts_with("source:")
+            && !trimmed.starts_with("requires ");
+        if body_line {
+            for name in arrays {
+                let pattern = format!("{name}[");
+                for (k, _) in line.match_indices(&pattern) {
+                    let before = line[..k].chars().next_back();
+                    if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
+                        out.push((offset + k + pattern.len(), name.clone()));
+                    }
+                }
+            }
+        }
+        offset += line.len();
+    }
+    out.sort();
+    out
+}
+
+/// The text of the index at `start` (just after `[`) up to its matching `]`.
+fn bracketed(text: &str, start: usize) -> Option<&str> {
+    let mut depth = 0usize;
+    for (k, c) in text[start..].char_indices() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' if depth > 0 => depth -= 1,
+            ']' => return Some(&text[start..start + k]),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn mutate_index_arrays(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
+    let arrays: Vec<String> = k
+        .inputs
+        .iter()
+        .filter(|b| b.index_array.is_some())
+        .map(|b| b.name.clone())
+        .collect();
+    if arrays.is_empty() {
+        return None;
+    }
+    if matches!(m, Mutation::ArrayDeclEdit) {
+        let pick = rng.below(arrays.len());
+        let b = k
+            .inputs
+            .iter_mut()
+            .filter(|b| b.index_array.is_some())
+            .nth(pick)?;
+        let decl = b.index_array.as_mut()?;
+        let what = match rng.below(3) {
+            0 => {
+                decl.hi = IndexExpr::add(decl.hi.clone(), IndexExpr::Const(1));
+                format!("`{}`: range one wider at the top", b.name)
+            }
+            1 => {
+                decl.lo = IndexExpr::add(decl.lo.clone(), IndexExpr::Const(-1));
+                format!("`{}`: range one wider at the bottom", b.name)
+            }
+            _ if decl.sorted => {
+                decl.sorted = false;
+                format!("`{}`: `sorted` dropped", b.name)
+            }
+            _ => return None,
+        };
+        return Some(what);
+    }
+    let text = atl_loopir::print::kernel_to_text(k);
+    let (edited, what) = {
+        let reads = array_reads(&text, &arrays);
+        if reads.is_empty() {
+            return None;
+        }
+        let (at, name) = reads[rng.below(reads.len())].clone();
+        let index = bracketed(&text, at)?.to_string();
+        // One place, or every place this array is read at this index.
+        let everywhere = rng.chance(50);
+        let places: Vec<usize> = if everywhere {
+            reads
+                .iter()
+                .filter(|(p, n)| *n == name && bracketed(&text, *p) == Some(index.as_str()))
+                .map(|(p, _)| *p)
+                .collect()
+        } else {
+            vec![at]
+        };
+        let (new_name, new_index, what) = if matches!(m, Mutation::LoadIndexShift) {
+            let delta = if rng.chance(50) { 1 } else { -1 };
+            (
+                name.clone(),
+                format!("{delta} + {index}"),
+                format!("`{name}[{index}]` read at `{delta} + {index}`"),
+            )
+        } else {
+            let others: Vec<&String> = arrays.iter().filter(|a| **a != name).collect();
+            if others.is_empty() {
+                return None;
+            }
+            let other = others[rng.below(others.len())].clone();
+            let what = format!("`{name}[{index}]` read from `{other}`");
+            (other, index.clone(), what)
+        };
+        let mut out = String::with_capacity(text.len() + 16);
+        let mut last = 0;
+        for p in places {
+            let name_start = p - name.len() - 1;
+            out.push_str(&text[last..name_start]);
+            out.push_str(&format!("{new_name}[{new_index}"));
+            last = p + index.len();
+        }
+        out.push_str(&text[last..]);
+        let scope = if everywhere { ", everywhere" } else { "" };
+        (out, format!("{what}{scope}"))
+    };
+    *k = atl_loopir::parse::parse_kernel(&edited).ok()?;
+    Some(what)
 }
 
 // ---- non-finite values (issue 28) ---------------------------------------------------------
@@ -1422,8 +1583,19 @@ fn run_case(
     let mut rng = SplitMix64::new(SplitMix64::case_seed(seed, case as u64));
     // A mutation with no place in this kernel (or that changes nothing): another.
     let mut found = None;
+    // A kernel that reads index arrays gets their mutations two times in five (the
+    // catalogue has three among thirty).
+    let reads_arrays = original.inputs.iter().any(|b| b.index_array.is_some());
     for _ in 0..8 {
-        let m = *rng.pick(CATALOGUE);
+        let m = if reads_arrays && rng.chance(40) {
+            *rng.pick(&[
+                Mutation::LoadIndexShift,
+                Mutation::LoadArraySwap,
+                Mutation::ArrayDeclEdit,
+            ])
+        } else {
+            *rng.pick(CATALOGUE)
+        };
         let mut mutant = original.clone();
         if let Some(what) = mutate(&mut mutant, m, &mut rng)
             && mutant != *original

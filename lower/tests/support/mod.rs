@@ -53,11 +53,12 @@ pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
-/// Every `examples/*/*.atl`, sorted by path, then the construct-coverage program
-/// next to this file.
+/// Every `examples/*/*.atl`, sorted by path, then the construct-coverage program and
+/// the index-array kernels next to this file.
 pub fn example_files() -> Vec<PathBuf> {
     let mut out = atl_examples();
     out.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../lower/tests/support/constructs.atl"));
+    out.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../lower/tests/support/index_arrays.atl"));
     out
 }
 
