@@ -10,6 +10,13 @@
 //! the sizes (given or read from the arrays' shapes), the kernel's preconditions in
 //! order, and each array's C-contiguity and shape, and returns the output array.
 //!
+//! An index array (an `int` input) is the one argument the module converts: any
+//! integer array or sequence of one dimension becomes a C-contiguous `int32` array
+//! (the C's `int32_t`, in both dtype variants), after a check that every value fits,
+//! since numpy's cast would wrap around. Its declaration (range, order) is checked by
+//! the kernel on entry; the status it then returns is turned into a `ValueError`
+//! naming the array, from `atl_emit_c::array_statuses`, the list the header prints.
+//!
 //! The preconditions are evaluated with Python's unbounded integers and the language's
 //! division conventions (floor division, `a / 0 = 0`, `a % 0 = a`), after every size
 //! is checked to fit in `int64`.
@@ -266,6 +273,57 @@ def _atl_kind(name, a, rank, shape):
     )
 
 
+_ATL_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _atl_index(name, a, shape):
+    """The index array `name` (declared of `shape`, in the program's size names) as a
+    C-contiguous int32 numpy array: any integer array or sequence of one dimension,
+    every value checked to fit int32 first (a cast would wrap around silently)."""
+    if isinstance(a, _atl_np.ma.MaskedArray):
+        raise TypeError(
+            "%s: `%s` is a masked array, whose mask the kernel would ignore: pass "
+            "`%s.filled(value)` (or numpy.ma.getdata to drop the mask)" % (SYMBOL, name, name)
+        )
+    given = a
+    a = _atl_np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(
+            "%s: `%s` is an index array of 1 dimension (shape %s), got %s with %d (shape %s)"
+            % (SYMBOL, name, shape, type(given).__name__, a.ndim, tuple(a.shape))
+        )
+    if a.dtype.kind == "O":
+        # A sequence of Python ints too large for int64: checked with Python's
+        # unbounded integers below, like any other.
+        if not all(isinstance(x, (int, _atl_np.integer)) and not isinstance(x, bool) for x in a):
+            raise TypeError("%s: `%s` is an index array: its elements must be integers" % (SYMBOL, name))
+        values = [int(x) for x in a]
+        bad = [x for x in values if not (_ATL_INT32[0] <= x <= _ATL_INT32[1])]
+        if bad:
+            raise ValueError(
+                "%s: the index array `%s` holds %d, which does not fit in int32 (the "
+                "kernel's int32_t)" % (SYMBOL, name, bad[0])
+            )
+        a = _atl_np.array(values, dtype=_atl_np.int64)
+    elif a.size == 0 and not isinstance(given, _atl_np.ndarray):
+        # An empty sequence has numpy's default dtype (float64); it holds no value.
+        a = a.astype(_atl_np.int32)
+    elif a.dtype.kind not in "iu":
+        raise TypeError(
+            "%s: `%s` is an index array: it must hold integers (any numpy integer dtype, "
+            "converted to int32), not %s" % (SYMBOL, name, a.dtype)
+        )
+    if a.size > 0 and a.dtype != _atl_np.int32:
+        lo, hi = int(a.min()), int(a.max())
+        for x in (lo, hi):
+            if not (_ATL_INT32[0] <= x <= _ATL_INT32[1]):
+                raise ValueError(
+                    "%s: the index array `%s` holds %d, which does not fit in int32 (the "
+                    "kernel's int32_t)" % (SYMBOL, name, x)
+                )
+    return _atl_np.ascontiguousarray(a, dtype=_atl_np.int32)
+
+
 def _atl_out_kind(out):
     """The dtype `out` requires (None when it is not a float array, which the later
     check refuses), refusing a masked array."""
@@ -384,8 +442,18 @@ pub fn module(
     params.push("out=None".to_string());
 
     let mut doc_args = String::new();
+    let statuses = atl_emit_c::array_statuses(kernel);
     for (i, p) in kernel.inputs.iter().zip(&inputs) {
-        if i.shape.is_empty() {
+        if let Some(a) = statuses.iter().find(|a| a.array == i.name) {
+            let _ = writeln!(
+                doc_args,
+                "    {p}: index array: a numpy.ndarray of any integer dtype (or a sequence of\n        \
+                 ints), shape {}, converted to C-contiguous int32 (each value must\n        \
+                 fit); declared {}",
+                shape_names(&i.shape),
+                a.declaration
+            );
+        } else if i.shape.is_empty() {
             let _ = writeln!(
                 doc_args,
                 "    {p}: a number (int, float, a numpy integer, numpy.float32 or\n        \
@@ -421,9 +489,10 @@ pub fn module(
 
     {symbol}({params})
 
-Arguments (arrays are never converted: pass numpy arrays of one dtype, float32 or
-float64; the call runs the kernel's variant of that dtype and returns that dtype;
-DTYPE, {np_dtype} (`atl emit --dtype`), when every argument is a Python number):
+Arguments (float arrays are never converted: pass numpy arrays of one dtype, float32
+or float64; the call runs the kernel's variant of that dtype and returns that dtype;
+DTYPE, {np_dtype} (`atl emit --dtype`), when every argument is a Python number;
+index arrays are int32 in both variants):
 {doc_args}    {sizes_doc}: the sizes (int); each one that is an extent of an input is
         read from its shape when not given
     out: optional output array (else a new one), shape {out_dims}, of the
@@ -435,7 +504,10 @@ Before calling C it checks, raising TypeError (kinds, dtypes, layout) or ValueEr
 (dimensions, sizes, shapes): every argument's kind (a numpy.ndarray, not masked,
 of the input's number of dimensions; a number is also accepted for a scalar
 input) and that their dtypes agree; every size; these preconditions in order:
-{doc_pre}then every array's C-contiguity and shape.
+{doc_pre}then every array's C-contiguity and shape. The kernel then checks each index
+array's declaration before it computes, and a call whose index array breaks it
+raises ValueError naming the array (every index array's values must also fit in
+int32, checked before the call).
 
 set_threads(n): later calls use n threads (n <= 0: OpenMP's default).
 
@@ -468,6 +540,8 @@ _ATL_SET_THREADS = {set_threads_dict}
 _ATL_CONTRACT = {contract_lit}
 _ATL_N_SIZES = {n_sizes}
 _ATL_N_ARRAYS = {n_arrays}
+# The kernel's status when an index array breaks its declaration (its header's list).
+_ATL_ARRAY_STATUS = {array_status}
 "#,
         sym_lit = lit(symbol),
         contract = fp.contract_flag(),
@@ -486,6 +560,13 @@ _ATL_N_ARRAYS = {n_arrays}
         set_threads_dict = dict(&|v: &str| atl_emit_c::set_threads_symbol(v)),
         n_sizes = kernel.sizes.len(),
         n_arrays = kernel.inputs.len() + 1,
+        array_status = {
+            let items: Vec<String> = statuses
+                .iter()
+                .map(|a| format!("{}: ({}, {})", a.status, lit(&a.array), lit(&a.declaration)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        },
     );
     s.push_str(RUNTIME);
     let _ = write!(
@@ -495,14 +576,25 @@ _ATL_N_ARRAYS = {n_arrays}
     );
     // Each argument's kind (an array of the input's rank, a number for a scalar), then
     // the call's dtype, agreed by all (out included).
+    // An index array is converted to int32 here, before the sizes are read from the
+    // shapes; it has no part in the dtype.
     for (input, ip) in kernel.inputs.iter().zip(&inputs) {
-        let _ = writeln!(
-            s,
-            "    _atl_kinds.append(({name}, _atl_kind({name}, {ip}, {rank}, {shape})))",
-            name = lit(&input.name),
-            rank = input.shape.len(),
-            shape = lit(&shape_names(&input.shape)),
-        );
+        if input.index_array.is_some() {
+            let _ = writeln!(
+                s,
+                "    {ip} = _atl_index({name}, {ip}, {shape})",
+                name = lit(&input.name),
+                shape = lit(&shape_names(&input.shape)),
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "    _atl_kinds.append(({name}, _atl_kind({name}, {ip}, {rank}, {shape})))",
+                name = lit(&input.name),
+                rank = input.shape.len(),
+                shape = lit(&shape_names(&input.shape)),
+            );
+        }
     }
     let _ = writeln!(
         s,
@@ -564,9 +656,14 @@ _ATL_N_ARRAYS = {n_arrays}
     for (input, ip) in kernel.inputs.iter().zip(&inputs) {
         let _ = writeln!(
             s,
-            "    _atl_array({}, {ip}, {}, _atl_dt)",
+            "    _atl_array({}, {ip}, {}, {})",
             lit(&input.name),
-            shape(&input.shape)
+            shape(&input.shape),
+            if input.index_array.is_some() {
+                "_atl_np.int32"
+            } else {
+                "_atl_dt"
+            }
         );
     }
     let mut call_args: Vec<String> = kernel
@@ -589,6 +686,9 @@ _ATL_N_ARRAYS = {n_arrays}
          _atl_kernel = _atl_load(_atl_dt)\n    \
          with _atl_lock:\n        \
          _atl_status = _atl_kernel({})\n    \
+         if _atl_status in _ATL_ARRAY_STATUS:\n        \
+         _atl_a, _atl_d = _ATL_ARRAY_STATUS[_atl_status]\n        \
+         raise ValueError(\"%s: the index array `%s` breaks its declaration: %s (the kernel's entry check returned %d)\" % (SYMBOL, _atl_a, _atl_d, _atl_status))\n    \
          if _atl_status != 0:\n        \
          raise RuntimeError(\"%s: the kernel returned status %d after the checks passed (a bug of atl: please report it)\" % (SYMBOL, _atl_status))\n    \
          return out\n\n\n\

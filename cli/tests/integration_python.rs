@@ -6,7 +6,10 @@
 //! that bad arguments (dtype, mixed dtypes, masked arrays, number of dimensions,
 //! layout, shape, sizes, aliasing) raise before C is called. The build modes (native
 //! by default, `ATL_PORTABLE=1`, `CFLAGS`, a compiler rejecting `-march=native`) are
-//! checked from the modules' `BUILD` record and the libraries' file names.
+//! checked from the modules' `BUILD` record and the libraries' file names. A
+//! compressed-row product passes its index arrays (any integer dtype, converted to
+//! int32) and agrees with numpy's dense product; an index array breaking its
+//! declaration or not fitting in int32 raises ValueError naming it.
 //!
 //! `python3` with numpy comes from `scripts/setup.sh`. Without numpy the test says so
 //! loudly and passes, unless `ATL_REQUIRE_NUMPY` is set (CI sets it in `.ci/run`), as
@@ -260,4 +263,88 @@ fn emit_python_fp_strict_compiles_without_contraction() {
             std::fs::read_to_string(dir.join(format!("strict_k_{variant}.h"))).expect("the header");
         assert!(h.contains("-ffp-contract=off"), "{h}");
     }
+}
+
+/// A compressed-row product: `pos` says where each row's stored values begin and end,
+/// `crd` their columns.
+const SPMV: &str = "size n, m, nnz
+input pos : int[n + 1] in 0..nnz + 1 sorted
+input crd : int[nnz] in 0..m
+input vals : [nnz]
+input v : [m]
+def spmv = gen i < n: sum p in pos[i]..pos[i + 1]: vals[p] * v[crd[p]]
+";
+
+/// Index arrays through the Python module: checked against a product computed by hand
+/// and against numpy's dense product of the matrix the arrays encode; an index array
+/// that breaks its declaration, or holds a value beyond int32, raises ValueError
+/// naming it (before any wrap-around could make it valid).
+const SPMV_CHECK: &str = r#"
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import py_spmv as m
+
+def raises(f, needles):
+    try:
+        f()
+    except ValueError as e:
+        for n in needles:
+            assert n in str(e), (n, str(e))
+        return
+    raise AssertionError("no ValueError, expected one mentioning %s" % (needles,))
+
+# [[1, 0, 2], [0, 3, 0]] times [1, 10, 100], by hand: [201, 30].
+r = m.py_spmv([0, 2, 3], [0, 2, 1], np.array([1, 2, 3], np.float64), np.array([1, 10, 100], np.float64), n=2)
+assert r.dtype == np.float64 and r.tolist() == [201.0, 30.0], r
+
+# 4 x 5, an empty row, a full one; int64 and uint16 arrays (numpy's defaults are not
+# int32), in both dtypes, against numpy's dense product.
+pos = np.array([0, 2, 2, 7, 9], np.int64)
+crd = np.array([1, 4, 0, 1, 2, 3, 4, 0, 3], np.uint16)
+vals = np.arange(1, 10, dtype=np.float64)
+v = np.array([1.0, -2.0, 4.0, 0.5, 3.0])
+dense = np.zeros((4, 5))
+for i in range(4):
+    for p in range(pos[i], pos[i + 1]):
+        dense[i, crd[p]] += vals[p]
+for dt in (np.float32, np.float64):
+    r = m.py_spmv(pos, crd, vals.astype(dt), v.astype(dt), n=4)
+    assert r.dtype == dt, r.dtype
+    assert np.allclose(r, dense @ v, rtol=1e-6), (r, dense @ v)
+# The arrays were converted, not changed.
+assert pos.dtype == np.int64 and crd.dtype == np.uint16
+
+# A column out of range: the kernel's entry check of `crd`, as its declaration says.
+raises(lambda: m.py_spmv(pos, np.array([1, 4, 0, 1, 2, 3, 5, 0, 3]), vals, v, n=4), ["`crd`", "0 <= crd[k] < m"])
+# Decreasing row starts: the check of `pos`.
+raises(lambda: m.py_spmv([0, 2, 1, 7, 9], crd, vals, v, n=4), ["`pos`", "non-decreasing"])
+# 2**32 + 1 would wrap around to 1, a valid column: refused before the cast.
+big = crd.astype(np.int64)
+big[0] = 2**32 + 1
+raises(lambda: m.py_spmv(pos, big, vals, v, n=4), ["`crd`", "int32"])
+print("ok: spmv through the module")
+"#;
+
+#[test]
+fn python_passes_index_arrays_as_int32() {
+    if !numpy_or_skip() {
+        return;
+    }
+    let dir = temp_dir("python-spmv");
+    let program = dir.join("spmv.atl");
+    std::fs::write(&program, SPMV).expect("write the program");
+    run(Command::new(env!("CARGO_BIN_EXE_atl"))
+        .arg("emit")
+        .arg(&program)
+        .args(["--def", "spmv", "--name", "py_spmv", "--python"])
+        .arg(&dir));
+    let out = run(Command::new("python3")
+        .args(["-c", SPMV_CHECK])
+        .arg(&dir)
+        .env_remove("CFLAGS")
+        .env_remove("ATL_PORTABLE"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("ok: spmv through the module"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

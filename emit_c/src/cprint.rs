@@ -1297,6 +1297,41 @@ fn used_names(k: &Kernel) -> HashSet<String> {
     used
 }
 
+/// The status a kernel returns when an index array breaks its declaration (its entry
+/// check, [`Kernel::array_checks`], found an element out of the declared range or out
+/// of order), with the array and the declaration in the program's syntax.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayStatus {
+    /// What the kernel returns: numbered after the preconditions, in input order.
+    pub status: i32,
+    /// The input's name in the program.
+    pub array: String,
+    /// What every element must satisfy, e.g. `0 <= pos[k] < nnz + 1, non-decreasing`.
+    pub declaration: String,
+}
+
+/// The index arrays' statuses, as the header lists them: the one source of their
+/// numbers and texts for the header and for the bindings that turn a status back
+/// into an error naming the array.
+pub fn array_statuses(k: &Kernel) -> Vec<ArrayStatus> {
+    k.inputs
+        .iter()
+        .filter_map(|b| Some((b, b.index_array.as_ref()?)))
+        .enumerate()
+        .map(|(n, (b, a))| ArrayStatus {
+            status: i32::try_from(k.preconditions.len() + n + 1).unwrap_or(i32::MAX),
+            array: b.name.clone(),
+            declaration: format!(
+                "{} <= {}[k] < {}{}",
+                a.lo,
+                b.name,
+                a.hi,
+                if a.sorted { ", non-decreasing" } else { "" }
+            ),
+        })
+        .collect()
+}
+
 /// The statuses of the kernel, for its documentation comment: 0, then one number per
 /// precondition in [`Kernel::preconditions`] order (the order the C checks them), each
 /// with its condition in the program's names and what it is for.
@@ -1320,29 +1355,19 @@ fn status_list(k: &Kernel) -> String {
         };
         let _ = writeln!(s, " *   {:>width$}  {}  ({what})", n + 1, p.pred);
     }
-    let arrays: Vec<_> = k
-        .inputs
-        .iter()
-        .filter(|b| b.index_array.is_some())
-        .collect();
+    let arrays = array_statuses(k);
     if !arrays.is_empty() {
         s.push_str(
             " * Then it reads each index array once, and returns its number when an\n \
              * element breaks the array's declaration (writing nothing):\n",
         );
     }
-    for (n, b) in arrays.iter().enumerate() {
-        if let Some(a) = &b.index_array {
-            let _ = writeln!(
-                s,
-                " *   {:>width$}  {} <= {}[k] < {}{}  (index array)",
-                k.preconditions.len() + n + 1,
-                a.lo,
-                b.name,
-                a.hi,
-                if a.sorted { ", non-decreasing" } else { "" }
-            );
-        }
+    for a in &arrays {
+        let _ = writeln!(
+            s,
+            " *   {:>width$}  {}  (index array)",
+            a.status, a.declaration
+        );
     }
     s.push_str(
         " * The caller guarantees what the kernel cannot check: each pointer points to\n \

@@ -31,7 +31,9 @@ use atl_lower::Kernel;
 
 pub use atl_lang::interp::Tensor;
 pub use compile::{Backend, CompileOptions, Compiled, compile};
-pub use cprint::{RESERVED_PREFIX, is_free_identifier, set_threads_symbol};
+pub use cprint::{
+    ArrayStatus, RESERVED_PREFIX, array_statuses, is_free_identifier, set_threads_symbol,
+};
 pub use run::{PreparedCall, RunOutput};
 
 /// The element type of the generated kernel.

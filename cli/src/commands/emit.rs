@@ -143,18 +143,6 @@ pub fn python_files(
     validated: bool,
     note: &str,
 ) -> Result<(), Vec<Diagnostic>> {
-    if let Some(array) = kernel.inputs.iter().find(|b| b.index_array.is_some()) {
-        return Err(vec![
-            Diagnostic::error(
-                "E0946",
-                format!(
-                    "the kernel of `{def}` reads the index array `{}`, which the Python module cannot pass yet",
-                    array.name
-                ),
-            )
-            .with_help("emit the C (`atl emit FILE --def NAME --header K.h > K.c`): its header documents the `int32_t` index arrays"),
-        ]);
-    }
     // The module's name: `--name` (or the definition's), checked as a C name.
     let symbol = c_code(kernel, options)?.symbol;
     let mut files = Vec::new();
