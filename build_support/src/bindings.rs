@@ -15,6 +15,12 @@
 //! precondition it found broken, having touched nothing) is checked all the same: a
 //! non-zero status after the Rust checks passed means the two disagree, a bug of atl,
 //! and surfaces as `CallError::Refused` rather than being ignored.
+//!
+//! An index array (an `int` input) is a `&[i32]` (the C's `int32_t`), its length checked
+//! like any input's. Its declaration (range, order) is checked by the kernel itself on
+//! entry, in one pass, before it writes anything: the status it then returns becomes
+//! `CallError::IndexArray` naming the array and its declaration, from
+//! `atl_emit_c::array_statuses`, the list the header prints.
 
 use std::fmt::Write;
 
@@ -219,10 +225,12 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
         .map(|s| format!("{}: i64", vars(s)))
         .collect();
     let size_args: Vec<String> = k.sizes.iter().map(|s| vars(s)).collect();
+    // An index array holds `int32_t`s whatever the element type.
+    let elem = |i: &atl_lower::ir::BufferDecl| if i.index_array.is_some() { "i32" } else { t };
     let input_params: Vec<String> = k
         .inputs
         .iter()
-        .map(|i| format!("{}: &[{t}]", vars(&i.name)))
+        .map(|i| format!("{}: &[{}]", vars(&i.name), elem(i)))
         .collect();
     let mut params = size_params.clone();
     params.extend(input_params);
@@ -232,7 +240,7 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
     ffi_params.extend(
         k.inputs
             .iter()
-            .map(|i| format!("{}: *const {t}", vars(&i.name))),
+            .map(|i| format!("{}: *const {}", vars(&i.name), elem(i))),
     );
     ffi_params.push(format!("{out}: *mut {t}"));
 
@@ -253,13 +261,26 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
     for size in &k.sizes {
         let _ = writeln!(args_doc, "/// - `{}`: a size (`i64`)", vars(size));
     }
+    let statuses = atl_emit_c::array_statuses(k);
     for i in &k.inputs {
-        let _ = writeln!(
-            args_doc,
-            "/// - `{}`: `{}`, row-major, length the product of the extents",
-            vars(&i.name),
-            shape_text(&i.shape)
-        );
+        if let Some(a) = statuses.iter().find(|a| a.array == i.name) {
+            let _ = writeln!(
+                args_doc,
+                "/// - `{}`: an index array `{}` of `i32`, declared `{}` (the kernel\n\
+                 ///   checks it, [`{}::CallError::IndexArray`])",
+                vars(&i.name),
+                shape_text(&i.shape),
+                a.declaration,
+                module
+            );
+        } else {
+            let _ = writeln!(
+                args_doc,
+                "/// - `{}`: `{}`, row-major, length the product of the extents",
+                vars(&i.name),
+                shape_text(&i.shape)
+            );
+        }
     }
     let _ = writeln!(
         args_doc,
@@ -280,7 +301,15 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
          /// It refuses a call, with a [`{module}::CallError`] and without touching any slice,\n\
          /// unless these preconditions hold (in this order) and every slice has exactly the\n\
          /// length of its shape:\n\
-         {pre_doc}",
+         {pre_doc}{arrays_doc}",
+        arrays_doc = if statuses.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "///\n/// The kernel then checks each index array's declaration before writing anything, and\n\
+                 /// a call whose index array breaks it returns [`{module}::CallError::IndexArray`].\n"
+            )
+        },
         sym = spec.symbol,
         sym_fn = module,
         def = spec.def,
@@ -309,7 +338,8 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
     // CallError
     let _ = writeln!(
         s,
-        r#"    /// Why a call was refused; the kernel was not called and no slice was touched.
+        r#"    /// Why a call was refused; no slice was written (the kernel was not called, or,
+    /// for `IndexArray` and `Refused`, returned before writing).
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum CallError {{
         /// A precondition on the sizes does not hold.
@@ -331,6 +361,16 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
             argument: &'static str,
             expected: usize,
             actual: usize,
+        }},
+        /// An index array breaks its declaration: the kernel's entry check found an
+        /// element out of the declared range or out of order, and it wrote nothing.
+        IndexArray {{
+            /// The parameter.
+            argument: &'static str,
+            /// What every element must satisfy, in the language's syntax.
+            declaration: &'static str,
+            /// What the kernel returned.
+            status: ::core::ffi::c_int,
         }},
         /// The C kernel itself refused the call with this status (its `status`-th
         /// precondition failed; it touched no slice) although the checks of `call`
@@ -356,6 +396,10 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
                 CallError::Length {{ argument, expected, actual }} => write!(
                     f,
                     "`{sym}`: `{{argument}}` has {{actual}} elements, its shape has {{expected}} at these sizes"
+                ),
+                CallError::IndexArray {{ argument, declaration, status }} => write!(
+                    f,
+                    "`{sym}`: the index array `{{argument}}` breaks its declaration `{{declaration}}` (the kernel's entry check returned {{status}})"
                 ),
                 CallError::Refused {{ status, condition }} => write!(
                     f,
@@ -465,6 +509,10 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
          // it); `{out}` is a unique borrow, so it overlaps no input; `set_threads` cannot\n        \
          // run meanwhile (the lock).\n        \
          let atl__status = unsafe {{ ffi::{module}({}) }};\n        \
+         const ARRAYS: [(::core::ffi::c_int, &str, &str); {n_arrays}] = [{arrays}];\n        \
+         if let ::core::option::Option::Some(&(status, argument, declaration)) = ARRAYS.iter().find(|a| a.0 == atl__status) {{\n            \
+         return ::core::result::Result::Err(CallError::IndexArray {{ argument, declaration, status }});\n        \
+         }}\n        \
          if atl__status != 0 {{\n            \
          const PRECONDITIONS: [&str; {n_pre}] = [{}];\n            \
          let condition = usize::try_from(atl__status).ok().and_then(|k| k.checked_sub(1)).and_then(|k| PRECONDITIONS.get(k)).copied().unwrap_or(\"(no such precondition)\");\n            \
@@ -478,7 +526,13 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
             .map(|p| lit(&p.pred.to_string()))
             .collect::<Vec<_>>()
             .join(", "),
-        n_pre = k.preconditions.len()
+        n_pre = k.preconditions.len(),
+        n_arrays = statuses.len(),
+        arrays = statuses
+            .iter()
+            .map(|a| format!("({}, {}, {})", a.status, lit(&a.array), lit(&a.declaration)))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     // set_threads
     let _ = writeln!(

@@ -301,17 +301,6 @@ impl Kernel {
         write(&c_file, &format!("{note}{}", code.source))?;
         write(&header, &format!("{note}{}", code.header))?;
 
-        if let Some(array) = lowered
-            .kernel
-            .inputs
-            .iter()
-            .find(|b| b.index_array.is_some())
-        {
-            return Err(Error::Bindings(format!(
-                "the kernel of `{}` reads the index array `{}`, which the Rust bindings cannot pass yet (E0946); call the C symbol `{}` through its header, which documents the `int32_t` index arrays",
-                lowered.name, array.name, code.symbol
-            )));
-        }
         let file_text = self.file.display().to_string();
         let rust = bindings::generate(&bindings::BindingSpec {
             kernel: &lowered.kernel,

@@ -847,10 +847,10 @@ pub static CODES: &[ErrorCode] = &[
         "(retired: definitions that read index arrays are lowered now)",
         "",
     ),
-    active(
+    retired(
         "E0946",
-        "`atl emit --python` or `atl-build`: the kernel reads index arrays (`int32_t`), which the generated Python and Rust bindings cannot pass yet",
-        "use the emitted C and its header, which document the index arrays",
+        "(retired: the Python module and atl-build pass index arrays now)",
+        "",
     ),
     active(
         "E0950",
