@@ -427,14 +427,17 @@ impl<'k> CPrinter<'k> {
         s
     }
 
-    /// The entry checks of the index arrays (`Kernel::array_checks`), numbered after
-    /// the `preconditions` ones: one pass over each array, reading it and writing
-    /// nothing, that returns its number at the first element outside the declared
-    /// range (or, when `sorted`, below the one before it).
-    fn array_checks(&self, preconditions: usize) -> String {
+    /// The entry checks of the index arrays (`Kernel::array_checks`), numbered as
+    /// [`array_statuses`] says (after the preconditions; the header and the bindings
+    /// read the numbers from there too): one pass over each array, reading it and
+    /// writing nothing, that returns its number at the first element outside the
+    /// declared range (or, when `sorted`, below the one before it).
+    fn array_checks(&self) -> String {
         let mut s = String::new();
-        for (n, check) in self.kernel.array_checks().into_iter().enumerate() {
-            let status = preconditions + n + 1;
+        // Both list the index arrays in input order.
+        let statuses = array_statuses(self.kernel);
+        for (check, a) in self.kernel.array_checks().into_iter().zip(&statuses) {
+            let status = a.status;
             // A declaration without a target form has no check: lowering and the
             // validator refuse such a kernel; were one printed, it fails at once.
             let Some(c) = check else {
@@ -481,7 +484,7 @@ impl<'k> CPrinter<'k> {
     pub(crate) fn source(mut self) -> String {
         let k = self.kernel;
         let checks: Vec<String> = k.preconditions.iter().map(|p| self.cond(&p.cond)).collect();
-        let array_checks = self.array_checks(checks.len());
+        let array_checks = self.array_checks();
         self.out.clear();
         for st in &k.body {
             self.stmt(st, 1);
