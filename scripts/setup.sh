@@ -16,16 +16,18 @@
 # - cmake (also only with `--with-rocq`, i.e. for the test suite): the example C project
 #   examples/integration/c is built with its CMakeLists.txt, and with make, by
 #   cli/tests/integration_c.rs.
-# - numpy for the python3 first on PATH (also only with `--with-rocq`): the Python
-#   example examples/integration/python runs in cli/tests/integration_python.rs. The
-#   distro package python3-numpy when that python3 is the system one (/usr/bin),
-#   otherwise (pyenv, a virtualenv…) `python3 -m pip install --user numpy`.
+# - numpy and scipy for the python3 first on PATH (also only with `--with-rocq`): the
+#   Python example examples/integration/python runs in cli/tests/integration_python.rs,
+#   which also passes scipy.sparse matrices to a module's `sparse_A`. The distro
+#   packages python3-numpy and python3-scipy when that python3 is the system one
+#   (/usr/bin), otherwise (pyenv, a virtualenv…) `python3 -m pip install --user numpy
+#   scipy`.
 set -euo pipefail
 
-# numpy for the python3 the tests run.
+# numpy and scipy for the python3 the tests run.
 install_numpy() {
-    if python3 -c "import numpy" >/dev/null 2>&1; then
-        echo "setup: numpy present for $(command -v python3)"
+    if python3 -c "import numpy, scipy" >/dev/null 2>&1; then
+        echo "setup: numpy and scipy present for $(command -v python3)"
         return
     fi
     local python
@@ -33,8 +35,8 @@ install_numpy() {
     if [ "$python" = /usr/bin/python3 ] || [ "$(readlink -f "$python")" = "$(readlink -f /usr/bin/python3)" ]; then
         numpy_via_apt=1
     else
-        echo "setup: installing numpy for $python with pip"
-        python3 -m pip install --user -q numpy
+        echo "setup: installing numpy and scipy for $python with pip"
+        python3 -m pip install --user -q numpy scipy
     fi
 }
 numpy_via_apt=0
@@ -44,7 +46,7 @@ if [ "${1:-}" = "--with-rocq" ]; then
     packages+=(coq make cmake)
     install_numpy
     if [ "$numpy_via_apt" = 1 ]; then
-        packages+=(python3-numpy)
+        packages+=(python3-numpy python3-scipy)
     fi
 fi
 

@@ -25,6 +25,7 @@ use std::fmt::Write;
 
 use atl_emit_c::{Dtype, Fp};
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
+use atl_lang::ir::SparseDecl;
 use atl_lower::Kernel;
 
 /// Python's keywords and the module's own names a parameter must not take.
@@ -432,6 +433,7 @@ pub fn module(
     fp: Fp,
     def: &str,
     validated: bool,
+    sparse: &[SparseDecl],
 ) -> String {
     let np_dtype = np_name(dtype);
     let inputs: Vec<String> = kernel.inputs.iter().map(|i| py_ident(&i.name)).collect();
@@ -703,5 +705,79 @@ _ATL_ARRAY_STATUS = {array_status}
         },
         call_args.join(", ")
     );
+    s.push_str(&sparse_helpers(kernel, symbol, sparse));
+    s
+}
+
+/// For each sparse matrix whose arrays the kernel reads (`sparse A : [n, m] as
+/// csr(pos, crd, vals)`), a function `sparse_A(matrix)` making its arrays from a
+/// `scipy.sparse` matrix or array, as a dict of the kernel's keyword arguments
+/// (`spmv(**sparse_A(M), v=v)`): stored in the declaration's format with duplicates
+/// summed, zeros dropped and coordinates sorted, as `atl` stores a file
+/// (`atl_lang::sparse::compress`). scipy is imported only when it is called.
+fn sparse_helpers(kernel: &Kernel, symbol: &str, sparse: &[SparseDecl]) -> String {
+    let mut s = String::new();
+    let reads = |a: &String| kernel.inputs.iter().any(|i| i.name == *a);
+    for decl in sparse.iter().filter(|d| d.arrays.iter().all(reads)) {
+        let function = format!("sparse_{}", decl.name);
+        if function == symbol
+            || !function
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let keys: Vec<String> = decl.arrays.iter().map(|a| lit(&py_ident(a))).collect();
+        let (convert, parts) = match decl.format.name {
+            "csr" => ("tocsr", ["_atl_m.indptr", "_atl_m.indices", "_atl_m.data"]),
+            "csc" => ("tocsc", ["_atl_m.indptr", "_atl_m.indices", "_atl_m.data"]),
+            _ => ("tocsr", ["_atl_c.row", "_atl_c.col", "_atl_c.data"]),
+        };
+        let coo = if decl.format.name == "coo" {
+            "    _atl_c = _atl_m.tocoo()\n"
+        } else {
+            ""
+        };
+        let mut entries: Vec<String> = keys
+            .iter()
+            .zip(parts)
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        // An extent that is a size alone is given too: `pos`'s length is `n + 1`,
+        // from which the kernel cannot read `n`.
+        for (k, extent) in decl.shape.iter().enumerate() {
+            if let IndexExpr::Var(size) = extent
+                && kernel.sizes.contains(size)
+            {
+                entries.push(format!("{}: _atl_m.shape[{k}]", lit(&py_ident(size))));
+            }
+        }
+        let _ = write!(
+            s,
+            "\n\ndef {function}(matrix):\n    \
+             \"\"\"The arrays of the sparse matrix `{name}` (`sparse {decl}`) made from a\n    \
+             scipy.sparse matrix or array of any format, as keyword arguments of\n    \
+             {symbol}, with the matrix's extents that are sizes:\n    \
+             `{symbol}(**{function}(M), ...)`. Stored in {format}: duplicates summed,\n    \
+             zeros dropped, coordinates sorted (as `atl` stores a file given for\n    \
+             `{name}`); the values keep the matrix's dtype.\"\"\"\n    \
+             try:\n        import scipy.sparse as _atl_sp\n    \
+             except ImportError as e:\n        \
+             raise ImportError(\"{function} needs scipy (pip install scipy)\") from e\n    \
+             if not _atl_sp.issparse(matrix):\n        \
+             raise TypeError(\"{function}: expected a scipy.sparse matrix or array, got %s\" % type(matrix).__name__)\n    \
+             if len(matrix.shape) != 2:\n        \
+             raise ValueError(\"{function}: expected a matrix, got shape %s\" % (matrix.shape,))\n    \
+             _atl_m = matrix.{convert}(copy=True)\n    \
+             _atl_m.sum_duplicates()\n    \
+             _atl_m.eliminate_zeros()\n    \
+             _atl_m.sort_indices()\n\
+             {coo}    \
+             return {{{entries}}}\n",
+            name = decl.name,
+            format = decl.format.name,
+            entries = entries.join(", "),
+        );
+    }
     s
 }

@@ -348,3 +348,62 @@ fn python_passes_index_arrays_as_int32() {
     assert!(stdout.contains("ok: spmv through the module"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel derived from a `sparse` matrix's product gets `sparse_A(matrix)` in its
+/// module: the arrays (and the sizes the matrix fixes) from a `scipy.sparse` matrix of
+/// any format, duplicates included, for `spmv(**sparse_A(M), v=v)`, which must equal
+/// scipy's own product; a dense array is a TypeError. Skipped, saying so, without scipy.
+#[test]
+fn python_takes_scipy_sparse_matrices_for_sparse_inputs() {
+    if !numpy_or_skip() {
+        return;
+    }
+    let has_scipy = Command::new("python3")
+        .args(["-c", "import scipy.sparse"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_scipy {
+        say_skipped("python3 has no scipy; run scripts/setup.sh to install it");
+        return;
+    }
+    let dir = temp_dir("python-scipy");
+    run(Command::new(env!("CARGO_BIN_EXE_atl"))
+        .arg("emit")
+        .arg(project().join("../../spmv/spmv.atl"))
+        .args(["--def", "spmv", "--python"])
+        .arg(&dir));
+    let check = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np, scipy.sparse as sp
+import spmv as mod
+rng = np.random.default_rng(7)
+m = sp.random(60, 45, density=0.1, random_state=3, format="coo", dtype=np.float64)
+# Entries stored twice add up, as in scipy's product.
+m = sp.coo_matrix((np.r_[m.data, m.data[:9]], (np.r_[m.row, m.row[:9]], np.r_[m.col, m.col[:9]])), shape=m.shape)
+v = rng.standard_normal(45)
+for given in (m, m.tocsr(), m.tocsc(), sp.csr_array(m)):
+    args = mod.sparse_A(given)
+    assert set(args) == {"pos", "crd", "vals", "n", "m"}, args.keys()
+    assert (args["n"], args["m"]) == (60, 45)
+    y = mod.spmv(**args, v=v)
+    assert np.allclose(y, m @ v, rtol=1e-12, atol=1e-12), np.abs(y - m @ v).max()
+try:
+    mod.sparse_A(np.ones((3, 3)))
+    raise SystemExit("a dense array was accepted")
+except TypeError as e:
+    assert "scipy.sparse" in str(e), e
+print("ok: scipy.sparse through sparse_A")
+"#;
+    let out = run(Command::new("python3")
+        .args(["-c", check])
+        .arg(&dir)
+        .env_remove("CFLAGS")
+        .env_remove("ATL_PORTABLE"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ok: scipy.sparse through sparse_A"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

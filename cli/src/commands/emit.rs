@@ -103,6 +103,7 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
     let result = if let Some(dir) = &args.python {
         python_files(
             kernel,
+            &loaded.program.sparse,
             &options,
             dir,
             &lowered.name,
@@ -137,6 +138,7 @@ pub fn run(args: &EmitArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
 /// written if emission fails).
 pub fn python_files(
     kernel: &Kernel,
+    sparse: &[atl_lang::ir::SparseDecl],
     options: &EmitOptions,
     dir: &Path,
     def: &str,
@@ -164,7 +166,15 @@ pub fn python_files(
             format!("{note}{}", code.header),
         ));
     }
-    let module = crate::python::module(kernel, &symbol, options.dtype, options.fp, def, validated);
+    let module = crate::python::module(
+        kernel,
+        &symbol,
+        options.dtype,
+        options.fp,
+        def,
+        validated,
+        sparse,
+    );
     files.push((format!("{symbol}.py"), module));
     let fail = |path: &Path, e: std::io::Error| write_error(path, &e);
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
