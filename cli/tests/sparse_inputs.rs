@@ -203,3 +203,47 @@ fn a_file_given_for_a_sparse_matrix_serves_the_specification_and_its_derivations
     assert!(err.contains("`a0` is given twice"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel whose temporaries cannot fit in memory at the sizes a file fixes is refused
+/// before the call (E0611), not left to abort the process: the dense specification of
+/// a 10^6 x 10^6 sparse matrix's product stores the matrix (4 TB of floats), while
+/// the CSR kernel derived from it runs.
+#[test]
+fn a_kernel_whose_temporaries_cannot_fit_is_refused_before_the_call() {
+    let dir = std::env::temp_dir().join(format!("atl-sparse-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let matrix = dir.join("huge.mtx");
+    std::fs::write(
+        &matrix,
+        "%%MatrixMarket matrix coordinate real general\n1000000 1000000 2\n1 1 2.0\n1000000 7 3.0\n",
+    )
+    .expect("written");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/spmv/spmv.atl")
+        .display()
+        .to_string();
+    let a = format!("A={}", matrix.display());
+    let (code, _, err) = atl(&[
+        "bench",
+        &example,
+        "--def",
+        "spmv",
+        "--vs",
+        "spmv_dense",
+        "--input",
+        &a,
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(code, EXIT_USER, "{err}");
+    assert!(
+        err.contains("E0611") && err.contains("the kernel `spmv_dense`"),
+        "{err}"
+    );
+    let (code, out, err) = atl(&[
+        "bench", &example, "--def", "spmv", "--input", &a, "--runs", "1", "--json",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(out.contains("\"nnz\": 2"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

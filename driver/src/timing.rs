@@ -295,6 +295,7 @@ pub fn bench(
     gated: &[Gated<'_>],
     kernels: &[Kernel],
     sizes: &BTreeMap<String, i64>,
+    given: &BTreeMap<String, Tensor>,
     check_sizes: &BTreeMap<String, i64>,
     options: &BenchOptions,
 ) -> Result<BenchReport, Vec<Diagnostic>> {
@@ -309,7 +310,10 @@ pub fn bench(
         Ok(())
     };
     let defs: Vec<&str> = gated.iter().map(Gated::name).collect();
-    let inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
+    // Inputs given replace the random ones (a user's matrix: a sparse kernel's speed
+    // depends on its structure).
+    let mut inputs = random_inputs(program, sizes).map_err(|d| vec![d])?;
+    inputs.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
     let mut compiled = Vec::new();
     for (kernel, d) in kernels.iter().zip(&defs) {
         stage(format!("compiling `{d}`"), 0)?;

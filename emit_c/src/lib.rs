@@ -24,6 +24,7 @@ mod compile;
 mod cprint;
 #[allow(unsafe_code)]
 mod ffi;
+pub mod memory;
 mod run;
 
 use atl_lang::diag::Diagnostic;

@@ -112,6 +112,12 @@ impl<T: Element> Args<T> {
         inputs: &BTreeMap<String, Tensor>,
     ) -> Result<Args<T>, Diagnostic> {
         let call = atl_lower::check_call(&compiled.kernel, sizes, inputs)?;
+        crate::memory::check_temporaries(
+            &compiled.code.symbol,
+            &compiled.kernel,
+            sizes,
+            std::mem::size_of::<T>(),
+        )?;
         let mut data = Vec::new();
         for (decl, shape) in compiled.kernel.inputs.iter().zip(&call.inputs) {
             let t = &inputs[&decl.name];

@@ -398,6 +398,11 @@ pub static CODES: &[ErrorCode] = &[
         "the message names the first bad element; a sparse matrix file is converted for you (`--input A=m.npz`)",
     ),
     active(
+        "E0611",
+        "a compiled kernel whose heap temporaries at these sizes exceed the memory available: the kernel would abort when an allocation fails",
+        "run at smaller sizes, or schedule the stored stages (`compute_at`, `compute_inline`) so that less is kept",
+    ),
+    active(
         "E0701",
         "a malformed rule pattern (a plain name where a metavariable is needed, a substitution of a non-metavariable, …)",
         "write metavariables as `?name`",

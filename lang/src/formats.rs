@@ -126,10 +126,17 @@ impl LevelIndex {
     /// Joins the structures of two consecutive runs of parent positions (the thesis's
     /// `append_F`); both must be of one format and extent.
     pub fn append(&self, other: &LevelIndex) -> Option<LevelIndex> {
+        let mut out = self.clone();
+        out.append_in_place(other).then_some(out)
+    }
+
+    /// [`LevelIndex::append`] into `self`, in time linear in `other` (compressing a
+    /// matrix appends one row's structure at a time: copying the whole structure at
+    /// each made it quadratic). `false`, leaving `self` unchanged, when the two are not
+    /// of one format and extent.
+    pub fn append_in_place(&mut self, other: &LevelIndex) -> bool {
         match (self, other) {
-            (LevelIndex::Dense { dim: a }, LevelIndex::Dense { dim: b }) if a == b => {
-                Some(LevelIndex::Dense { dim: *a })
-            }
+            (LevelIndex::Dense { dim: a }, LevelIndex::Dense { dim: b }) => a == b,
             (
                 LevelIndex::Compressed {
                     dim,
@@ -142,25 +149,20 @@ impl LevelIndex {
                     crd: c2,
                 },
             ) if dim == d2 => {
-                let last = *p1.last()?;
-                let mut pos = p1[..p1.len() - 1].to_vec();
-                pos.extend(p2.iter().map(|p| p + last));
-                let mut crd = c1.clone();
-                crd.extend(c2);
-                Some(LevelIndex::Compressed {
-                    dim: *dim,
-                    pos,
-                    crd,
-                })
+                let Some(last) = p1.pop() else {
+                    return false;
+                };
+                p1.extend(p2.iter().map(|p| p + last));
+                c1.extend(c2);
+                true
             }
             (LevelIndex::Bitmask { dim, mask: m1 }, LevelIndex::Bitmask { dim: d2, mask: m2 })
                 if dim == d2 =>
             {
-                let mut mask = m1.clone();
-                mask.extend(m2);
-                Some(LevelIndex::Bitmask { dim: *dim, mask })
+                m1.extend(m2);
+                true
             }
-            _ => None,
+            _ => false,
         }
     }
 
@@ -376,9 +378,10 @@ fn entries_into(
         }
     };
     let (first, inner_levels) = levels.split_first_mut().expect("one level per format");
-    *first = first
-        .append(&index)
-        .expect("one format and extent per level");
+    assert!(
+        first.append_in_place(&index),
+        "one format and extent per level"
+    );
     let mut next = groups.iter().peekable();
     let kept: Vec<usize> = match format {
         Level::Compressed => groups.iter().map(|(c, _)| *c).collect(),
@@ -446,9 +449,10 @@ fn compress_into(
         .collect();
     let (index, kept) = format.encode(&nonzero);
     let (first, inner_levels) = levels.split_first_mut().expect("one level per format");
-    *first = first
-        .append(&index)
-        .expect("one format and extent per level");
+    assert!(
+        first.append_in_place(&index),
+        "one format and extent per level"
+    );
     for c in kept {
         compress_into(
             inner_formats,

@@ -55,6 +55,11 @@ pub struct BenchArgs {
     /// Sizes to time at.
     #[arg(long = "sizes", value_name = "NAME=VALUE,...")]
     pub sizes: Vec<String>,
+    /// Inputs to time on (`NAME=PATH.npy`, `NAME=random:SEED`, a sparse matrix's
+    /// `NAME=PATH.mtx|.npz`, as `atl run` takes them); the others are random. The
+    /// check against the interpreter still runs on random inputs at the check sizes.
+    #[arg(long = "input", value_name = "NAME=SOURCE")]
+    pub inputs: Vec<String>,
     /// A second definition of the same file, timed interleaved with the first.
     #[arg(long = "vs", value_name = "OTHER")]
     pub vs: Option<String>,
@@ -90,7 +95,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
             "`--threads` and `--runs` must be at least 1",
         ));
     }
-    let prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &[])?;
+    let prepared = prepare(ctx, file, args.def.as_deref(), &args.sizes, &args.inputs)?;
     let loaded = &prepared.loaded;
     let program = &loaded.program;
     let check_sizes = if args.check_sizes.is_empty() {
@@ -150,6 +155,7 @@ pub fn run(args: &BenchArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
         &gated,
         &kernels,
         &prepared.sizes,
+        &prepared.inputs,
         &check_sizes,
         &options,
     )

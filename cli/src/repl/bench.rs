@@ -200,6 +200,7 @@ impl Session {
             &gated,
             &kernels,
             &sizes,
+            &Default::default(),
             &check_sizes,
             &options,
         );

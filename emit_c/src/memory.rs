@@ -1,0 +1,110 @@
+//! Whether a kernel's heap temporaries fit in the memory this machine has, checked
+//! before `atl run`, `atl bench` and the REPL call a kernel: the C aborts when an
+//! allocation fails (its header says so), which would end the calling process without
+//! a word. The bound is the sum of every allocation's length at the call's sizes (what
+//! is live at once is at most that); a length that is not a function of the sizes
+//! alone (none today) is left out, so this is a diagnostic, not a guarantee.
+
+use std::collections::BTreeMap;
+
+use atl_lang::diag::Diagnostic;
+use atl_loopir::ir::{Ix, IxOp, Stmt};
+use atl_lower::Kernel;
+
+/// The bytes of heap temporaries `kernel` may allocate at `sizes`, with elements of
+/// `element_size` bytes (saturating).
+pub fn temporary_bytes(
+    kernel: &Kernel,
+    sizes: &BTreeMap<String, i64>,
+    element_size: usize,
+) -> u128 {
+    let mut total: u128 = 0;
+    kernel.walk(&mut |s| {
+        if let Stmt::Alloc { len, .. } = s
+            && let Some(n) = eval(len, sizes)
+        {
+            total = total.saturating_add(n.max(1) as u128 * element_size as u128);
+        }
+    });
+    total
+}
+
+/// Refuses (E0611) a call whose temporaries exceed the memory available now
+/// (`MemAvailable` plus free swap, from `/proc/meminfo`; nothing is refused where that
+/// cannot be read).
+pub fn check_temporaries(
+    symbol: &str,
+    kernel: &Kernel,
+    sizes: &BTreeMap<String, i64>,
+    element_size: usize,
+) -> Result<(), Diagnostic> {
+    let needed = temporary_bytes(kernel, sizes, element_size);
+    let Some(available) = available_bytes() else {
+        return Ok(());
+    };
+    if needed <= available {
+        return Ok(());
+    }
+    let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
+    Err(Diagnostic::error(
+        "E0611",
+        format!(
+            "the temporaries of the kernel `{symbol}` take {:.1} GiB at these sizes, and this machine has {:.1} GiB available: the kernel would abort",
+            gib(needed),
+            gib(available)
+        ),
+    )
+    .with_help("run it at smaller sizes, or schedule the stages it stores (`compute_at`, `compute_inline`) so that less is kept"))
+}
+
+fn available_bytes() -> Option<u128> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u128> {
+        let line = info.lines().find(|l| l.starts_with(name))?;
+        let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
+}
+
+/// An index expression of sizes and constants, in 128-bit arithmetic (`None` when it
+/// reads a loop variable or an index array).
+fn eval(ix: &Ix, sizes: &BTreeMap<String, i64>) -> Option<i128> {
+    Some(match ix {
+        Ix::Const(c) => *c as i128,
+        Ix::Var(v) => *sizes.get(v)? as i128,
+        Ix::Neg(a) => -eval(a, sizes)?,
+        Ix::Load(..) => return None,
+        Ix::Bin(op, a, b) => {
+            let (a, b) = (eval(a, sizes)?, eval(b, sizes)?);
+            match op {
+                IxOp::Add => a.checked_add(b)?,
+                IxOp::Sub => a.checked_sub(b)?,
+                IxOp::Mul => a.checked_mul(b)?,
+                IxOp::Min => a.min(b),
+                IxOp::Max => a.max(b),
+                IxOp::DivNat | IxOp::FloorDiv => {
+                    if b == 0 {
+                        0
+                    } else {
+                        a.div_euclid(b)
+                    }
+                }
+                IxOp::CeilDiv => {
+                    if b == 0 {
+                        0
+                    } else {
+                        -(-a).div_euclid(b)
+                    }
+                }
+                IxOp::ModNat | IxOp::FloorMod => {
+                    if b == 0 {
+                        a
+                    } else {
+                        a.rem_euclid(b)
+                    }
+                }
+            }
+        }
+    })
+}
