@@ -1,14 +1,14 @@
 //! Whether a kernel's heap temporaries fit in the memory this machine has, checked
 //! before `atl run`, `atl bench` and the REPL call a kernel: the C aborts when an
 //! allocation fails (its header says so), which would end the calling process without
-//! a word. The bound is the sum of every allocation's length at the call's sizes (what
-//! is live at once is at most that); a length that is not a function of the sizes
-//! alone (none today) is left out, so this is a diagnostic, not a guarantee.
+//! a word. The bound is the sum of every heap buffer's elements at the call's sizes
+//! (what is live at once is at most that; stack arrays are small constants); a
+//! diagnostic, not a guarantee (per-thread copies are counted once).
 
 use std::collections::BTreeMap;
 
 use atl_lang::diag::Diagnostic;
-use atl_loopir::ir::{Ix, IxOp, Stmt};
+use atl_loopir::ir::{Stmt, Storage};
 use atl_lower::Kernel;
 
 /// The bytes of heap temporaries `kernel` may allocate at `sizes`, with elements of
@@ -20,10 +20,18 @@ pub fn temporary_bytes(
 ) -> u128 {
     let mut total: u128 = 0;
     kernel.walk(&mut |s| {
-        if let Stmt::Alloc { len, .. } = s
-            && let Some(n) = eval(len, sizes)
+        if let Stmt::Alloc { shape, storage, .. } = s
+            && *storage != Storage::Stack
         {
-            total = total.saturating_add(n.max(1) as u128 * element_size as u128);
+            // A buffer's elements are the product of its extents, functions of the
+            // sizes evaluated as the front end evaluates them.
+            let elements = shape.iter().try_fold(1u128, |acc, d| {
+                let v = d.eval(&|n| sizes.get(n).copied()).ok()?;
+                Some(acc.saturating_mul(u128::try_from(v.max(0)).ok()?))
+            });
+            if let Some(n) = elements {
+                total = total.saturating_add(n.max(1).saturating_mul(element_size as u128));
+            }
         }
     });
     total
@@ -65,46 +73,4 @@ fn available_bytes() -> Option<u128> {
         Some(kib * 1024)
     };
     Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
-}
-
-/// An index expression of sizes and constants, in 128-bit arithmetic (`None` when it
-/// reads a loop variable or an index array).
-fn eval(ix: &Ix, sizes: &BTreeMap<String, i64>) -> Option<i128> {
-    Some(match ix {
-        Ix::Const(c) => *c as i128,
-        Ix::Var(v) => *sizes.get(v)? as i128,
-        Ix::Neg(a) => -eval(a, sizes)?,
-        Ix::Load(..) => return None,
-        Ix::Bin(op, a, b) => {
-            let (a, b) = (eval(a, sizes)?, eval(b, sizes)?);
-            match op {
-                IxOp::Add => a.checked_add(b)?,
-                IxOp::Sub => a.checked_sub(b)?,
-                IxOp::Mul => a.checked_mul(b)?,
-                IxOp::Min => a.min(b),
-                IxOp::Max => a.max(b),
-                IxOp::DivNat | IxOp::FloorDiv => {
-                    if b == 0 {
-                        0
-                    } else {
-                        a.div_euclid(b)
-                    }
-                }
-                IxOp::CeilDiv => {
-                    if b == 0 {
-                        0
-                    } else {
-                        -(-a).div_euclid(b)
-                    }
-                }
-                IxOp::ModNat | IxOp::FloorMod => {
-                    if b == 0 {
-                        a
-                    } else {
-                        a.rem_euclid(b)
-                    }
-                }
-            }
-        }
-    })
 }

@@ -799,17 +799,9 @@ impl Resolver<'_> {
         if !ok {
             return None;
         }
-        let mut taken: HashSet<String> = self.globals.keys().cloned().collect();
-        let mut fresh = |base: &str| {
-            let mut name = base.to_string();
-            let mut k = 1;
-            while taken.contains(&name) {
-                name = format!("{base}{k}");
-                k += 1;
-            }
-            taken.insert(name.clone());
-            name
-        };
+        // Binders no declaration takes (the body mentions sizes and the arrays).
+        let mut supply = NameSupply::new(self.globals.keys().cloned());
+        let mut fresh = |base: &str| supply.fresh(base);
         let body = crate::sparse::decompression(
             fmt,
             &names,
