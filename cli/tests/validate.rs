@@ -406,3 +406,19 @@ fn a_k_blocked_matmul_is_validated_and_its_edits_are_not() {
         assert!(!out.contains("verdict: validated"), "{from} => {to}: {out}");
     }
 }
+
+/// The output's shape is compared with the source's under the kernel's preconditions,
+/// as every other obligation is: lowering folds `min(n, 3)` to 3 under `assume n >= 3`,
+/// and the validator once refuted that with `n = 2`, a size the kernel refuses (found by
+/// the soundness fuzzer, seed 33, case 546).
+#[test]
+fn an_output_shape_folded_under_an_assume_is_validated() {
+    let file = scratch(
+        "assume_shape.atl",
+        "size n\nassume n >= 3\n\
+         def a = ((let u1 = (gen i < 1: 1.0) in u1) ++ flatten(split(2, (gen l < min(n, 3): 1.0))))\n",
+    );
+    let (code, out, err) = atl(&["validate", &file, "--def", "a"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("verdict: validated"), "{out}");
+}

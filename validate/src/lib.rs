@@ -485,9 +485,16 @@ fn precondition_obligations(
 /// the program declares, the output the definition's shape (the value check reads the
 /// inputs, and names the output's elements, through them).
 fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<CheckedObligation> {
+    // Under the kernel's preconditions, which it checks on entry (as every other
+    // obligation is): a size the kernel refuses has no shape to agree on. Lowering may
+    // fold an extent with an `assume` (`min(n, 3)` is 3 under `assume n >= 3`).
     let sizes = Facts {
         sizes: kernel.sizes.clone(),
-        facts: Vec::new(),
+        facts: kernel
+            .preconditions
+            .iter()
+            .map(|p| p.pred.clone())
+            .collect(),
         arrays: crate::obligations::index_arrays(kernel),
     };
     let mut pairs: Vec<(String, Vec<IndexExpr>, Option<Vec<IndexExpr>>)> = Vec::new();
