@@ -582,6 +582,10 @@ enum Kind {
         lo: CIdx,
         hi: CIdx,
         body: Box<Node>,
+        /// For a one-hot generator ([`crate::scatter`]), the one binder value where
+        /// the body may be non-zero (compiled outside the binder): the generator is
+        /// evaluated there only, and a sum of such generators adds each in place.
+        one_hot: Option<CIdx>,
     },
     Sum {
         lo: CIdx,
@@ -697,7 +701,7 @@ impl<'a> Compiler<'a> {
         }
         let checks = match &kind {
             Kind::Lit(_) | Kind::Load(_) => false,
-            Kind::Gen { lo, hi, body } => !lo.is_const() || !hi.is_const() || body.checks,
+            Kind::Gen { lo, hi, body, .. } => !lo.is_const() || !hi.is_const() || body.checks,
             Kind::Amount { amount, arg, .. } => !amount.is_const() || arg.checks,
             Kind::Sum { body, .. } | Kind::MaxRed { body, .. } | Kind::Guard { body, .. } => {
                 body.checks
@@ -1146,6 +1150,12 @@ impl<'a> Compiler<'a> {
                     .with_note("an extent is never clamped to 0: the shape of a value is observed even where the value is not (an empty `gen`, a false guard)")
                     .with_help("choose sizes where every extent is non-negative, or add an `assume` that rules these sizes out"));
                 }
+                let one_hot = match &e.kind {
+                    ExprKind::Gen { var, body, .. } => crate::scatter::one_hot(var, body)
+                        .map(|hot| self.index(&hot.target, span))
+                        .transpose()?,
+                    _ => None,
+                };
                 // Shapes are computed with the binder at its lower bound, also when the
                 // range is empty: that is where an empty gen/sum gets its element shape.
                 self.idx_names.push(var);
@@ -1158,7 +1168,16 @@ impl<'a> Compiler<'a> {
                     ExprKind::Gen { .. } => {
                         let mut shape = vec![extent];
                         shape.extend_from_slice(&body.shape);
-                        self.node(Kind::Gen { lo, hi, body }, shape, span)
+                        self.node(
+                            Kind::Gen {
+                                lo,
+                                hi,
+                                body,
+                                one_hot,
+                            },
+                            shape,
+                            span,
+                        )
                     }
                     ExprKind::Sum { .. } => {
                         let shape = body.shape.clone();
@@ -1730,7 +1749,12 @@ impl Ctx<'_> {
                 Ok(())
             }
             Kind::Load(src) => self.load(node, *src, env, out),
-            Kind::Gen { lo, hi, body } => {
+            Kind::Gen {
+                lo,
+                hi,
+                body,
+                one_hot,
+            } => {
                 let extent = node.dim(0);
                 let lo_v = self.gen_lower_bound(node, lo, hi, extent, env)?;
                 match env.pending.pop() {
@@ -1747,6 +1771,10 @@ impl Ctx<'_> {
                         };
                         env.pending.push(k);
                         r
+                    }
+                    None if one_hot.is_some() && !body.checks => {
+                        out.fill(0.0);
+                        self.add_one_hot(node, lo_v, env, out)
                     }
                     None => {
                         let outer = env.outer_iterations;
@@ -2002,6 +2030,26 @@ impl Ctx<'_> {
                 env.idx.pop();
                 *acc += t[0];
             }
+        } else if let Kind::Gen {
+            lo,
+            hi,
+            one_hot: Some(_),
+            ..
+        } = &body.kind
+            && !body.checks
+        {
+            // A sum of one-hot generators (a scatter): each term adds its one
+            // non-zero element in place. The other elements would add exact zeros,
+            // which change nothing: a sum that starts at +0 never holds -0.
+            for v in lo_v..hi_v {
+                self.check_cancel(body.span)?;
+                env.idx.push(v);
+                let r = self
+                    .gen_lower_bound(body, lo, hi, body.dim(0), env)
+                    .and_then(|lo| self.add_one_hot(body, lo, env, out));
+                env.idx.pop();
+                r?;
+            }
         } else {
             let mut t = vec![0.0; out.len()];
             for v in lo_v..hi_v {
@@ -2013,6 +2061,46 @@ impl Ctx<'_> {
                     *o += x;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Adds the value of the one-hot generator `node` (from `lo_v`) into `out`: its
+    /// body at the one binder value where it may be non-zero, added into that
+    /// element's chunk; nothing when that value is outside the generator.
+    fn add_one_hot(
+        &self,
+        node: &Node,
+        lo_v: i64,
+        env: &mut Env,
+        out: &mut [f64],
+    ) -> Result<(), Diagnostic> {
+        let Kind::Gen {
+            body,
+            one_hot: Some(target),
+            ..
+        } = &node.kind
+        else {
+            return Err(internal(
+                node.span,
+                "a one-hot generator without its target",
+            ));
+        };
+        let t = self.index(target, env, node.span)?;
+        let k = i128::from(t) - i128::from(lo_v);
+        let extent = node.dim(0);
+        if k < 0 || k >= extent as i128 {
+            return Ok(());
+        }
+        let elem = body.numel();
+        let k = k as usize;
+        let mut chunk = vec![0.0; elem];
+        env.idx.push(t);
+        let r = self.eval(body, env, &mut chunk);
+        env.idx.pop();
+        r?;
+        for (o, x) in out[k * elem..(k + 1) * elem].iter_mut().zip(&chunk) {
+            *o += x;
         }
         Ok(())
     }

@@ -21,6 +21,7 @@ pub mod pretty;
 pub mod reshape;
 pub mod resolve;
 pub mod rng;
+pub mod scatter;
 pub mod shapes;
 pub mod span;
 pub mod sparse;

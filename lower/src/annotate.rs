@@ -126,7 +126,7 @@ pub(crate) fn apply_hints(body: &mut [Stmt], hints: &[LoopHint]) -> Result<(), D
         return Err(refused(
             h,
             format!("no loop `{}` in the lowered kernel", h.var),
-            "lowering removed the loop (an empty range, or a loop that normalization replaced by its body)",
+            "lowering removed the loop (an empty range, a loop that normalization replaced by its body, or a one-hot generator `gen i: [i == f] * …`, written as one store at `f`: a scatter)",
         ));
     }
     Ok(())

@@ -761,6 +761,11 @@ impl Lowerer<'_, '_> {
     ) -> Result<Vec<Stmt>, Diagnostic> {
         let shape = self.shape(e)?;
         match &e.kind {
+            ExprKind::Gen { var, lo, hi, body }
+                if let Some(hot) = atl_lang::scatter::one_hot(var, body) =>
+            {
+                self.scatter(var, lo, hi, &hot, &shape, dest, mode, theta)
+            }
             ExprKind::Gen { var, lo, hi, body } => {
                 let ext = self.prover.clamp(&IndexExpr::sub(hi.clone(), lo.clone()));
                 let theta = theta.then(ReindexOp::Push {
@@ -888,6 +893,53 @@ impl Lowerer<'_, '_> {
                 self.store_with(dest, mode, theta, |l| l.scalar(e))
             }
         }
+    }
+
+    /// A one-hot generator `gen var in lo..hi: [var == f && rest] * value`
+    /// ([`atl_lang::scatter`]): no loop, but `value` at `var = f` added at coordinate
+    /// `f - lo` where `lo <= f < hi` and `rest` hold there (in assign mode the region
+    /// is zeroed first). Under a sum over `p` with `f = crd[p]` this is the thesis's
+    /// scatter, `out[crd[p]] += …` (Figure 7.2). The `+=` adds exactly what the loop
+    /// would have added at `var = f` (its other iterations add exact zeros), so the
+    /// kernel's values are those of the loop, term for term.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter(
+        &mut self,
+        var: &str,
+        lo: &IndexExpr,
+        hi: &IndexExpr,
+        hot: &atl_lang::scatter::OneHot<'_>,
+        shape: &[IndexExpr],
+        dest: &Dest,
+        mode: StoreOp,
+        theta: &Reindexer,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        let mut out = Vec::new();
+        if mode == StoreOp::Assign {
+            out.extend(self.zeros(shape, dest, theta)?);
+        }
+        let target = normalize(&hot.target);
+        let ext = self.prover.clamp(&IndexExpr::sub(hi.clone(), lo.clone()));
+        let theta = theta.then(ReindexOp::Push {
+            index: normalize(&IndexExpr::sub(target.clone(), lo.clone())),
+            extent: ext,
+        });
+        let value = atl_lang::ir::subst_index(hot.value, var, &target);
+        let in_range = Pred::and(
+            Pred::cmp(CmpOp::Le, lo.clone(), target.clone()),
+            Pred::cmp(CmpOp::Lt, target.clone(), hi.clone()),
+        );
+        let pred = match &hot.rest {
+            Some(rest) => Pred::and(in_range, rest.subst(var, &target)),
+            None => in_range,
+        };
+        let dest = dest.clone();
+        out.extend(self.if_(
+            &pred,
+            move |l| l.stmt(&value, &dest, StoreOp::Accumulate, &theta),
+            |_| Ok(Vec::new()),
+        )?);
+        Ok(out)
     }
 
     /// The loop of `sum var in lo..hi: body`, adding each term into the destination.

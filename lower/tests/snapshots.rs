@@ -1,11 +1,16 @@
 //! Snapshot tests of the loop IR of the pipeline, matmul, softmax and matvec examples (every definition
-//! and derivation). Review changes with `cargo insta review`; create them with
+//! and derivation), and of the sparse products' scatters (`examples/spmv/spmv_csc.atl`,
+//! `spmv_coo.atl`: one store per stored value, no loop over the rows). Review changes with `cargo insta review`; create them with
 //! `INSTA_UPDATE=always`.
 
 mod support;
 
 fn check(example: &str) {
-    let ex = support::load(&support::examples_dir().join(format!("{example}/{example}.atl")));
+    check_file(example, example);
+}
+
+fn check_file(dir: &str, example: &str) {
+    let ex = support::load(&support::examples_dir().join(format!("{dir}/{example}.atl")));
     for def in &ex.defs {
         let kernel = atl_lower::lower_def(&ex.program, &ex.shapes, def, &Default::default())
             .unwrap_or_else(|d| panic!("`{def}` does not lower: {d:?}"));
@@ -34,4 +39,10 @@ fn softmax_ir() {
 #[test]
 fn matvec_ir() {
     check("matvec");
+}
+
+#[test]
+fn scatter_ir() {
+    check_file("spmv", "spmv_csc");
+    check_file("spmv", "spmv_coo");
 }

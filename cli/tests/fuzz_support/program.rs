@@ -1049,6 +1049,11 @@ impl Gen<'_> {
             let inner = (**sz).clone();
             return E::Amt("split", Ix::C(*k2), b(self.tensor(&[inner], d)));
         }
+        // Drawn only where there are index arrays, so that the programs without any
+        // are those the generator made before scatters.
+        if !self.arrays.is_empty() && self.rng.chance(12) {
+            return self.scatter(shape, d);
+        }
         match self.rng.below(20) {
             0..=6 => self.gen_loop(shape, d),
             7 if !same.is_empty() => E::Name(self.rng.pick(&same).clone()),
@@ -1139,6 +1144,38 @@ impl Gen<'_> {
             }
             _ => self.gen_loop(shape, d),
         }
+    }
+
+    /// A scatter (issue 31, thesis §7.2.1): a sum over an index array's positions of
+    /// one-hot generators, `sum q < E: gen i < S: [crd[q] (± 1) == i] * …`, which
+    /// lowering writes as one `+=` at the target. The array's range need not be
+    /// `S`: a target outside the generator adds nothing (a guard the kernel keeps).
+    /// Now and then a second conjunct, or the equation the other way round.
+    fn scatter(&mut self, shape: &[Ix], d: u32) -> E {
+        let array = self.rng.pick(&self.arrays).clone();
+        let q = self.fresh_binder();
+        self.enter(&q, Some(array.extent.clone()));
+        let load = Ix::Load(array.name.clone(), Box::new(var(&q)));
+        let target = match self.rng.below(6) {
+            0 => bin("+", load, c(1)),
+            1 => bin("-", load, c(1)),
+            _ => load,
+        };
+        let i = self.fresh_binder();
+        self.enter(&i, Some(shape[0].clone()));
+        let mut pred = if self.rng.chance(30) {
+            Pr::Cmp("==", var(&i), target)
+        } else {
+            Pr::Cmp("==", target, var(&i))
+        };
+        if self.rng.chance(20) {
+            pred = Pr::And(Box::new(self.pred()), Box::new(pred));
+        }
+        let body = self.tensor(&shape[1..], d);
+        self.leave();
+        self.leave();
+        let hot = E::Gen(i, None, shape[0].clone(), b(E::Guard(pred, b(body))));
+        E::Sum(q, None, array.extent.clone(), b(hot))
     }
 
     fn gen_loop(&mut self, shape: &[Ix], depth: u32) -> E {
