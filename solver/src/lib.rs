@@ -20,6 +20,7 @@ mod simplify;
 mod smt;
 mod solver;
 pub mod syntax;
+pub mod watchdog;
 
 pub use arrays::IndexArrayFacts;
 pub use query::{Counterexample, Facts, Verdict};

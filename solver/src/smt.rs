@@ -309,13 +309,11 @@ fn check(facts: &Facts, goal: &Pred, rlimit: u32, strategy: Strategy) -> Check {
     };
     let mut params = Params::new(&ctx);
     params.set_u32("rlimit", rlimit);
-    params.set_u32(
-        "timeout",
-        match strategy {
-            Strategy::NonlinearSmt => NONLINEAR_SMT_TIMEOUT_MS,
-            Strategy::Smt | Strategy::Nia => TIMEOUT_BACKSTOP_MS,
-        },
-    );
+    let limit_ms = match strategy {
+        Strategy::NonlinearSmt => NONLINEAR_SMT_TIMEOUT_MS,
+        Strategy::Smt | Strategy::Nia => TIMEOUT_BACKSTOP_MS,
+    };
+    params.set_u32("timeout", limit_ms);
     solver.set_params(&params);
 
     let mut enc = Encoder::new(&ctx);
@@ -328,7 +326,7 @@ fn check(facts: &Facts, goal: &Pred, rlimit: u32, strategy: Strategy) -> Check {
         solver.assert(&enc.pred(fact));
     }
     solver.assert(&enc.pred(goal).not());
-    match solver.check() {
+    match crate::watchdog::check_within(&ctx, &solver, limit_ms) {
         SatResult::Unsat => Check::Unsat,
         SatResult::Unknown => Check::Unknown(
             solver
@@ -352,7 +350,7 @@ fn check(facts: &Facts, goal: &Pred, rlimit: u32, strategy: Strategy) -> Check {
                 solver.assert(&v.ge(&lo));
                 solver.assert(&v.le(&hi));
             }
-            let small = match solver.check() {
+            let small = match crate::watchdog::check_within(&ctx, &solver, limit_ms) {
                 SatResult::Sat => model_values(&solver, &enc),
                 _ => None,
             };
