@@ -3,7 +3,7 @@
 //! dimension arithmetic ([`DimArith`]) so that the three places that compute shapes
 //! share it: shape inference (`shapes.rs`, normalized index expressions over the
 //! sizes), lowering's run-time shapes (`atl-lower`'s `shape.rs`, the same with clamped
-//! extents) and the interpreter (`interp.rs`, concrete `usize` extents). The
+//! extents) and the interpreter (`interp/`, concrete `usize` extents). The
 //! requirements the shape discipline collects for an amount operator live here too
 //! ([`amount_requirements`]). Each stage keeps its own wording of errors (their codes
 //! and messages are part of the interface); the rule only says when a dimension cannot
