@@ -728,16 +728,43 @@ fn sparse_helpers(kernel: &Kernel, symbol: &str, sparse: &[SparseDecl]) -> Strin
             continue;
         }
         let keys: Vec<String> = decl.arrays.iter().map(|a| lit(&py_ident(a))).collect();
-        let (convert, parts) = match decl.format.name {
-            "csr" => ("tocsr", ["_atl_m.indptr", "_atl_m.indices", "_atl_m.data"]),
-            "csc" => ("tocsc", ["_atl_m.indptr", "_atl_m.indices", "_atl_m.data"]),
-            _ => ("tocsr", ["_atl_c.row", "_atl_c.col", "_atl_c.data"]),
+        // scipy stores matrices only: a format of another rank gets no helper.
+        let (convert, parts, extra): (&str, &[&str], &str) = match decl.format.name {
+            "csr" | "csc" => (
+                if decl.format.name == "csr" {
+                    "tocsr"
+                } else {
+                    "tocsc"
+                },
+                &["_atl_m.indptr", "_atl_m.indices", "_atl_m.data"],
+                "",
+            ),
+            // The rows (columns) that store a value, and the compressed rows of those.
+            "dcsr" | "dcsc" => (
+                if decl.format.name == "dcsr" {
+                    "tocsr"
+                } else {
+                    "tocsc"
+                },
+                &[
+                    "_atl_np.array([0, len(_atl_kept)])",
+                    "_atl_kept",
+                    "_atl_np.concatenate([[0], _atl_np.cumsum(_atl_counts[_atl_kept])])",
+                    "_atl_m.indices",
+                    "_atl_m.data",
+                ],
+                "    import numpy as _atl_np\n    \
+                 _atl_counts = _atl_np.diff(_atl_m.indptr)\n    \
+                 _atl_kept = _atl_np.flatnonzero(_atl_counts)\n",
+            ),
+            "coo" => (
+                "tocsr",
+                &["_atl_c.row", "_atl_c.col", "_atl_c.data"],
+                "    _atl_c = _atl_m.tocoo()\n",
+            ),
+            _ => continue,
         };
-        let coo = if decl.format.name == "coo" {
-            "    _atl_c = _atl_m.tocoo()\n"
-        } else {
-            ""
-        };
+        let coo = extra;
         let mut entries: Vec<String> = keys
             .iter()
             .zip(parts)

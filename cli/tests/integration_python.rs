@@ -367,24 +367,21 @@ fn python_takes_scipy_sparse_matrices_for_sparse_inputs() {
         return;
     }
     let dir = temp_dir("python-scipy");
-    run(Command::new(env!("CARGO_BIN_EXE_atl"))
-        .arg("emit")
-        .arg(project().join("../../spmv/spmv.atl"))
-        .args(["--def", "spmv", "--python"])
-        .arg(&dir));
     let check = r#"
 import sys
 sys.path.insert(0, sys.argv[1])
+keys = set(sys.argv[2].split(","))
 import numpy as np, scipy.sparse as sp
 import spmv as mod
 rng = np.random.default_rng(7)
 m = sp.random(60, 45, density=0.1, random_state=3, format="coo", dtype=np.float64)
-# Entries stored twice add up, as in scipy's product.
+# Entries stored twice add up, as in scipy's product; row 5 stores nothing (DCSR).
 m = sp.coo_matrix((np.r_[m.data, m.data[:9]], (np.r_[m.row, m.row[:9]], np.r_[m.col, m.col[:9]])), shape=m.shape)
+m = sp.coo_matrix(m.tocsr().multiply(np.arange(60)[:, None] != 5))
 v = rng.standard_normal(45)
 for given in (m, m.tocsr(), m.tocsc(), sp.csr_array(m)):
     args = mod.sparse_A(given)
-    assert set(args) == {"pos", "crd", "vals", "n", "m"}, args.keys()
+    assert set(args) == keys, args.keys()
     assert (args["n"], args["m"]) == (60, 45)
     y = mod.spmv(**args, v=v)
     assert np.allclose(y, m @ v, rtol=1e-12, atol=1e-12), np.abs(y - m @ v).max()
@@ -395,15 +392,30 @@ except TypeError as e:
     assert "scipy.sparse" in str(e), e
 print("ok: scipy.sparse through sparse_A")
 "#;
-    let out = run(Command::new("python3")
-        .args(["-c", check])
-        .arg(&dir)
-        .env_remove("CFLAGS")
-        .env_remove("ATL_PORTABLE"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("ok: scipy.sparse through sparse_A"),
-        "{stdout}"
-    );
+    // Every matrix format's product (examples/spmv): CSR gathers, the others scatter.
+    for (file, keys) in [
+        ("spmv.atl", "pos,crd,vals,n,m"),
+        ("spmv_csc.atl", "pos,crd,vals,n,m"),
+        ("spmv_coo.atl", "row,col,vals,n,m"),
+        ("spmv_dcsr.atl", "pos1,crd1,pos2,crd2,vals,n,m"),
+    ] {
+        let module = dir.join(file.trim_end_matches(".atl"));
+        run(Command::new(env!("CARGO_BIN_EXE_atl"))
+            .arg("emit")
+            .arg(project().join("../../spmv").join(file))
+            .args(["--def", "spmv", "--python"])
+            .arg(&module));
+        let out = run(Command::new("python3")
+            .args(["-c", check])
+            .arg(&module)
+            .arg(keys)
+            .env_remove("CFLAGS")
+            .env_remove("ATL_PORTABLE"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("ok: scipy.sparse through sparse_A"),
+            "{file}: {stdout}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -124,6 +124,11 @@ struct IndexArrayStats {
     /// entry bounds.
     small_runs: u64,
     near_bound_runs: u64,
+    /// Programs whose starting point has a scatter (`program::has_scatter`), and of
+    /// their final derivations, those compiled and validated.
+    scatter_programs: u64,
+    scatter_compiled: u64,
+    scatter_validated: u64,
 }
 
 impl IndexArrayStats {
@@ -428,6 +433,11 @@ fn judge_index_arrays(
     if out.engine_accepted {
         stats.ia.derived += !prog.steps.is_empty() as u64;
         stats.ia.tally_compile(&out);
+        if prog.defs.last().is_some_and(|d| program::has_scatter(&d.1)) {
+            stats.ia.scatter_programs += 1;
+            stats.ia.scatter_compiled += out.compiled as u64;
+            stats.ia.scatter_validated += out.validated as u64;
+        }
         // Only the C judge's counts: the derivation was counted when accepted.
         stats.compiled += out.compiled as u64;
         stats.sanitized += out.sanitized as u64;
@@ -616,7 +626,7 @@ fn soundness_fuzz() {
          ill-shaped; {} starting points read one), {} derivations of them accepted; final \
          derivations judged in C: {} ({} with steps): {} refused by the access-safety gate, \
          {} by lowering E0938 ({} otherwise), {} by the validator ({} rejected as wrong, E0951); {} compiled ({} sanitized), {} validated; {} kernel runs at small sizes, {} at \
-         entry bounds",
+         entry bounds; {} of them start from a scatter: {} compiled, {} validated",
         ia.programs,
         ia.rejected,
         ia.ill_shaped,
@@ -633,7 +643,10 @@ fn soundness_fuzz() {
         ia.sanitized,
         ia.validated,
         ia.small_runs,
-        ia.near_bound_runs
+        ia.near_bound_runs,
+        ia.scatter_programs,
+        ia.scatter_compiled,
+        ia.scatter_validated
     );
     if !reports.is_empty() {
         eprintln!("{reports}");

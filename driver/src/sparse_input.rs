@@ -28,53 +28,75 @@ pub fn convert(
 ) -> Result<Vec<Tensor>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let matrix = if extension == "npy" {
+    let (shape, entries): (Vec<usize>, Vec<(Vec<usize>, f64)>) = if extension == "npy" {
         let a = npy::parse(&bytes)?;
-        let [rows, cols] = a.shape[..] else {
-            return Err(format!(
-                "it holds an array of {} dimension(s), and a sparse matrix has two",
-                a.shape.len()
-            ));
-        };
-        let entries = a
-            .data
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| **v != 0.0)
-            .map(|(k, v)| (k / cols.max(1), k % cols.max(1), *v))
-            .collect();
-        sparse_file::SparseMatrix {
-            rows,
-            cols,
-            entries,
+        let mut entries = Vec::new();
+        for (k, v) in a.data.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+            // Row-major: the last coordinate varies fastest.
+            let mut rest = k;
+            let mut c = vec![0; a.shape.len()];
+            for (d, extent) in a.shape.iter().enumerate().rev() {
+                c[d] = rest % extent.max(&1);
+                rest /= extent.max(&1);
+            }
+            entries.push((c, *v));
         }
+        (a.shape.clone(), entries)
     } else {
-        sparse_file::read(extension, &bytes)?
+        let m = sparse_file::read(extension, &bytes)?;
+        let entries = m.entries.iter().map(|&(r, c, v)| (vec![r, c], v)).collect();
+        (vec![m.rows, m.cols], entries)
     };
-    for (extent, actual, what) in [
-        (&decl.shape[0], matrix.rows, "rows"),
-        (&decl.shape[1], matrix.cols, "columns"),
-    ] {
-        fix_size(extent, actual, sizes).map_err(|declared| {
+    let extents = |v: &[usize]| {
+        v.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(" x ")
+    };
+    if shape.len() != decl.shape.len() {
+        return Err(format!(
+            "it holds a tensor of {} dimension(s) ({}), and `{}` has {}",
+            shape.len(),
+            extents(&shape),
+            decl.name,
+            decl.shape.len()
+        ));
+    }
+    for (d, (extent, actual)) in decl.shape.iter().zip(&shape).enumerate() {
+        fix_size(extent, *actual, sizes).map_err(|declared| {
             format!(
-                "the file holds a {} x {} matrix, and `{}` has {declared} {what} at these sizes",
-                matrix.rows, matrix.cols, decl.name
+                "the file holds a {} tensor, and dimension {d} of `{}` has the extent {declared} at these sizes",
+                extents(&shape),
+                decl.name
             )
         })?;
     }
-    let arrays =
-        atl_lang::sparse::compress(decl.format, matrix.rows, matrix.cols, &matrix.entries)?;
-    // The number of stored values: the extent of the values array.
-    let stored = arrays.last().map_or(0, Vec::len);
-    let values = decl.arrays.last().and_then(|v| program.input(v));
-    if let Some(extent) = values.and_then(|v| v.shape.first()) {
-        fix_size(extent, stored, sizes).map_err(|declared| {
-            format!(
-                "the matrix has {stored} stored value(s) in {}, and `{}` has {declared} at these sizes",
-                decl.format.name,
-                decl.arrays.last().map_or("", String::as_str)
-            )
-        })?;
+    let arrays = atl_lang::sparse::compress(decl.format, &shape, &entries)?;
+    // The sizes the arrays fix (the number of stored values, and of stored rows of a
+    // doubly compressed format): extents that are a size alone first, then the
+    // others are checked at the sizes known.
+    let declared: Vec<(&String, Option<&IndexExpr>, usize)> = decl
+        .arrays
+        .iter()
+        .zip(&arrays)
+        .map(|(a, data)| {
+            let extent = program.input(a).and_then(|v| v.shape.first());
+            (a, extent, data.len())
+        })
+        .collect();
+    let lone = |e: &IndexExpr| matches!(e, IndexExpr::Var(_));
+    for first in [true, false] {
+        for (array, extent, length) in &declared {
+            let Some(extent) = extent.filter(|e| lone(e) == first) else {
+                continue;
+            };
+            fix_size(extent, *length, sizes).map_err(|declared| {
+                format!(
+                    "stored in {}, its array `{array}` holds {length} element(s), and its declaration gives it {declared} at these sizes",
+                    decl.format.name
+                )
+            })?;
+        }
     }
     Ok(arrays
         .into_iter()

@@ -712,24 +712,45 @@ impl Resolver<'_> {
             return None;
         };
         let dims: Vec<IndexExpr> = dims.into_iter().collect::<Option<_>>()?;
-        let [rows, cols] = dims.as_slice() else {
+        if dims.len() != fmt.rank() {
+            let extents: Vec<&str> = ["ROWS", "COLS", "DEPTH"][..fmt.rank().min(3)].to_vec();
             self.diags.push(
                 Diagnostic::error(
                     "E0314",
                     format!(
-                        "`{}` is a sparse matrix: it has two dimensions, not {}",
+                        "`{}` is stored as `{}`, which has {} dimensions, not {}",
                         name.name,
+                        fmt.name,
+                        fmt.rank(),
                         dims.len()
                     ),
                 )
                 .at(name.span, "declared here")
-                .with_help(format!(
-                    "declare it as `sparse {} : [ROWS, COLS] as {}(…)`",
-                    name.name, fmt.name
-                )),
+                .with_help({
+                    let others: Vec<String> = crate::sparse::SPARSE_FORMATS
+                        .iter()
+                        .filter(|f| f.rank() == dims.len())
+                        .map(|f| format!("`{}`", f.name))
+                        .collect();
+                    let declare = format!(
+                        "declare it as `sparse {} : [{}] as {}(…)`",
+                        name.name,
+                        extents.join(", "),
+                        fmt.name
+                    );
+                    if others.is_empty() {
+                        declare
+                    } else {
+                        format!(
+                            "{declare}, or store it in a format of {} dimensions: {}",
+                            dims.len(),
+                            others.join(", ")
+                        )
+                    }
+                }),
             );
             return None;
-        };
+        }
         let usage = || {
             let roles: Vec<&str> = fmt.arrays.iter().map(|(r, _)| *r).collect();
             format!("`{}({})`: {}", fmt.name, roles.join(", "), fmt.help)
@@ -739,7 +760,7 @@ impl Resolver<'_> {
                 Diagnostic::error(
                     "E0314",
                     format!(
-                        "the format `{}` stores a matrix in {} arrays, and {} are given",
+                        "the format `{}` stores a tensor in {} arrays, and {} are given",
                         fmt.name,
                         fmt.arrays.len(),
                         arrays.len()
@@ -750,14 +771,34 @@ impl Resolver<'_> {
             );
             return None;
         }
-        // The values' extent: the number of stored values (COO sums over them), and
-        // the `nnz` of the declarations a help suggests.
-        let nnz = program
-            .input(&arrays[fmt.arrays.len() - 1].name)
-            .and_then(|v| v.shape.first().cloned());
-        let nnz_text = nnz.as_ref().map_or("nnz".to_string(), |e| e.to_string());
+        // The number of positions each compressed level stores (the extent of its
+        // `crd`, every second index array; COO's the values' extent): the
+        // declarations a help suggests, and the values COO sums over.
         let names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
-        let expected = crate::sparse::declarations(fmt, &names, rows, cols, &nnz_text);
+        let extent_of = |a: &String| program.input(a).and_then(|v| v.shape.first().cloned());
+        let nnz = extent_of(&names[names.len() - 1]);
+        let stored: Vec<IndexExpr> = match fmt.storage {
+            crate::sparse::Storage::Levels { .. } => {
+                let crds: Vec<&String> =
+                    names[..names.len() - 1].iter().skip(1).step_by(2).collect();
+                crds.iter()
+                    .enumerate()
+                    .map(|(k, a)| {
+                        extent_of(a).unwrap_or_else(|| {
+                            IndexExpr::var(if k + 1 == crds.len() {
+                                "nnz".to_string()
+                            } else {
+                                format!("nnz{}", k + 1)
+                            })
+                        })
+                    })
+                    .collect()
+            }
+            crate::sparse::Storage::Coordinates => {
+                vec![nnz.clone().unwrap_or(IndexExpr::var("nnz"))]
+            }
+        };
+        let expected = crate::sparse::declarations(fmt, &names, &dims, &stored);
         let mut ok = true;
         for ((array, (role_name, role)), expected) in arrays.iter().zip(fmt.arrays).zip(&expected) {
             let decl = program.input(&array.name);
@@ -805,8 +846,7 @@ impl Resolver<'_> {
         let body = crate::sparse::decompression(
             fmt,
             &names,
-            rows,
-            cols,
+            &dims,
             &nnz.unwrap_or(IndexExpr::Const(0)),
             &mut fresh,
             span,
@@ -823,7 +863,7 @@ impl Resolver<'_> {
             SparseDecl {
                 name: name.name.clone(),
                 format: fmt,
-                shape: vec![rows.clone(), cols.clone()],
+                shape: dims,
                 arrays: names,
                 span,
             },

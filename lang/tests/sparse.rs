@@ -1,15 +1,16 @@
-//! Sparse matrices (`sparse A : [n, m] as FORMAT(…)`): for every format, the
+//! Sparse tensors (`sparse A : [n, m] as FORMAT(…)`): for every format, the
 //! definition of `A` evaluated on the arrays `atl_lang::sparse::compress` makes of a
-//! random matrix is that matrix (`decompress (compress A) = A`, the law that lets a file
+//! random tensor is that tensor (`decompress (compress A) = A`, the law that lets a file
 //! given for `A` serve the specification and every derived kernel), entries stored
 //! twice add up as in scipy, the arrays satisfy the declarations the format asks for,
 //! and malformed declarations are E0314 with the declaration to write.
 
 use std::collections::BTreeMap;
 
+use atl_lang::formats::Level;
 use atl_lang::index::IndexExpr;
 use atl_lang::interp::{EvalOptions, eval_def};
-use atl_lang::sparse::{SPARSE_FORMATS, SparseFormat, compress, declarations};
+use atl_lang::sparse::{ArrayRole, SPARSE_FORMATS, SparseFormat, Storage, compress, declarations};
 use atl_lang::{Tensor, check_source};
 
 /// A small deterministic generator (no dependency): xorshift.
@@ -24,35 +25,83 @@ impl Rng {
     }
 }
 
+/// The extents' size names of a tensor of `rank` dimensions.
+fn dim_names(rank: usize) -> Vec<&'static str> {
+    ["n", "m", "l"][..rank].to_vec()
+}
+
+/// The size names of the stored counts of `format`'s compressed levels (the last is
+/// the number of values; COO has that one only).
+fn stored_names(format: &SparseFormat) -> Vec<String> {
+    let compressed = match format.storage {
+        Storage::Levels { levels, .. } => {
+            levels.iter().filter(|l| **l == Level::Compressed).count()
+        }
+        Storage::Coordinates => 1,
+    };
+    (1..=compressed)
+        .map(|k| {
+            if k == compressed {
+                "nnz".to_string()
+            } else {
+                format!("nnz{k}")
+            }
+        })
+        .collect()
+}
+
 /// The program declaring `A` in `format` with the arrays the format asks for (the
 /// declarations `atl_lang::sparse::declarations` suggests in its help).
 fn program(format: &SparseFormat) -> String {
     let arrays: Vec<String> = format.arrays.iter().map(|(r, _)| r.to_string()).collect();
+    let dims = dim_names(format.rank());
+    let stored = stored_names(format);
     let decls = declarations(
         format,
         &arrays,
-        &IndexExpr::var("n"),
-        &IndexExpr::var("m"),
-        "nnz",
+        &dims.iter().map(|d| IndexExpr::var(*d)).collect::<Vec<_>>(),
+        &stored
+            .iter()
+            .map(|d| IndexExpr::var(d.clone()))
+            .collect::<Vec<_>>(),
     );
+    let mut sizes: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    sizes.extend(stored);
     format!(
-        "size n, m, nnz\n{}\nsparse A : [n, m] as {}({})\n",
+        "size {}\n{}\nsparse A : [{}] as {}({})\n",
+        sizes.join(", "),
         decls.join("\n"),
+        dims.join(", "),
         format.name,
         arrays.join(", ")
     )
 }
 
-/// Evaluates `A` on `arrays` for an `n x m` matrix.
-fn decompressed(format: &SparseFormat, n: usize, m: usize, arrays: &[Vec<f64>]) -> Vec<f64> {
+/// Evaluates `A` on `arrays` for a tensor of extents `shape`.
+fn decompressed(format: &SparseFormat, shape: &[usize], arrays: &[Vec<f64>]) -> Vec<f64> {
     let source = program(format);
     let (checked, diags) = check_source(&source);
     let checked = checked.unwrap_or_else(|| panic!("{source}\n{diags:?}"));
-    let sizes = BTreeMap::from([
-        ("n".to_string(), n as i64),
-        ("m".to_string(), m as i64),
-        ("nnz".to_string(), arrays[2].len() as i64),
-    ]);
+    let mut sizes: BTreeMap<String, i64> = dim_names(shape.len())
+        .iter()
+        .zip(shape)
+        .map(|(d, n)| (d.to_string(), *n as i64))
+        .collect();
+    // Each stored count is the length of its level's `crd` (every second index
+    // array; COO's the values').
+    let index_arrays = &arrays[..arrays.len() - 1];
+    let counts: Vec<usize> = match format.storage {
+        Storage::Levels { .. } => index_arrays
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(Vec::len)
+            .collect(),
+        Storage::Coordinates => vec![arrays[arrays.len() - 1].len()],
+    };
+    for (name, count) in stored_names(format).into_iter().zip(counts) {
+        sizes.insert(name, count as i64);
+    }
     let inputs: BTreeMap<String, Tensor> = format
         .arrays
         .iter()
@@ -76,31 +125,43 @@ fn decompressed(format: &SparseFormat, n: usize, m: usize, arrays: &[Vec<f64>]) 
 }
 
 #[test]
-fn the_definition_of_a_compressed_random_matrix_is_the_matrix() {
+fn the_definition_of_a_compressed_random_tensor_is_the_tensor() {
     let mut rng = Rng(0x5eed);
     for format in SPARSE_FORMATS {
-        for (n, m) in [(1, 1), (3, 4), (5, 2), (6, 7)] {
+        let shapes: &[&[usize]] = match format.rank() {
+            2 => &[&[1, 1], &[3, 4], &[5, 2], &[6, 7]],
+            _ => &[&[1, 1, 1], &[2, 3, 4], &[4, 1, 3]],
+        };
+        for shape in shapes {
             for _ in 0..10 {
-                let mut dense = vec![0.0; n * m];
+                let len: usize = shape.iter().product();
+                let mut dense = vec![0.0; len];
                 let mut entries = Vec::new();
                 for (k, x) in dense.iter_mut().enumerate() {
-                    if rng.below(3) == 0 {
+                    // Sparse enough that some rows (slices) store nothing.
+                    if rng.below(4) == 0 {
                         *x = rng.below(17) as f64 - 8.0;
-                        entries.push((k / m, k % m, *x));
+                        let mut c = vec![0; shape.len()];
+                        let mut rest = k;
+                        for d in (0..shape.len()).rev() {
+                            c[d] = rest % shape[d];
+                            rest /= shape[d];
+                        }
+                        entries.push((c, *x));
                     }
                 }
-                // Sizes are at least 1, so a matrix stores at least one value.
-                if entries.is_empty() {
-                    dense[n * m - 1] = 1.0;
-                    entries.push((n - 1, m - 1, 1.0));
+                // Sizes are at least 1, so a tensor stores at least one value.
+                if entries.iter().all(|(_, x)| *x == 0.0) {
+                    dense[len - 1] = 1.0;
+                    entries.push((shape.iter().map(|d| d - 1).collect(), 1.0));
                 }
                 // The file's order is not the format's.
                 entries.reverse();
-                let arrays = compress(format, n, m, &entries).expect("compresses");
+                let arrays = compress(format, shape, &entries).expect("compresses");
                 assert_eq!(
-                    decompressed(format, n, m, &arrays),
+                    decompressed(format, shape, &arrays),
                     dense,
-                    "{} of {n} x {m}: {arrays:?}",
+                    "{} of {shape:?}: {arrays:?}",
                     format.name
                 );
             }
@@ -109,17 +170,48 @@ fn the_definition_of_a_compressed_random_matrix_is_the_matrix() {
 }
 
 #[test]
+fn the_table_lists_two_arrays_per_compressed_level_and_the_values_last() {
+    for format in SPARSE_FORMATS {
+        let (last, index) = format.arrays.split_last().expect("arrays");
+        assert_eq!(last.1, ArrayRole::Values, "{}", format.name);
+        assert!(
+            index.iter().all(|(_, r)| *r == ArrayRole::Index),
+            "{}",
+            format.name
+        );
+        let want = match format.storage {
+            Storage::Levels { levels, modes } => {
+                let mut sorted = modes.to_vec();
+                sorted.sort();
+                assert_eq!(
+                    sorted,
+                    (0..levels.len()).collect::<Vec<_>>(),
+                    "{}",
+                    format.name
+                );
+                2 * levels.iter().filter(|l| **l == Level::Compressed).count()
+            }
+            Storage::Coordinates => format.rank(),
+        };
+        assert_eq!(index.len(), want, "{}", format.name);
+    }
+}
+
+#[test]
 fn csr_arrays_are_scipys_and_duplicates_add_up() {
     let csr = atl_lang::sparse::format_named("csr").expect("csr");
     // [[0 2 0] [0 0 0] [1 0 3]], with (2, 2) stored as 1 + 2 and a stored zero.
-    let entries = [
+    let entries: Vec<(Vec<usize>, f64)> = [
         (2, 2, 1.0),
         (0, 1, 2.0),
         (2, 0, 1.0),
         (2, 2, 2.0),
         (1, 1, 0.0),
-    ];
-    let arrays = compress(csr, 3, 3, &entries).expect("compresses");
+    ]
+    .iter()
+    .map(|&(r, c, v)| (vec![r, c], v))
+    .collect();
+    let arrays = compress(csr, &[3, 3], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -129,7 +221,7 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
         ]
     );
     let coo = atl_lang::sparse::format_named("coo").expect("coo");
-    let arrays = compress(coo, 3, 3, &entries).expect("compresses");
+    let arrays = compress(coo, &[3, 3], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -139,7 +231,7 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
         ]
     );
     let csc = atl_lang::sparse::format_named("csc").expect("csc");
-    let arrays = compress(csc, 3, 3, &entries).expect("compresses");
+    let arrays = compress(csc, &[3, 3], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -149,11 +241,28 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
         ]
     );
     // An entry outside the matrix is refused.
-    let err = compress(csr, 3, 3, &[(3, 0, 1.0)]).expect_err("refused");
-    assert!(err.contains("outside the 3 x 3 matrix"), "{err}");
+    let err = compress(csr, &[3, 3], &[(vec![3, 0], 1.0)]).expect_err("refused");
+    assert!(err.contains("outside the 3 x 3 tensor"), "{err}");
+    // DCSR stores the rows that hold a value only: rows 0 and 2.
+    let dcsr = atl_lang::sparse::format_named("dcsr").expect("dcsr");
+    let arrays = compress(dcsr, &[3, 3], &entries).expect("compresses");
+    assert_eq!(
+        arrays,
+        vec![
+            vec![0.0, 2.0],
+            vec![0.0, 2.0],
+            vec![0.0, 1.0, 3.0],
+            vec![1.0, 0.0, 2.0],
+            vec![2.0, 1.0, 3.0]
+        ]
+    );
     // Entries stored twice in the arrays add up in the definition too.
     assert_eq!(
-        decompressed(csr, 1, 2, &[vec![0.0, 2.0], vec![1.0, 1.0], vec![2.0, 5.0]]),
+        decompressed(
+            csr,
+            &[1, 2],
+            &[vec![0.0, 2.0], vec![1.0, 1.0], vec![2.0, 5.0]]
+        ),
         vec![0.0, 7.0]
     );
 }
@@ -178,11 +287,11 @@ fn malformed_sparse_declarations_are_refused_with_the_declaration_to_write() {
     assert!(
         d.help
             .as_deref()
-            .is_some_and(|h| h.contains("`csr`, `csc`, `coo`")),
+            .is_some_and(|h| h.contains("`csr`, `csc`, `dcsr`, `dcsc`, `csf`, `coo`")),
         "{d:?}"
     );
     let d = error_of(&format!("{arrays}sparse A : [n] as csr(pos, crd, vals)\n"));
-    assert!(d.message.contains("two dimensions, not 1"), "{d:?}");
+    assert!(d.message.contains("which has 2 dimensions, not 1"), "{d:?}");
     let d = error_of(&format!("{arrays}sparse A : [n, m] as csr(pos, crd)\n"));
     assert!(d.message.contains("in 3 arrays, and 2 are given"), "{d:?}");
     // `vals` in the place of an index array, an undeclared array, an array below.

@@ -1245,6 +1245,31 @@ fn index_arrays(side: &mut Rng, dims: &[String]) -> Vec<IndexArray> {
     out
 }
 
+/// Whether `e` has a scatter as [`Gen::scatter`] makes them: a sum of one-hot
+/// generators `gen i < S: [… == i] * …`.
+pub fn has_scatter(e: &E) -> bool {
+    fn one_hot(i: &str, p: &Pr) -> bool {
+        match p {
+            Pr::Cmp("==", a, b) => *a == Ix::V(i.to_string()) || *b == Ix::V(i.to_string()),
+            Pr::And(a, b) => one_hot(i, a) || one_hot(i, b),
+            Pr::Cmp(..) => false,
+        }
+    }
+    match e {
+        E::Sum(_, _, _, body) if matches!(&**body, E::Gen(i, None, _, g) if matches!(&**g, E::Guard(p, _) if one_hot(i, p))) => {
+            true
+        }
+        E::Lit(_) | E::Name(_) => false,
+        E::Acc(t, _) => has_scatter(t),
+        E::Neg(a) | E::Transpose(a) | E::Flatten(a) | E::Amt(_, _, a) | E::Guard(_, a) => {
+            has_scatter(a)
+        }
+        E::Gen(_, _, _, a) | E::Sum(_, _, _, a) | E::Max(_, _, a) => has_scatter(a),
+        E::Bin(_, a, b) | E::Let(_, a, b) | E::Concat(a, b) => has_scatter(a) || has_scatter(b),
+        E::Call(_, args) => args.iter().any(has_scatter),
+    }
+}
+
 /// Whether some index expression of `e` loads from an index array.
 pub fn reads_index_array(e: &E) -> bool {
     fn ix(i: &Ix) -> bool {
