@@ -183,3 +183,37 @@ fn schedule_refuses_what_it_cannot_search() {
         assert_eq!(code, EXIT_ARGS, "{bad:?}: {err}");
     }
 }
+
+/// A definition that reads a sparse matrix is not a dense nest the search can tile:
+/// E0960 says what to do, derive over the stored values (the dense specification) or
+/// schedule by hand (the derived scatter), naming the matrix.
+#[test]
+fn schedule_says_how_to_schedule_a_sparse_product() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/spmv/spmv_csc.atl")
+        .display()
+        .to_string();
+    for (def, says) in [
+        (
+            "spmv_dense",
+            "reads the sparse matrix `A` as a dense one: derive it",
+        ),
+        (
+            "spmv",
+            "iterates over the stored values of the sparse matrix `A`",
+        ),
+    ] {
+        let (code, _, err) = atl(&[
+            "schedule",
+            &example,
+            "--def",
+            def,
+            "--sizes",
+            "n=64,m=64,nnz=200",
+            "--budget",
+            "5",
+        ]);
+        assert_eq!(code, EXIT_USER, "{err}");
+        assert!(err.contains("E0960") && err.contains(says), "{def}: {err}");
+    }
+}

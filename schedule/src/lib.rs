@@ -61,11 +61,52 @@ pub fn schedule(
         options.threads.max(1),
     )
     .map_err(|why| {
+        // A definition that reads a sparse tensor, or its arrays: the search's space
+        // is dense loop nests (tiles, orders, vectors), not iteration over stored
+        // positions, which a derivation reaches by rewrites.
+        let reads_def = |name: &str| {
+            let mut reads = false;
+            if let Some(d) = loaded.program.def(&def) {
+                d.body.walk(&mut |e| {
+                    reads |= matches!(&e.kind, atl_lang::ir::ExprKind::DefRef(n) if n == name)
+                });
+            }
+            reads
+        };
+        let loaded_arrays = loaded
+            .program
+            .def(&def)
+            .map(|d| d.body.loaded_arrays())
+            .unwrap_or_default();
+        let kind = |s: &atl_lang::ir::SparseDecl| {
+            if s.shape.len() == 2 { "matrix" } else { "tensor" }
+        };
+        let help = if let Some(s) = loaded.program.sparse.iter().find(|s| reads_def(&s.name)) {
+            format!(
+                "`{def}` reads the sparse {} `{}` as a dense one: derive it over the stored values with rewrites first (`unfold {}`, then the steps of examples/spmv), then schedule it by hand with directives (docs/directives.md)",
+                kind(s),
+                s.name,
+                s.name
+            )
+        } else if let Some(s) = loaded
+            .program
+            .sparse
+            .iter()
+            .find(|s| s.arrays.iter().any(|a| loaded_arrays.contains(a)))
+        {
+            format!(
+                "`{def}` iterates over the stored values of the sparse {} `{}`, and the search schedules dense loop nests: schedule it by hand with directives (docs/directives.md)",
+                kind(s),
+                s.name
+            )
+        } else {
+            "schedule it by hand with directives (docs/directives.md), or schedule a one-stage definition".to_string()
+        };
         let mut d = Diagnostic::error(
             "E0960",
             format!("`atl schedule` cannot search schedules of `{def}`: {why}"),
         )
-        .with_help("schedule it by hand with directives (docs/directives.md), or schedule a one-stage definition");
+        .with_help(help);
         if let Some(span) = written {
             d = d.at(span, "this definition");
         }
