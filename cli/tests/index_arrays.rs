@@ -261,6 +261,67 @@ fn a_guarded_gather_reads_its_index_array_only_under_the_guard() {
     assert_eq!(v["worst"]["kernel"], 201.0, "{v}");
 }
 
+/// A guard may read an index array anywhere: outside, ATL reads 0
+/// (`[crd[p + 1] == i]` compares 0 with `i` at the last `p`). Lowering emitted the
+/// read as written, past the array, and the validator refuted it (E0951); the
+/// condition now reads `crd[p + 1]` only under `p + 1 < nnz`. The scatter form (a
+/// one-hot generator whose target may be outside) is then lowered as the loop, so
+/// that the out-of-range case adds into element 0 as ATL says. Both validate and run
+/// to the values computed here by hand.
+#[test]
+fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
+    let dir = scratch().join("past");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let program = dir.join("past.atl");
+    std::fs::write(
+        &program,
+        "size n, nnz\ninput crd : int[nnz] in 0..n\ninput vals : [nnz]\n\
+         def scatter = sum p < nnz: gen i < n: [crd[p + 1] == i] * vals[p]\n\
+         def gather = gen i < n: sum p < nnz: [crd[p + 1] == i] * vals[p]\n",
+    )
+    .expect("write");
+    let program = program.display().to_string();
+    let vals = write_npy(&dir, "vals.npy", &[3], &[1.0, 10.0, 100.0]);
+    let crd = write_int32(&dir, "crd.npy", &[2, 1, 2]);
+    for def in ["scatter", "gather"] {
+        let (code, out, err) = atl(&["validate", &program, "--def", def]);
+        assert_eq!(code, EXIT_OK, "{def}: {err}");
+        assert!(out.contains("verdict: validated"), "{def}: {out}");
+        let (code, out, err) = atl(&[
+            "run",
+            &program,
+            "--def",
+            def,
+            "--sizes",
+            "n=3,nnz=3",
+            "--json",
+            "--input",
+            &format!("vals={vals}"),
+            "--input",
+            &format!("crd={crd}"),
+        ]);
+        assert_eq!(code, EXIT_OK, "{def}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+        assert_eq!(v["verdict"], "agrees", "{def}: {v}");
+        // vals[0] at crd[1] = 1, vals[1] at crd[2] = 2, vals[2] at 0 (past the array).
+        let (code, out, err) = atl(&[
+            "eval",
+            &program,
+            "--def",
+            def,
+            "--sizes",
+            "n=3,nnz=3",
+            "--json",
+            "--input",
+            &format!("vals={vals}"),
+            "--input",
+            &format!("crd={crd}"),
+        ]);
+        assert_eq!(code, EXIT_OK, "{def}: {err}");
+        assert_eq!(values(&out), [100.0, 1.0, 10.0], "{def}");
+    }
+}
+
 /// The certificate of a derivation from a `sparse` matrix's product records the
 /// matrix's item with its definition: `atl verify` re-derives the body from the
 /// format and names the item in its claim; a body or a format edited is refused.

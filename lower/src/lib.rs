@@ -20,6 +20,7 @@
 //! Library code never prints.
 
 mod annotate;
+mod load_guards;
 mod lowering;
 mod normalize;
 mod overflow;

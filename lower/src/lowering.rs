@@ -552,14 +552,44 @@ impl Lowerer<'_, '_> {
         }
     }
 
+    /// The condition the kernel evaluates for `p`: its reads of index arrays at
+    /// indices not proved inside are split into the cases inside and outside
+    /// ([`crate::load_guards`]), so that none reads past its array.
     fn cond(&self, p: &Pred) -> Cond {
+        let p = crate::load_guards::guard_loads(p, &self.index_array_lengths, &|q| {
+            self.prover.proves(q)
+        });
+        self.cond_as_written(&p)
+    }
+
+    fn cond_as_written(&self, p: &Pred) -> Cond {
         match p {
             Pred::Bool(b) => Cond::Bool(*b),
             Pred::Cmp(op, a, b) => Cond::Cmp(*op, self.ix(a), self.ix(b)),
-            Pred::And(a, b) => Cond::And(Box::new(self.cond(a)), Box::new(self.cond(b))),
-            Pred::Or(a, b) => Cond::Or(Box::new(self.cond(a)), Box::new(self.cond(b))),
-            Pred::Not(a) => Cond::Not(Box::new(self.cond(a))),
+            Pred::And(a, b) => Cond::And(
+                Box::new(self.cond_as_written(a)),
+                Box::new(self.cond_as_written(b)),
+            ),
+            Pred::Or(a, b) => Cond::Or(
+                Box::new(self.cond_as_written(a)),
+                Box::new(self.cond_as_written(b)),
+            ),
+            Pred::Not(a) => Cond::Not(Box::new(self.cond_as_written(a))),
         }
+    }
+
+    /// Whether every index-array read in `e` is proved inside its array (a one-hot
+    /// generator's target must be: outside, ATL reads 0 there, which a store at the
+    /// target would not).
+    fn loads_inside(&self, e: &IndexExpr) -> bool {
+        nested_loads(e).into_iter().all(|(array, at)| {
+            self.index_array_lengths.get(&array).is_some_and(|len| {
+                self.prover.proves(&Pred::and(
+                    Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
+                    Pred::cmp(CmpOp::Lt, at, len.clone()),
+                ))
+            })
+        })
     }
 
     // ---- statement builders ----------------------------------------------------
@@ -762,7 +792,8 @@ impl Lowerer<'_, '_> {
         let shape = self.shape(e)?;
         match &e.kind {
             ExprKind::Gen { var, lo, hi, body }
-                if let Some(hot) = atl_lang::scatter::one_hot(var, body) =>
+                if let Some(hot) = atl_lang::scatter::one_hot(var, body)
+                    && self.loads_inside(&hot.target) =>
             {
                 self.scatter(var, lo, hi, &hot, &shape, dest, mode, theta)
             }

@@ -1147,15 +1147,23 @@ impl Gen<'_> {
     }
 
     /// A scatter (issue 31, thesis §7.2.1): a sum over an index array's positions of
-    /// one-hot generators, `sum q < E: gen i < S: [crd[q] (± 1) == i] * …`, which
-    /// lowering writes as one `+=` at the target. The array's range need not be
+    /// one-hot generators, `sum q < E: gen i < S: [crd[q] (± 1) == i] * …` (now and
+    /// then `crd[q + 1]`, past the array at the last `q`), which lowering writes as one
+    /// `+=` at the target. The array's range need not be
     /// `S`: a target outside the generator adds nothing (a guard the kernel keeps).
     /// Now and then a second conjunct, or the equation the other way round.
     fn scatter(&mut self, shape: &[Ix], d: u32) -> E {
         let array = self.rng.pick(&self.arrays).clone();
         let q = self.fresh_binder();
         self.enter(&q, Some(array.extent.clone()));
-        let load = Ix::Load(array.name.clone(), Box::new(var(&q)));
+        // Now and then a read past the array at the last position (ATL reads 0 there:
+        // the kernel must not read it, and must add that term into element 0).
+        let at = if self.rng.chance(15) {
+            bin("+", var(&q), c(1))
+        } else {
+            var(&q)
+        };
+        let load = Ix::Load(array.name.clone(), Box::new(at));
         let target = match self.rng.below(6) {
             0 => bin("+", load, c(1)),
             1 => bin("-", load, c(1)),
