@@ -266,24 +266,33 @@ fn a_guarded_gather_reads_its_index_array_only_under_the_guard() {
 /// read as written, past the array, and the validator refuted it (E0951); the
 /// condition now reads `crd[p + 1]` only under `p + 1 < nnz`. The scatter form (a
 /// one-hot generator whose target may be outside) is then lowered as the loop, so
-/// that the out-of-range case adds into element 0 as ATL says. Both validate and run
-/// to the values computed here by hand.
+/// that the out-of-range case adds into element 0 as ATL says. A tensor read at such
+/// a coordinate, `vals[crd[p + 1]]`, is `vals[0]` there (it was a zero: not
+/// validated). All validate and run to the values computed here by hand.
 #[test]
 fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
     let dir = scratch().join("past");
     std::fs::create_dir_all(&dir).expect("dir");
     let program = dir.join("past.atl");
+    // n = nnz, so that vals[crd[…]] is inside vals.
     std::fs::write(
         &program,
-        "size n, nnz\ninput crd : int[nnz] in 0..n\ninput vals : [nnz]\n\
+        "size n, nnz\nassume n == nnz\ninput crd : int[nnz] in 0..n\ninput vals : [nnz]\n\
          def scatter = sum p < nnz: gen i < n: [crd[p + 1] == i] * vals[p]\n\
-         def gather = gen i < n: sum p < nnz: [crd[p + 1] == i] * vals[p]\n",
+         def gather = gen i < n: sum p < nnz: [crd[p + 1] == i] * vals[p]\n\
+         def read = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[p + 1]])\n",
     )
     .expect("write");
     let program = program.display().to_string();
     let vals = write_npy(&dir, "vals.npy", &[3], &[1.0, 10.0, 100.0]);
     let crd = write_int32(&dir, "crd.npy", &[2, 1, 2]);
-    for def in ["scatter", "gather"] {
+    for (def, want) in [
+        ("scatter", [100.0, 1.0, 10.0]),
+        ("gather", [100.0, 1.0, 10.0]),
+        // vals[0] vals[crd[1]] + vals[1] vals[crd[2]] + vals[2] vals[0] (crd[3] is
+        // past the array: 0) = 10 + 1000 + 100.
+        ("read", [1110.0, 0.0, 0.0]),
+    ] {
         let (code, out, err) = atl(&["validate", &program, "--def", def]);
         assert_eq!(code, EXIT_OK, "{def}: {err}");
         assert!(out.contains("verdict: validated"), "{def}: {out}");
@@ -318,7 +327,7 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
             &format!("crd={crd}"),
         ]);
         assert_eq!(code, EXIT_OK, "{def}: {err}");
-        assert_eq!(values(&out), [100.0, 1.0, 10.0], "{def}");
+        assert_eq!(values(&out), want, "{def}");
     }
 }
 

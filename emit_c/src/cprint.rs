@@ -1152,10 +1152,13 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 out.push_str(" && ");
                 self.write_cond(out, b, 3);
             }
+            // A conjunction inside a disjunction is parenthesized, as gcc's
+            // -Wparentheses asks (lowering's reads of index arrays under their bounds
+            // are `(inside && P) || (!inside && P0)`).
             Cond::Or(a, b) => {
-                self.write_cond(out, a, 1);
+                self.write_cond(out, a, if matches!(**a, Cond::Or(..)) { 1 } else { 3 });
                 out.push_str(" || ");
-                self.write_cond(out, b, 2);
+                self.write_cond(out, b, 3);
             }
             Cond::Not(a) => {
                 out.push_str("!(");

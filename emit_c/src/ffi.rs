@@ -1,5 +1,6 @@
-//! The foreign-function boundary: loading a compiled kernel and calling it. This is
-//! the crate's only `unsafe` code; each block states what it relies on.
+//! The foreign-function boundary: loading a compiled kernel and calling it, and
+//! asking whether a loaded library defines a symbol. This is the crate's only `unsafe`
+//! code; each block states what it relies on.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -95,4 +96,20 @@ impl Library {
         unsafe { f(n) };
         Ok(())
     }
+}
+
+/// Whether a library of this process (the C library above all) defines `symbol`: a
+/// lookup in the process's global scope (`dlsym(RTLD_DEFAULT, …)`). Kernels' own
+/// libraries are loaded locally, so they are not in it.
+#[cfg(unix)]
+pub(crate) fn defined_by_a_loaded_library(symbol: &str) -> bool {
+    let this = libloading::os::unix::Library::this();
+    // SAFETY: only the symbol's address is looked up; nothing is called or read
+    // through it.
+    unsafe { this.get::<*const std::ffi::c_void>(symbol.as_bytes()) }.is_ok()
+}
+
+#[cfg(not(unix))]
+pub(crate) fn defined_by_a_loaded_library(_symbol: &str) -> bool {
+    false
 }

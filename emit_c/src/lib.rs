@@ -127,11 +127,21 @@ pub struct CCode {
 /// `kernel_NAME`, so that any definition name works there (`main`, `exp`, `int`, …)
 /// although `atl emit` would refuse it as the name of a function to link.
 pub fn internal_symbol(definition: &str) -> String {
-    if is_free_identifier(definition) {
+    if is_linkable(definition) {
         definition.to_string()
     } else {
         format!("kernel_{}", definition.trim_start_matches('_'))
     }
+}
+
+/// Whether a kernel may be exported as `symbol`: a C identifier that is none of the
+/// names the C file reserves (`atl_loopir::cnames`) and that no library of this
+/// process defines, which covers the whole C library and POSIX (`read`, `open`,
+/// `time`, …) of the machine at hand. A kernel named `read` was called by its own
+/// runner as the C library's `read(2)`, which returned -1; linked into a program, it
+/// would replace that program's `read`.
+pub fn is_linkable(symbol: &str) -> bool {
+    is_free_identifier(symbol) && !ffi::defined_by_a_loaded_library(symbol)
 }
 
 /// Prints `kernel` as C (see the crate documentation). Fails only for a symbol that
@@ -141,12 +151,16 @@ pub fn emit(kernel: &Kernel, options: &EmitOptions) -> Result<CCode, Diagnostic>
         .symbol
         .clone()
         .unwrap_or_else(|| kernel.name.clone());
-    if !is_free_identifier(&symbol) {
-        return Err(Diagnostic::error(
-            "E0931",
-            format!("`{symbol}` cannot be the name of a C function"),
-        )
-        .with_help(format!(
+    if !is_linkable(&symbol) {
+        let why = if is_free_identifier(&symbol) {
+            format!(
+                "`{symbol}` is a function of the C library (libc): a kernel exported under \
+                 that name would take its place in every program it is linked into"
+            )
+        } else {
+            format!("`{symbol}` cannot be the name of a C function")
+        };
+        return Err(Diagnostic::error("E0931", why).with_help(format!(
             "use `--name` with a C identifier that is not a C keyword or C library name \
              and does not start with `{RESERVED_PREFIX}` (reserved for the emitter's own \
              helpers, in any case), `omp_`, `__` or `_` and a capital letter"
@@ -222,6 +236,21 @@ mod tests {
             let symbol = internal_symbol(name);
             assert!(is_free_identifier(&symbol), "{name} -> {symbol}");
             assert!(!is_free_identifier(name), "{name} was refused before");
+        }
+    }
+
+    #[test]
+    fn functions_of_the_c_library_are_not_linkable_and_get_an_internal_symbol() {
+        for name in ["read", "write", "open", "close", "getpid"] {
+            assert!(
+                is_free_identifier(name),
+                "{name}: not a name the C file reserves"
+            );
+            assert!(!is_linkable(name), "{name}: the C library defines it");
+            assert_eq!(internal_symbol(name), format!("kernel_{name}"));
+        }
+        for name in ["matmul", "spmv", "read_rows", "blur"] {
+            assert!(is_linkable(name), "{name}");
         }
     }
 

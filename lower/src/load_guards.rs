@@ -111,7 +111,7 @@ fn innermost_loads(e: &IndexExpr, out: &mut Vec<IndexExpr>) {
 }
 
 /// `e` with every occurrence of `from` replaced by `to`.
-fn replace(e: &IndexExpr, from: &IndexExpr, to: &IndexExpr) -> IndexExpr {
+pub(crate) fn replace(e: &IndexExpr, from: &IndexExpr, to: &IndexExpr) -> IndexExpr {
     if e == from {
         return to.clone();
     }

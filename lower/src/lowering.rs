@@ -322,6 +322,20 @@ fn nested_loads(e: &IndexExpr) -> Vec<(String, IndexExpr)> {
     out
 }
 
+/// The access chain `e` (`t[i][j]…`) with `f` applied to each of its indices.
+fn map_access_indices(e: &Expr, f: &mut dyn FnMut(&IndexExpr) -> IndexExpr) -> Expr {
+    match &e.kind {
+        ExprKind::Access { tensor, index } => Expr::new(
+            ExprKind::Access {
+                tensor: Box::new(map_access_indices(tensor, f)),
+                index: f(index),
+            },
+            e.span,
+        ),
+        _ => e.clone(),
+    }
+}
+
 /// Whether a value has a conditional part (a select or a blend).
 fn has_select(v: &Val) -> bool {
     let mut found = false;
@@ -576,6 +590,25 @@ impl Lowerer<'_, '_> {
             ),
             Pred::Not(a) => Cond::Not(Box::new(self.cond_as_written(a))),
         }
+    }
+
+    /// The innermost index-array read in `indices` whose index is not proved inside
+    /// its array, with the bounds not proved.
+    fn read_not_inside(&self, indices: &[IndexExpr]) -> Option<(IndexExpr, Pred)> {
+        indices
+            .iter()
+            .flat_map(nested_loads)
+            .find_map(|(array, at)| {
+                let len = self.index_array_lengths.get(&array)?;
+                let inside = [
+                    Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
+                    Pred::cmp(CmpOp::Lt, at.clone(), len.clone()),
+                ]
+                .into_iter()
+                .filter(|bound| !self.prover.proves(bound))
+                .reduce(Pred::and)?;
+                Some((IndexExpr::Load(array, Box::new(at)), inside))
+            })
     }
 
     /// Whether every index-array read in `e` is proved inside its array (a one-hot
@@ -1415,11 +1448,30 @@ impl Lowerer<'_, '_> {
                 indices.len()
             )));
         }
+        // A coordinate that reads an index array at an index not proved inside it:
+        // ATL reads 0 there (`f[crd[p + 1]]` is `f[0]` at the last `p`), and the
+        // kernel must not read past the array. So the read is the two cases, each
+        // a select that evaluates only its side (never a blend): `inside ? f[crd[e]]
+        // : 0` plus `!inside ? f[0] : 0`, split on the innermost such read first.
+        if let Some((array_read, inside)) = self.read_not_inside(&indices) {
+            self.prover.push(inside.clone());
+            let kept = self.load(e);
+            self.prover.pop();
+            let kept = kept?;
+            let zeroed = map_access_indices(e, &mut |ix| {
+                crate::load_guards::replace(ix, &array_read, &IndexExpr::Const(0))
+            });
+            let zeroed = self.load(&zeroed)?;
+            return Ok(Val::Bin(
+                atl_lang::ir::BinOp::Add,
+                Box::new(Val::Select(self.cond(&inside), Box::new(kept))),
+                Box::new(Val::Select(self.cond(&Pred::not(inside)), Box::new(zeroed))),
+            ));
+        }
         // The reads of index arrays in the coordinates come first: the coordinates'
-        // own checks read them, and C's `&&` evaluates left to right. Such a read
-        // out of its array is not "a zero" as an out-of-range tensor read is: the
-        // kernel would read past the array, so one not proved inside stays a check
-        // (and a blend, which evaluates its body whatever the guard, is refused).
+        // own checks read them, and C's `&&` evaluates left to right. Every one is
+        // inside its array here (above), so these are proved and vanish; one the
+        // prover decides otherwise stays a check rather than a read past the array.
         let mut checks = Vec::new();
         for (array, at) in indices.iter().flat_map(nested_loads) {
             let Some(len) = self.index_array_lengths.get(&array).cloned() else {
