@@ -7,6 +7,7 @@
 //!   by its tile and the result is `((tile_0, …), (rest_0, …, A's other modes))`;
 //! - `logical_product(A, B) = (A, complement(A, size A * cosize B) ∘ B)`: A repeated
 //!   at the places B gives.
+//!
 //! Each fails where its compose or complement does.
 
 use crate::arith;
