@@ -311,3 +311,21 @@ fn huge_values_are_errors_not_overflows() {
         Err(LayoutError::Overflow(_))
     ));
 }
+
+#[test]
+fn idx_crd_outside_the_domain_leaves_the_shape() {
+    // Inside [0, 6) every digit is below its extent; at 7 the last mode absorbs the
+    // overflow, so the coordinate is outside the shape, though it still round-trips.
+    let shape = t("(2,3)");
+    assert_eq!(idx_crd(&shape, 5), Ok(t("(1,2)")));
+    assert_eq!(idx_crd(&shape, 7), Ok(t("(1,3)")));
+    assert_eq!(crd_idx(&shape, &t("(1,3)")), Ok(7));
+    assert!(matches!(
+        idx_crd(&t("(0,3)"), 0),
+        Err(LayoutError::Coordinate(_))
+    ));
+    assert!(matches!(
+        idx_crd(&shape, -1),
+        Err(LayoutError::Coordinate(_))
+    ));
+}
