@@ -80,6 +80,9 @@ enum Command {
     Prove(commands::prove::ProveArgs),
     /// Explain a diagnostic code: `atl explain E0903`.
     Explain(commands::explain::ExplainArgs),
+    /// Evaluate a CuTe layout expression and print the layout, its size, cosize and
+    /// values: `atl layout "compose(20:2, (5,4):(4,1))"`.
+    Layout(commands::layout::LayoutArgs),
 }
 
 /// Runs `atl` with `args` (including the program name). `color` enables coloured
@@ -141,6 +144,7 @@ pub fn run_with_progress(
         Command::Rules(args) => commands::rules::run(args, &mut ctx),
         Command::Prove(args) => commands::prove::run(args, &mut ctx),
         Command::Explain(args) => commands::explain::run(args, &mut ctx),
+        Command::Layout(args) => commands::layout::run(args, &mut ctx),
     };
     match result {
         Ok(()) => EXIT_OK,

@@ -198,6 +198,7 @@ fn every_schema_heading_is_a_command_with_json_and_parses() {
         "atl rules --check --json",
         "atl prove --json",
         "atl eval --json",
+        "atl layout --json",
     ];
     assert_eq!(headings, expected);
     for h in &headings {
@@ -789,6 +790,26 @@ fn eval_json_matches_its_schema() {
     let doc = json_of("atl eval --json", &args, EXIT_OK);
     assert_eq!(doc["shape"], json!([2, 3]));
     assert_eq!(count(&doc["data"]), 6);
+}
+
+#[test]
+fn layout_json_matches_its_schema() {
+    let doc = json_of(
+        "atl layout --json",
+        &["layout", "complement(4:2, 24)", "--json"],
+        EXIT_OK,
+    );
+    assert_eq!(doc["layout"], "(2,3):(1,8)");
+    assert_eq!(doc["values"], json!([0, 1, 8, 9, 16, 17]));
+    let doc = json_of(
+        "atl layout --json",
+        &["layout", "(64,128):(1,64)", "--json"],
+        EXIT_OK,
+    );
+    assert_eq!(
+        (count(&doc["values"]), &doc["truncated"]),
+        (4096, &json!(true))
+    );
 }
 
 #[test]

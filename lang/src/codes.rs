@@ -84,6 +84,7 @@ pub static GROUPS: &[ErrorGroup] = &[
     ),
     group("E096", "the autoscheduler (`atl schedule`)"),
     group("E10", "the certificate checker (`atl verify`)"),
+    group("E11", "layouts (`atl layout`)"),
 ];
 
 const fn group(prefix: &'static str, title: &'static str) -> ErrorGroup {
@@ -951,6 +952,36 @@ pub static CODES: &[ErrorCode] = &[
         "E1015",
         "`atl verify`: a step changes the shape of the term it rewrites for some size the declarations allow (a `simpl` that rewrites a `gen` bound or reshape amount using a guard's or range's facts; a rule whose shape condition holds only under a guard)",
         "",
+    ),
+    active(
+        "E1101",
+        "`atl layout`: the expression does not parse (a layout is written `(3,4):(4,1)`, an operation `compose(A, B)`)",
+        "fix the text at the marked place; docs/layouts.md describes the notation",
+    ),
+    active(
+        "E1102",
+        "`atl layout`: a shape and a stride that are not a layout (not congruent, a negative extent)",
+        "give the stride the shape's tuple structure; extents are >= 0",
+    ),
+    active(
+        "E1103",
+        "`atl layout`: a composition without a result (a stride-0 mode, an image outside the left operand's domain, a stride or extent that does not divide, modes that do not compose separately)",
+        "the message names the condition that fails; docs/layouts.md lists them",
+    ),
+    active(
+        "E1104",
+        "`atl layout`: a complement without a result (overlapping or unaligned modes, a stride <= 0, a layout of size 0, a bound < 1)",
+        "docs/layouts.md lists the conditions",
+    ),
+    active(
+        "E1105",
+        "`atl layout`: a size, stride or value beyond 64 bits",
+        "use smaller extents or strides",
+    ),
+    active(
+        "E1106",
+        "`atl layout`: an unknown operation, the wrong number of arguments, or an argument of the wrong kind (an integer where a layout is expected, or the reverse)",
+        "the operations are listed in docs/layouts.md",
     ),
 ];
 

@@ -12,6 +12,7 @@ pub mod eval;
 pub mod explain;
 pub mod fmt;
 pub mod json;
+pub mod layout;
 pub mod prove;
 pub mod repl;
 pub mod rules;
