@@ -287,6 +287,7 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
     let vals = write_npy(&dir, "vals.npy", &[3], &[1.0, 10.0, 100.0]);
     let crd = write_int32(&dir, "crd.npy", &[2, 1, 2]);
     for (def, want) in [
+        // vals[0] at crd[1] = 1, vals[1] at crd[2] = 2, vals[2] at 0 (past the array).
         ("scatter", [100.0, 1.0, 10.0]),
         ("gather", [100.0, 1.0, 10.0]),
         // vals[0] vals[crd[1]] + vals[1] vals[crd[2]] + vals[2] vals[0] (crd[3] is
@@ -296,36 +297,27 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
         let (code, out, err) = atl(&["validate", &program, "--def", def]);
         assert_eq!(code, EXIT_OK, "{def}: {err}");
         assert!(out.contains("verdict: validated"), "{def}: {out}");
-        let (code, out, err) = atl(&[
-            "run",
-            &program,
-            "--def",
-            def,
-            "--sizes",
-            "n=3,nnz=3",
-            "--json",
-            "--input",
-            &format!("vals={vals}"),
-            "--input",
-            &format!("crd={crd}"),
-        ]);
+        let (vals, crd) = (format!("vals={vals}"), format!("crd={crd}"));
+        let call = |command: &str| {
+            atl(&[
+                command,
+                &program,
+                "--def",
+                def,
+                "--sizes",
+                "n=3,nnz=3",
+                "--json",
+                "--input",
+                &vals,
+                "--input",
+                &crd,
+            ])
+        };
+        let (code, out, err) = call("run");
         assert_eq!(code, EXIT_OK, "{def}: {err}");
         let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
         assert_eq!(v["verdict"], "agrees", "{def}: {v}");
-        // vals[0] at crd[1] = 1, vals[1] at crd[2] = 2, vals[2] at 0 (past the array).
-        let (code, out, err) = atl(&[
-            "eval",
-            &program,
-            "--def",
-            def,
-            "--sizes",
-            "n=3,nnz=3",
-            "--json",
-            "--input",
-            &format!("vals={vals}"),
-            "--input",
-            &format!("crd={crd}"),
-        ]);
+        let (code, out, err) = call("eval");
         assert_eq!(code, EXIT_OK, "{def}: {err}");
         assert_eq!(values(&out), want, "{def}");
     }

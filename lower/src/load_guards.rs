@@ -58,22 +58,18 @@ fn split(
     let Pred::Cmp(_, a, b) = cmp else {
         return cmp.clone();
     };
-    let mut loads = Vec::new();
-    innermost_loads(a, &mut loads);
-    innermost_loads(b, &mut loads);
-    let unsafe_load = loads.into_iter().find_map(|load| {
-        let IndexExpr::Load(array, at) = &load else {
-            return None;
-        };
-        let len = lengths.get(array)?;
+    let loads = nested_loads(a).into_iter().chain(nested_loads(b));
+    let unsafe_load = loads.into_iter().find_map(|(array, at)| {
+        let len = lengths.get(&array)?;
+        let load = IndexExpr::Load(array, Box::new(at.clone()));
         if known.contains(&load) {
             return None;
         }
         // The bounds not proved (a load at `p + 1` of a loop from 0 needs only the
         // upper one).
         let inside = [
-            Pred::cmp(CmpOp::Le, IndexExpr::Const(0), (**at).clone()),
-            Pred::cmp(CmpOp::Lt, (**at).clone(), len.clone()),
+            Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
+            Pred::cmp(CmpOp::Lt, at, len.clone()),
         ]
         .into_iter()
         .filter(|bound| !proves(bound))
@@ -94,20 +90,26 @@ fn split(
     )
 }
 
-/// The loads of `e`, each after the loads in its index.
-fn innermost_loads(e: &IndexExpr, out: &mut Vec<IndexExpr>) {
-    match e {
-        IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => {}
-        IndexExpr::Neg(a) => innermost_loads(a, out),
-        IndexExpr::Bin(_, a, b) => {
-            innermost_loads(a, out);
-            innermost_loads(b, out);
-        }
-        IndexExpr::Load(_, at) => {
-            innermost_loads(at, out);
-            out.push(e.clone());
+/// The index-array reads of `e` as (array, index) pairs, each after the reads in its
+/// index (so a read's index has no read outside its array once those are split).
+pub(crate) fn nested_loads(e: &IndexExpr) -> Vec<(String, IndexExpr)> {
+    fn walk(e: &IndexExpr, out: &mut Vec<(String, IndexExpr)>) {
+        match e {
+            IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => {}
+            IndexExpr::Neg(a) => walk(a, out),
+            IndexExpr::Bin(_, a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            IndexExpr::Load(array, a) => {
+                walk(a, out);
+                out.push((array.clone(), (**a).clone()));
+            }
         }
     }
+    let mut out = Vec::new();
+    walk(e, &mut out);
+    out
 }
 
 /// `e` with every occurrence of `from` replaced by `to`.

@@ -37,6 +37,7 @@ use crate::ir::{
     BufferDecl, Cond, Coord, For, Ix, IxOp, Kernel, Load, LoopOrigin, Precondition,
     PreconditionKind, Stmt, Storage, StoreOp, Val,
 };
+use crate::load_guards::nested_loads;
 use crate::normalize::{internal, is_leaf_chain, normalize_def, used_defs};
 use crate::prove::{Prover, Residual, negate};
 use crate::reindex::{ReindexOp, Reindexer, ZeroFill, flatten_index};
@@ -298,28 +299,6 @@ fn selects(stmts: &[Stmt]) -> bool {
         });
     }
     found
-}
-
-/// The index-array reads in an index expression, as (array, index) pairs, inner
-/// reads before the reads whose index contains them.
-fn nested_loads(e: &IndexExpr) -> Vec<(String, IndexExpr)> {
-    fn walk(e: &IndexExpr, out: &mut Vec<(String, IndexExpr)>) {
-        match e {
-            IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => {}
-            IndexExpr::Neg(a) => walk(a, out),
-            IndexExpr::Bin(_, a, b) => {
-                walk(a, out);
-                walk(b, out);
-            }
-            IndexExpr::Load(array, a) => {
-                walk(a, out);
-                out.push((array.clone(), (**a).clone()));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(e, &mut out);
-    out
 }
 
 /// The access chain `e` (`t[i][j]…`) with `f` applied to each of its indices.
