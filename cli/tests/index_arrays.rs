@@ -280,7 +280,8 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
         "size n, nnz\nassume n == nnz\ninput crd : int[nnz] in 0..n\ninput vals : [nnz]\n\
          def scatter = sum p < nnz: gen i < n: [crd[p + 1] == i] * vals[p]\n\
          def gather = gen i < n: sum p < nnz: [crd[p + 1] == i] * vals[p]\n\
-         def read = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[p + 1]])\n",
+         def read = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[p + 1]])\n\
+         def spelled = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[min(p + 1, nnz)]])\n",
     )
     .expect("write");
     let program = program.display().to_string();
@@ -293,6 +294,11 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
         // vals[0] vals[crd[1]] + vals[1] vals[crd[2]] + vals[2] vals[0] (crd[3] is
         // past the array: 0) = 10 + 1000 + 100.
         ("read", [1110.0, 0.0, 0.0]),
+        // The same read spelled otherwise than its normalized form (`min(nnz, p +
+        // 1)`): lowering replaced the read in the indices as written, found nothing,
+        // and recursed until the stack overflowed (soundness fuzzer, seed 36, case
+        // 580).
+        ("spelled", [1110.0, 0.0, 0.0]),
     ] {
         let (code, out, err) = atl(&["validate", &program, "--def", def]);
         assert_eq!(code, EXIT_OK, "{def}: {err}");

@@ -97,6 +97,9 @@ pub(crate) struct Lowerer<'a, 'p> {
     /// The length of each index array read (its one extent), to check the reads of
     /// it nested in an access's coordinates ([`Lowerer::load`]).
     index_array_lengths: HashMap<String, IndexExpr>,
+    /// The index-array reads a coordinate is being lowered under the assumption that
+    /// they are inside their arrays (the first case of [`Lowerer::load`]'s split).
+    reads_assumed_inside: Vec<IndexExpr>,
 }
 
 /// Lowers definition `def` to a kernel writing into a buffer named `out` (or a fresh
@@ -138,6 +141,7 @@ pub(crate) fn lower(
         tiles: BTreeSet::new(),
         sums_into_memory: 0,
         index_array_lengths: HashMap::new(),
+        reads_assumed_inside: Vec::new(),
     };
     l.size_preconditions(program);
     // The kernel's inputs are those the definition reads (after inlining the
@@ -579,6 +583,10 @@ impl Lowerer<'_, '_> {
             .flat_map(nested_loads)
             .find_map(|(array, at)| {
                 let len = self.index_array_lengths.get(&array)?;
+                let read = IndexExpr::Load(array.clone(), Box::new(at.clone()));
+                if self.reads_assumed_inside.contains(&read) {
+                    return None;
+                }
                 let inside = [
                     Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
                     Pred::cmp(CmpOp::Lt, at.clone(), len.clone()),
@@ -586,7 +594,7 @@ impl Lowerer<'_, '_> {
                 .into_iter()
                 .filter(|bound| !self.prover.proves(bound))
                 .reduce(Pred::and)?;
-                Some((IndexExpr::Load(array, Box::new(at)), inside))
+                Some((read, inside))
             })
     }
 
@@ -1433,13 +1441,30 @@ impl Lowerer<'_, '_> {
         // a select that evaluates only its side (never a blend): `inside ? f[crd[e]]
         // : 0` plus `!inside ? f[0] : 0`, split on the innermost such read first.
         if let Some((array_read, inside)) = self.read_not_inside(&indices) {
+            // Assumed inside from here on whether or not the prover can use the fact
+            // (one that mentions reads may be of no use to it): each read is split
+            // once.
+            self.reads_assumed_inside.push(array_read.clone());
             self.prover.push(inside.clone());
             let kept = self.load(e);
             self.prover.pop();
+            self.reads_assumed_inside.pop();
             let kept = kept?;
+            // The read is found in the normalized indices: replaced there (the
+            // indices as written may spell it otherwise), so the second case has one
+            // read fewer and the recursion ends.
+            let mut changed = false;
             let zeroed = map_access_indices(e, &mut |ix| {
-                crate::load_guards::replace(ix, &array_read, &IndexExpr::Const(0))
+                let ix = normalize(ix);
+                let z = crate::load_guards::replace(&ix, &array_read, &IndexExpr::Const(0));
+                changed |= z != ix;
+                z
             });
+            if !changed {
+                return Err(internal(format!(
+                    "the read `{array_read}` is not in the coordinates it was found in"
+                )));
+            }
             let zeroed = self.load(&zeroed)?;
             return Ok(Val::Bin(
                 atl_lang::ir::BinOp::Add,
