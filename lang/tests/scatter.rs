@@ -31,6 +31,8 @@ def rows_scatter = sum p < nnz: gen i < n: [row[p] == i] * (gen k < 3: vals[p] *
 def rows_gather = gen i < n: sum p < nnz: [row[p] == i] * (gen k < 3: vals[p] * w[i, k])
 def outside = gen i < n: [i == n + 2] * v[0]
 def one = gen i < n: [i == n - 1] * v[0]
+def negated = gen i < n: [i == n - 1] * -v[0]
+def negated_loop = gen i < n: [n - 1 <= i] * -v[0]
 ";
 
 fn checked() -> Checked {
@@ -174,4 +176,18 @@ fn a_target_outside_the_generator_gives_zeros_and_one_inside_its_element() {
     let case = Case::random(&mut rng, 4, 2, 3);
     assert_eq!(case.eval(&c, "outside").data, vec![0.0; 4]);
     assert_eq!(case.eval(&c, "one").data, vec![0.0, 0.0, 0.0, case.v[0]]);
+}
+
+/// A one-hot generator alone writes its element, as the loop does: `-0.0` stays
+/// `-0.0` (added to the zeroed output it would be `+0.0`).
+#[test]
+fn a_one_hot_generator_writes_its_element_bit_for_bit() {
+    let c = checked();
+    let mut rng = Rng(SplitMix64::new(11));
+    let mut case = Case::random(&mut rng, 4, 2, 3);
+    case.v[0] = 0.0;
+    let bits = |t: Tensor| t.data.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let hot = bits(case.eval(&c, "negated"));
+    assert_eq!(hot, bits(case.eval(&c, "negated_loop")));
+    assert_eq!(hot[3], (-0.0f64).to_bits());
 }

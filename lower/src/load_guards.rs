@@ -58,24 +58,7 @@ fn split(
     let Pred::Cmp(_, a, b) = cmp else {
         return cmp.clone();
     };
-    let loads = nested_loads(a).into_iter().chain(nested_loads(b));
-    let unsafe_load = loads.into_iter().find_map(|(array, at)| {
-        let len = lengths.get(&array)?;
-        let load = IndexExpr::Load(array, Box::new(at.clone()));
-        if known.contains(&load) {
-            return None;
-        }
-        // The bounds not proved (a load at `p + 1` of a loop from 0 needs only the
-        // upper one).
-        let inside = [
-            Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
-            Pred::cmp(CmpOp::Lt, at, len.clone()),
-        ]
-        .into_iter()
-        .filter(|bound| !proves(bound))
-        .reduce(Pred::and)?;
-        Some((load, inside))
-    });
+    let unsafe_load = first_read_outside([a, b], lengths, proves, known);
     let Some((load, inside)) = unsafe_load else {
         return cmp.clone();
     };
@@ -88,6 +71,37 @@ fn split(
         Pred::and(inside.clone(), read),
         Pred::and(Pred::not(inside), outside),
     )
+}
+
+/// The first index-array read of `indices` (innermost first) that is not in `skip`
+/// and whose index is not proved inside its array, with the bounds not proved (a read
+/// at `p + 1` of a loop from 0 needs only the upper one). The one place that decides
+/// which reads a kernel must not make unguarded: conditions ([`guard_loads`]),
+/// coordinates and one-hot targets (lowering) all ask it.
+pub(crate) fn first_read_outside<'e>(
+    indices: impl IntoIterator<Item = &'e IndexExpr>,
+    lengths: &HashMap<String, IndexExpr>,
+    proves: &dyn Fn(&Pred) -> bool,
+    skip: &[IndexExpr],
+) -> Option<(IndexExpr, Pred)> {
+    indices
+        .into_iter()
+        .flat_map(nested_loads)
+        .find_map(|(array, at)| {
+            let len = lengths.get(&array)?;
+            let read = IndexExpr::Load(array, Box::new(at.clone()));
+            if skip.contains(&read) {
+                return None;
+            }
+            let inside = [
+                Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
+                Pred::cmp(CmpOp::Lt, at, len.clone()),
+            ]
+            .into_iter()
+            .filter(|bound| !proves(bound))
+            .reduce(Pred::and)?;
+            Some((read, inside))
+        })
 }
 
 /// The index-array reads of `e` as (array, index) pairs, each after the reads in its

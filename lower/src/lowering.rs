@@ -578,38 +578,25 @@ impl Lowerer<'_, '_> {
     /// The innermost index-array read in `indices` whose index is not proved inside
     /// its array, with the bounds not proved.
     fn read_not_inside(&self, indices: &[IndexExpr]) -> Option<(IndexExpr, Pred)> {
-        indices
-            .iter()
-            .flat_map(nested_loads)
-            .find_map(|(array, at)| {
-                let len = self.index_array_lengths.get(&array)?;
-                let read = IndexExpr::Load(array.clone(), Box::new(at.clone()));
-                if self.reads_assumed_inside.contains(&read) {
-                    return None;
-                }
-                let inside = [
-                    Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
-                    Pred::cmp(CmpOp::Lt, at.clone(), len.clone()),
-                ]
-                .into_iter()
-                .filter(|bound| !self.prover.proves(bound))
-                .reduce(Pred::and)?;
-                Some((read, inside))
-            })
+        crate::load_guards::first_read_outside(
+            indices,
+            &self.index_array_lengths,
+            &|q| self.prover.proves(q),
+            &self.reads_assumed_inside,
+        )
     }
 
     /// Whether every index-array read in `e` is proved inside its array (a one-hot
     /// generator's target must be: outside, ATL reads 0 there, which a store at the
     /// target would not).
     fn loads_inside(&self, e: &IndexExpr) -> bool {
-        nested_loads(e).into_iter().all(|(array, at)| {
-            self.index_array_lengths.get(&array).is_some_and(|len| {
-                self.prover.proves(&Pred::and(
-                    Pred::cmp(CmpOp::Le, IndexExpr::Const(0), at.clone()),
-                    Pred::cmp(CmpOp::Lt, at, len.clone()),
-                ))
-            })
-        })
+        crate::load_guards::first_read_outside(
+            [e],
+            &self.index_array_lengths,
+            &|q| self.prover.proves(q),
+            &[],
+        )
+        .is_none()
     }
 
     // ---- statement builders ----------------------------------------------------

@@ -253,7 +253,7 @@ impl Ctx<'_> {
                     }
                     None if one_hot.is_some() && !body.checks => {
                         out.fill(0.0);
-                        self.add_one_hot(node, lo_v, env, out)
+                        self.one_hot(node, lo_v, env, out, false)
                     }
                     None => {
                         let outer = env.outer_iterations;
@@ -531,7 +531,7 @@ impl Ctx<'_> {
                 env.idx.push(v);
                 let r = self
                     .gen_lower_bound(body, lo, hi, body.dim(0), env)
-                    .and_then(|lo| self.add_one_hot(body, lo, env, out));
+                    .and_then(|lo| self.one_hot(body, lo, env, out, true));
                 env.idx.pop();
                 r?;
             }
@@ -550,15 +550,18 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Adds the value of the one-hot generator `node` (from `lo_v`) into `out`: its
-    /// body at the one binder value where it may be non-zero, added into that
-    /// element's chunk; nothing when that value is outside the generator.
-    pub(super) fn add_one_hot(
+    /// The one-hot generator `node` (from `lo_v`) at the one binder value where it may
+    /// be non-zero: its body written into that element's chunk of `out` (which the
+    /// caller zeroed), or added to it when `accumulate` (a term of a sum); nothing when
+    /// that value is outside the generator. Written, not added, the chunk is
+    /// bit-identical to the loop's (a `-0.0` body stays `-0.0`).
+    pub(super) fn one_hot(
         &self,
         node: &Node,
         lo_v: i64,
         env: &mut Env,
         out: &mut [f64],
+        accumulate: bool,
     ) -> Result<(), Diagnostic> {
         let Kind::Gen {
             body,
@@ -579,15 +582,20 @@ impl Ctx<'_> {
         }
         let elem = body.numel();
         let k = k as usize;
-        let mut chunk = vec![0.0; elem];
+        let place = &mut out[k * elem..(k + 1) * elem];
         env.idx.push(t);
-        let r = self.eval(body, env, &mut chunk);
+        let r = if accumulate {
+            let mut chunk = vec![0.0; elem];
+            self.eval(body, env, &mut chunk).map(|()| {
+                for (o, x) in place.iter_mut().zip(&chunk) {
+                    *o += x;
+                }
+            })
+        } else {
+            self.eval(body, env, place)
+        };
         env.idx.pop();
-        r?;
-        for (o, x) in out[k * elem..(k + 1) * elem].iter_mut().zip(&chunk) {
-            *o += x;
-        }
-        Ok(())
+        r
     }
 
     /// The largest of the (scalar) terms over `lo..hi`; `-inf` when there are none.
