@@ -33,6 +33,8 @@ def outside = gen i < n: [i == n + 2] * v[0]
 def one = gen i < n: [i == n - 1] * v[0]
 def negated = gen i < n: [i == n - 1] * -v[0]
 def negated_loop = gen i < n: [n - 1 <= i] * -v[0]
+def read_at = gen j < n: (sum p < nnz: gen i < n: [row[p] == i] * (gen k < 3: vals[p] * w[i, k]))[j]
+def read_at_loop = gen j < n: (sum p < nnz: gen i < n: [row[p] <= i && i <= row[p]] * (gen k < 3: vals[p] * w[i, k]))[j]
 ";
 
 fn checked() -> Checked {
@@ -190,4 +192,19 @@ fn a_one_hot_generator_writes_its_element_bit_for_bit() {
     let hot = bits(case.eval(&c, "negated"));
     assert_eq!(hot, bits(case.eval(&c, "negated_loop")));
     assert_eq!(hot[3], (-0.0f64).to_bits());
+}
+
+/// A sum of one-hot generators with tensor elements, read through an access, evaluates
+/// the element the access selects (the soundness fuzzer's seed 37, case 27, panicked:
+/// the in-place path wrote the generator's whole value into one row's buffer).
+#[test]
+fn a_scatter_read_through_an_access_is_its_element() {
+    let c = checked();
+    let mut rng = Rng(SplitMix64::new(13));
+    let case = Case::random(&mut rng, 6, 3, 20);
+    let bits = |t: Tensor| t.data.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        bits(case.eval(&c, "read_at")),
+        bits(case.eval(&c, "read_at_loop"))
+    );
 }

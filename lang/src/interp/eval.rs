@@ -522,6 +522,9 @@ impl Ctx<'_> {
             ..
         } = &body.kind
             && !body.checks
+            // Read through an access, the sum's output is one element of the
+            // generator's (the pending indices select it): the general loop below.
+            && env.pending.is_empty()
         {
             // A sum of one-hot generators (a scatter): each term adds its one
             // non-zero element in place. The other elements would add exact zeros,
