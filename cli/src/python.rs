@@ -729,7 +729,7 @@ fn sparse_helpers(kernel: &Kernel, symbol: &str, sparse: &[SparseDecl]) -> Strin
         }
         let keys: Vec<String> = decl.arrays.iter().map(|a| lit(&py_ident(a))).collect();
         // scipy stores matrices only: a format of another rank gets no helper.
-        let (convert, parts, extra): (&str, &[&str], &str) = match decl.format.name {
+        let (convert, parts, extra): (&str, &[&str], String) = match decl.format.name {
             "csr" | "csc" => (
                 if decl.format.name == "csr" {
                     "tocsr"
@@ -737,7 +737,7 @@ fn sparse_helpers(kernel: &Kernel, symbol: &str, sparse: &[SparseDecl]) -> Strin
                     "tocsc"
                 },
                 &["_atl_m.indptr", "_atl_m.indices", "_atl_m.data"],
-                "",
+                String::new(),
             ),
             // The rows (columns) that store a value, and the compressed rows of those.
             "dcsr" | "dcsc" => (
@@ -755,13 +755,30 @@ fn sparse_helpers(kernel: &Kernel, symbol: &str, sparse: &[SparseDecl]) -> Strin
                 ],
                 "    import numpy as _atl_np\n    \
                  _atl_counts = _atl_np.diff(_atl_m.indptr)\n    \
-                 _atl_kept = _atl_np.flatnonzero(_atl_counts)\n",
+                 _atl_kept = _atl_np.flatnonzero(_atl_counts)\n"
+                    .to_string(),
             ),
             "coo" => (
                 "tocsr",
                 &["_atl_c.row", "_atl_c.col", "_atl_c.data"],
-                "    _atl_c = _atl_m.tocoo()\n",
+                "    _atl_c = _atl_m.tocoo()\n".to_string(),
             ),
+            // scipy's BSR needs extents that are multiples of the block's: the
+            // matrix is padded with zeros, as `atl` pads the edge blocks.
+            "bcsr" => {
+                let [r, c] = decl.block[..] else { continue };
+                (
+                    "tocsr",
+                    &["_atl_b.indptr", "_atl_b.indices", "_atl_b.data"],
+                    format!(
+                        "    _atl_p = _atl_m.copy()\n    \
+                         _atl_p.resize((-(-_atl_m.shape[0] // {r}) * {r}, -(-_atl_m.shape[1] // {c}) * {c}))\n    \
+                         _atl_b = _atl_p.tobsr(blocksize=({r}, {c}))\n    \
+                         _atl_b.sort_indices()\n"
+                    ),
+                )
+            }
+
             _ => continue,
         };
         let coo = extra;

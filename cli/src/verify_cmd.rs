@@ -161,7 +161,7 @@ fn under(r: &VerifyReport) -> String {
         String::new()
     } else {
         format!(
-            ", where {} (each recorded definition is the matrix its arrays store)",
+            ", where {} (each recorded definition is the matrix its arrays store; a matrix's storages store the same matrix, and each program reads one of them)",
             r.sparse
                 .iter()
                 .map(|a| format!("`{a}`"))

@@ -106,9 +106,10 @@ pub struct Prepared {
 }
 
 /// The `--input`s given for sparse matrices (`sparse A : … as csr(pos, crd, vals)`),
-/// taken out of `sources`: a file is converted to the matrix's arrays
-/// (`sparse_input`), completing `sizes`; `random:SEED` becomes the same source for
-/// each array (random arrays that satisfy their declarations).
+/// taken out of `sources`: a file is converted to the arrays of each of the matrix's
+/// storages (`sparse_input`), completing `sizes`, so that every definition finds the
+/// storage it reads; `random:SEED` becomes the same source for each array (random
+/// arrays that satisfy their declarations).
 fn sparse_inputs(
     loaded: &Loaded,
     file: &Path,
@@ -119,35 +120,37 @@ fn sparse_inputs(
     let mut converted = Vec::new();
     let mut kept = Vec::new();
     for (name, source) in std::mem::take(sources) {
-        let Some(decl) = program.sparse(&name) else {
+        if program.sparse(&name).is_none() {
             kept.push((name, source));
             continue;
-        };
-        match source {
-            InputSource::Random(seed) => {
-                for array in &decl.arrays {
-                    kept.push((array.clone(), InputSource::Random(seed)));
+        }
+        for decl in program.storages(&name) {
+            match &source {
+                InputSource::Random(seed) => {
+                    for array in &decl.arrays {
+                        kept.push((array.clone(), InputSource::Random(*seed)));
+                    }
                 }
-            }
-            InputSource::Npy(path) | InputSource::Sparse(path) => {
-                let arrays =
-                    crate::sparse_input::convert(program, decl, &path, sizes).map_err(|m| {
-                        let d = Diagnostic::error(
-                            "E0608",
-                            format!(
-                                "cannot read the sparse matrix `{name}` from `{}`: {m}",
-                                path.display()
-                            ),
-                        )
-                        .with_help(format!(
-                            "`{name}` is stored as {}({}) ({})",
-                            decl.format.name,
-                            decl.arrays.join(", "),
-                            decl.format.help
-                        ));
-                        Failure::diagnostics(vec![d], file, &loaded.source)
-                    })?;
-                converted.extend(decl.arrays.iter().cloned().zip(arrays));
+                InputSource::Npy(path) | InputSource::Sparse(path) => {
+                    let arrays =
+                        crate::sparse_input::convert(program, decl, path, sizes).map_err(|m| {
+                            let d = Diagnostic::error(
+                                "E0608",
+                                format!(
+                                    "cannot read the sparse matrix `{name}` from `{}`: {m}",
+                                    path.display()
+                                ),
+                            )
+                            .with_help(format!(
+                                "`{name}` is stored as {}({}) ({})",
+                                decl.format.name,
+                                decl.arrays.join(", "),
+                                decl.format.help
+                            ));
+                            Failure::diagnostics(vec![d], file, &loaded.source)
+                        })?;
+                    converted.extend(decl.arrays.iter().cloned().zip(arrays));
+                }
             }
         }
     }

@@ -71,7 +71,18 @@ pub fn convert(
             )
         })?;
     }
-    let arrays = atl_lang::sparse::compress(decl.format, &shape, &entries)?;
+    let arrays = atl_lang::sparse::compress(decl.format, &shape, &decl.block, &entries)?;
+    // Each array's shape: a vector, but the blocks of a blocked format, `[nb, R, C]`.
+    let block: usize = decl.block.iter().product();
+    let shape_of = |k: usize, data: &Vec<f64>| {
+        if k + 1 == arrays.len() && !decl.block.is_empty() {
+            let mut s = vec![data.len() / block.max(1)];
+            s.extend(&decl.block);
+            s
+        } else {
+            vec![data.len()]
+        }
+    };
     // The sizes the arrays fix (the number of stored values, and of stored rows of a
     // doubly compressed format): extents that are a size alone first, then the
     // others are checked at the sizes known.
@@ -79,9 +90,10 @@ pub fn convert(
         .arrays
         .iter()
         .zip(&arrays)
-        .map(|(a, data)| {
+        .enumerate()
+        .map(|(k, (a, data))| {
             let extent = program.input(a).and_then(|v| v.shape.first());
-            (a, extent, data.len())
+            (a, extent, shape_of(k, data)[0])
         })
         .collect();
     let lone = |e: &IndexExpr| matches!(e, IndexExpr::Var(_));
@@ -99,10 +111,11 @@ pub fn convert(
         }
     }
     Ok(arrays
-        .into_iter()
-        .map(|data| Tensor {
-            shape: vec![data.len()],
-            data,
+        .iter()
+        .enumerate()
+        .map(|(k, data)| Tensor {
+            shape: shape_of(k, data),
+            data: data.clone(),
         })
         .collect())
 }

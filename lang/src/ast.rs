@@ -176,7 +176,12 @@ pub enum StepKind {
         /// `with k := 8, m := n`: instantiations of metavariables.
         with: Vec<(Ident, SIndex)>,
     },
-    Unfold(Ident),
+    /// `unfold NAME`, or `unfold A as FORMAT` for another storage of the sparse
+    /// matrix `A`.
+    Unfold {
+        name: Ident,
+        storage: Option<Ident>,
+    },
     Inline(Ident),
     Simpl,
     SimplGuard,
@@ -206,6 +211,13 @@ pub struct IndexArrayAst {
     pub sorted: Option<Span>,
 }
 
+/// One storage of a sparse declaration: `csr(pos, crd, vals)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseStorage {
+    pub format: Ident,
+    pub arrays: Vec<Ident>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     Size(Vec<Ident>, Span),
@@ -223,12 +235,12 @@ pub enum Item {
         span: Span,
     },
     /// `sparse A : [n, m] as csr(pos, crd, vals)`: a matrix defined by the arrays that
-    /// store it (`crate::sparse`).
+    /// store it (`crate::sparse`); `as csr(…), csc(…)` lists several storages of the
+    /// one matrix, the first defining it (`unfold A as csc` reads another).
     Sparse {
         name: Ident,
         shape: Vec<SIndex>,
-        format: Ident,
-        arrays: Vec<Ident>,
+        storages: Vec<SparseStorage>,
         span: Span,
     },
     Derive {

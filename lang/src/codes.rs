@@ -536,7 +536,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0813",
-        "`unfold NAME` with no definition or no use of it",
+        "`unfold NAME` with no definition or no use of it; `unfold A as FORMAT` with a format `A` is not stored in; an unfold after which a definition reads two storages of one sparse matrix",
         "",
     ),
     active(

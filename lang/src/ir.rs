@@ -1026,8 +1026,10 @@ pub struct Derive {
     pub span: Span,
 }
 
-/// `sparse A : [n, m] as FORMAT(arrays…)`, resolved: `A` is defined (in
-/// [`Program::defs`]) as the matrix the arrays encode in the format.
+/// One storage of `sparse A : [n, m] as FORMAT(arrays…), …`, resolved. The first
+/// storage defines `A` (in [`Program::defs`]) as the matrix its arrays encode; a
+/// later one is another way to give the same matrix, which `unfold A as FORMAT`
+/// reads (`body`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SparseDecl {
     pub name: String,
@@ -1037,6 +1039,11 @@ pub struct SparseDecl {
     pub shape: Vec<IndexExpr>,
     /// The arrays, in the format's order (declared inputs).
     pub arrays: Vec<String>,
+    /// A blocked format's block extents `[R, C]` (the values' trailing extents);
+    /// empty for the others.
+    pub block: Vec<usize>,
+    /// The matrix the arrays encode (`crate::sparse::decompression`).
+    pub body: Expr,
     pub span: Span,
 }
 
@@ -1101,9 +1108,60 @@ impl Program {
         self.defs.iter().find(|d| d.name == name)
     }
 
-    /// The sparse matrix declaration of `name`, if it is one.
+    /// The sparse matrix declaration of `name`, if it is one: its first storage, the
+    /// one that defines it.
     pub fn sparse(&self, name: &str) -> Option<&SparseDecl> {
         self.sparse.iter().find(|s| s.name == name)
+    }
+
+    /// Every storage of the sparse matrix `name`, the defining one first.
+    pub fn storages<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a SparseDecl> {
+        self.sparse.iter().filter(move |s| s.name == name)
+    }
+
+    /// The inputs `e` reads, in tensor position or as index arrays, through the
+    /// definitions it refers to as well.
+    pub fn inputs_read(&self, e: &Expr) -> BTreeSet<String> {
+        let mut out = e.loaded_arrays();
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![e];
+        while let Some(x) = todo.pop() {
+            x.walk(&mut |n| match &n.kind {
+                ExprKind::Input(i) => {
+                    out.insert(i.clone());
+                }
+                ExprKind::DefRef(d) if seen.insert(d.clone()) => {
+                    if let Some(def) = self.def(d) {
+                        out.extend(def.body.loaded_arrays());
+                        todo.push(&def.body);
+                    }
+                }
+                _ => {}
+            });
+        }
+        out
+    }
+
+    /// The storages of the sparse matrix `name` whose arrays `e` reads (through the
+    /// definitions it refers to, so a reference to `name` reads its first storage).
+    pub fn storages_read<'a>(&'a self, name: &'a str, e: &Expr) -> Vec<&'a SparseDecl> {
+        let read = self.inputs_read(e);
+        self.storages(name)
+            .filter(|s| s.arrays.iter().any(|a| read.contains(a)))
+            .collect()
+    }
+
+    /// The sparse matrix `name`'s item after its keyword, as written in a file, with
+    /// every storage: `A : [n, m] as csr(pos, crd, vals), csc(…)` (certificates record
+    /// it so).
+    pub fn sparse_item(&self, name: &str) -> Option<String> {
+        let mut storages = self.storages(name);
+        let first = storages.next()?;
+        let mut item = first.to_string();
+        for s in storages {
+            item.push_str(&format!(", {}({})", s.format.name, s.arrays.join(", ")));
+        }
+        Some(item)
     }
 
     pub fn input(&self, name: &str) -> Option<&InputDecl> {

@@ -16,7 +16,8 @@ use chumsky::prelude::*;
 
 use crate::ast::{
     DirectiveArg, File, Ident, IndexArrayAst, Item, Quantifier, RuleItem, SBinder, SExpr,
-    SExprKind, SIndex, SIndexKind, SPred, SPredKind, SRange, SiteSelector, Step, StepKind,
+    SExprKind, SIndex, SIndexKind, SPred, SPredKind, SRange, SiteSelector, SparseStorage, Step,
+    StepKind,
 };
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -776,25 +777,29 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                             .delimited_by(just(Token::LBracket), just(Token::RBracket)),
                     )
                     .then_ignore(select! { Token::Ident(s) if s == "as" => () })
-                    .then(ident())
                     .then(
                         ident()
+                            .then(
+                                ident()
+                                    .separated_by(just(Token::Comma))
+                                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+                            )
+                            .map(|(format, arrays)| SparseStorage { format, arrays })
                             .separated_by(just(Token::Comma))
-                            .delimited_by(just(Token::LParen), just(Token::RParen)),
+                            .at_least(1),
                     ),
                 chunk,
                 end,
                 "a sparse matrix declaration (`sparse A : [n, m] as csr(pos, crd, vals)`)",
             )
-            .and_then(|(((name, shape), format), arrays)| {
+            .and_then(|((name, shape), storages)| {
                 for d in &shape {
                     check_depth(Tree::I(d), "a sparse matrix declaration")?;
                 }
                 Ok(Item::Sparse {
                     name,
                     shape,
-                    format,
-                    arrays,
+                    storages,
                     span: whole,
                 })
             }),
@@ -1070,7 +1075,26 @@ fn parse_step(tokens: &[(Token, Span)]) -> Result<Step, Diagnostic> {
     let kind = match word {
         _ if !own_syntax => parse_directive(word, *head_span, rest)?,
         "rw" | "rw<-" => parse_rewrite(word == "rw<-", *head_span, rest)?,
-        "unfold" => StepKind::Unfold(name_arg("a definition name")?),
+        "unfold" => match rest {
+            [
+                (Token::Ident(n), s),
+                (Token::Ident(kw), _),
+                (Token::Ident(f), fs),
+            ] if kw == "as" => StepKind::Unfold {
+                name: Ident {
+                    name: n.clone(),
+                    span: *s,
+                },
+                storage: Some(Ident {
+                    name: f.clone(),
+                    span: *fs,
+                }),
+            },
+            _ => StepKind::Unfold {
+                name: name_arg("a definition name")?,
+                storage: None,
+            },
+        },
         "inline" => StepKind::Inline(name_arg("a let-bound name")?),
         "simpl" => {
             no_args()?;

@@ -463,8 +463,11 @@ fn step_to_string(step: &ast::Step, source: &str) -> Result<String, Diagnostic> 
                 let _ = write!(s, " with {}", parts.join(", "));
             }
         }
-        StepKind::Unfold(n) => {
-            let _ = write!(s, "unfold {}", n.name);
+        StepKind::Unfold { name, storage } => {
+            let _ = write!(s, "unfold {}", name.name);
+            if let Some(f) = storage {
+                let _ = write!(s, " as {}", f.name);
+            }
         }
         StepKind::Inline(n) => {
             let _ = write!(s, "inline {}", n.name);
@@ -593,22 +596,26 @@ fn format_items(
             Item::Sparse {
                 name,
                 shape,
-                format,
-                arrays,
+                storages,
                 ..
             } => {
                 let mut dims = Vec::new();
                 for d in shape {
                     dims.push(crate::resolve::lower_index_free(d)?.to_string());
                 }
-                let arrays: Vec<&str> = arrays.iter().map(|a| a.name.as_str()).collect();
+                let storages: Vec<String> = storages
+                    .iter()
+                    .map(|s| {
+                        let arrays: Vec<&str> = s.arrays.iter().map(|a| a.name.as_str()).collect();
+                        format!("{}({})", s.format.name, arrays.join(", "))
+                    })
+                    .collect();
                 let _ = writeln!(
                     out,
-                    "sparse {} : [{}] as {}({})",
+                    "sparse {} : [{}] as {}",
                     name.name,
                     dims.join(", "),
-                    format.name,
-                    arrays.join(", ")
+                    storages.join(", ")
                 );
             }
             Item::Def { name, .. } => {

@@ -797,14 +797,34 @@ impl Resolver<'_> {
             crate::sparse::Storage::Coordinates => {
                 vec![nnz.clone().unwrap_or(IndexExpr::var("nnz"))]
             }
+            crate::sparse::Storage::Blocks => {
+                vec![nnz.clone().unwrap_or(IndexExpr::var("nb"))]
+            }
         };
-        let expected = crate::sparse::declarations(fmt, &names, &dims, &stored);
+        // A blocked format's block extents: the values' trailing extents, constants.
+        let blocked = fmt.storage == crate::sparse::Storage::Blocks;
+        let block: Vec<i64> = match program.input(&names[names.len() - 1]) {
+            Some(v) if blocked => v
+                .shape
+                .iter()
+                .skip(1)
+                .filter_map(IndexExpr::as_const)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let expected = crate::sparse::declarations(fmt, &names, &dims, &stored, &block);
         let mut ok = true;
         for ((array, (role_name, role)), expected) in arrays.iter().zip(fmt.arrays).zip(&expected) {
             let decl = program.input(&array.name);
             let fits = match (decl, role) {
                 (Some(d), crate::sparse::ArrayRole::Index) => {
                     d.index_array.is_some() && d.shape.len() == 1
+                }
+                (Some(d), crate::sparse::ArrayRole::Values) if blocked => {
+                    d.index_array.is_none()
+                        && d.shape.len() == 3
+                        && block.len() == 2
+                        && block.iter().all(|b| (1..=1 << 16).contains(b))
                 }
                 (Some(d), crate::sparse::ArrayRole::Values) => {
                     d.index_array.is_none() && d.shape.len() == 1
@@ -817,6 +837,9 @@ impl Resolver<'_> {
             ok = false;
             let what = match role {
                 crate::sparse::ArrayRole::Index => "an index array",
+                crate::sparse::ArrayRole::Values if blocked => {
+                    "an input tensor `[nb, R, C]` whose block extents R and C are constants (1 to 65536)"
+                }
                 crate::sparse::ArrayRole::Values => "a one-dimensional input tensor",
             };
             let why = match (decl, self.globals.get(&array.name)) {
@@ -848,6 +871,7 @@ impl Resolver<'_> {
             &names,
             &dims,
             &nnz.unwrap_or(IndexExpr::Const(0)),
+            &block,
             &mut fresh,
             span,
         );
@@ -855,7 +879,7 @@ impl Resolver<'_> {
             Def {
                 name: name.name.clone(),
                 name_span: name.span,
-                body,
+                body: body.clone(),
                 span,
                 hints: Vec::new(),
                 vector_width: None,
@@ -865,9 +889,56 @@ impl Resolver<'_> {
                 format: fmt,
                 shape: dims,
                 arrays: names,
+                block: block.iter().map(|&b| b as usize).collect(),
+                body,
                 span,
             },
         ))
+    }
+
+    /// The storages of one sparse matrix must differ in format (`unfold A as csc`
+    /// names one) and in arrays (a file given for the matrix fills each storage's
+    /// arrays; one array cannot hold two formats' contents). E0314 otherwise.
+    fn distinct_storages(&mut self, name: &ast::Ident, storages: &[ast::SparseStorage]) -> bool {
+        let mut ok = true;
+        for (k, s) in storages.iter().enumerate() {
+            let earlier = &storages[..k];
+            if earlier.iter().any(|e| e.format.name == s.format.name) {
+                ok = false;
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0314",
+                        format!("`{}` is stored as `{}` twice", name.name, s.format.name),
+                    )
+                    .at(s.format.span, "a second storage in this format")
+                    .with_help("each storage of a matrix has a format of its own: remove one"),
+                );
+            }
+            for (j, a) in s.arrays.iter().enumerate() {
+                let shared = earlier
+                    .iter()
+                    .any(|e| e.arrays.iter().any(|b| b.name == a.name))
+                    || s.arrays[..j].iter().any(|b| b.name == a.name);
+                if shared {
+                    ok = false;
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0314",
+                            format!(
+                                "the array `{}` is given twice in the storages of `{}`",
+                                a.name, name.name
+                            ),
+                        )
+                        .at(a.span, "given again here")
+                        .with_help(
+                            "each array holds one part of one storage: declare another input for this one",
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+        ok
     }
 
     fn size_index(&mut self, e: &SIndex) -> Option<IndexExpr> {
@@ -1079,19 +1150,27 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
             Item::Sparse {
                 name,
                 shape,
-                format,
-                arrays,
+                storages,
                 span,
             } => {
                 let duplicate = r.globals.get(&name.name).map(|(_, s)| *s) != Some(name.span);
-                match r.sparse(&program, name, shape, format, arrays, *span) {
-                    Some((def, decl)) if !duplicate => {
+                let resolved: Vec<Option<(Def, SparseDecl)>> = storages
+                    .iter()
+                    .map(|s| r.sparse(&program, name, shape, &s.format, &s.arrays, *span))
+                    .collect();
+                let distinct = r.distinct_storages(name, storages);
+                match resolved.into_iter().collect::<Option<Vec<_>>>() {
+                    Some(decls) if !duplicate && distinct => {
                         r.defined.insert(name.name.clone());
-                        program.defs.push(def);
-                        program.sparse.push(decl);
+                        let mut decls = decls.into_iter();
+                        if let Some((def, decl)) = decls.next() {
+                            program.defs.push(def);
+                            program.sparse.push(decl);
+                        }
+                        program.sparse.extend(decls.map(|(_, decl)| decl));
                     }
-                    Some(_) => {}
-                    None => {
+                    Some(_) if duplicate => {}
+                    _ => {
                         if !duplicate {
                             r.broken.insert(name.name.clone());
                         }

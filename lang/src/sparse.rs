@@ -44,6 +44,13 @@ pub enum Storage {
     /// One coordinate array per dimension and the values (COO): stored value `p` is
     /// at `(row[p], col[p])`.
     Coordinates,
+    /// Compressed rows of dense `R x C` blocks (BCSR, thesis §7.6): the matrix
+    /// `[M, N]` seen as the blocked tensor `[cdiv(M, R), cdiv(N, C), R, C]` stored
+    /// with the levels dense, compressed, dense, dense. `R` and `C` are the values'
+    /// trailing extents (`vals : [nb, R, C]`, constants): block `p` is `vals[p]`, at
+    /// block row `b` for `p` in `pos[b]..pos[b + 1]` and block column `crd[p]`. The
+    /// blocks past the matrix's edge hold zeros there.
+    Blocks,
 }
 
 /// One storage format of a sparse tensor.
@@ -66,6 +73,7 @@ impl SparseFormat {
         match self.storage {
             Storage::Levels { levels, .. } => levels.len(),
             Storage::Coordinates => self.arrays.len() - 1,
+            Storage::Blocks => 2,
         }
     }
 }
@@ -140,6 +148,12 @@ pub const SPARSE_FORMATS: &[SparseFormat] = &[
         help: "compressed sparse fibers of a 3-dimensional tensor: the stored slices i = crd1[q1] for q1 in pos1[0]..pos1[1], in each the stored rows j = crd2[q2] for q2 in pos2[q1]..pos2[q1 + 1], in each the values vals[q3] at k = crd3[q3] for q3 in pos3[q2]..pos3[q2 + 1]",
     },
     SparseFormat {
+        name: "bcsr",
+        arrays: POS_CRD_VALS,
+        storage: Storage::Blocks,
+        help: "compressed rows of R x C blocks (scipy's bsr_matrix: indptr, indices, data): block row b's blocks are vals[p] for p in pos[b]..pos[b + 1], at the block columns crd[p]; A[i, j] is vals[p][i % R][j % C] for the block at (i / R, j / C); `vals : [nb, R, C]` gives the block's extents",
+    },
+    SparseFormat {
         name: "coo",
         arrays: &[
             ("row", ArrayRole::Index),
@@ -196,9 +210,42 @@ pub fn declarations(
     arrays: &[String],
     dims: &[IndexExpr],
     stored: &[IndexExpr],
+    block: &[i64],
 ) -> Vec<String> {
     let plus_one = |e: &IndexExpr| normalize(&IndexExpr::add(e.clone(), IndexExpr::Const(1)));
     match format.storage {
+        Storage::Blocks => {
+            let name =
+                |k: usize, default: &str| arrays.get(k).map_or(default.to_string(), String::clone);
+            let nb = stored.first().cloned().unwrap_or(IndexExpr::var("nb"));
+            let (r, c) = match block {
+                [r, c] => (r.to_string(), c.to_string()),
+                _ => ("4".to_string(), "4".to_string()),
+            };
+            let blocks_of = |d: &IndexExpr, e: &str| match e.parse::<i64>() {
+                Ok(e) => normalize(&IndexExpr::bin(
+                    IndexOp::CDiv,
+                    d.clone(),
+                    IndexExpr::Const(e),
+                ))
+                .to_string(),
+                Err(_) => format!("cdiv({d}, {e})"),
+            };
+            vec![
+                format!(
+                    "input {} : int[{} + 1] in 0..{} sorted",
+                    name(0, "pos"),
+                    blocks_of(&dims[0], &r),
+                    plus_one(&nb)
+                ),
+                format!(
+                    "input {} : int[{nb}] in 0..{}",
+                    name(1, "crd"),
+                    blocks_of(&dims[1], &c)
+                ),
+                format!("input {} : [{nb}, {r}, {c}]", name(2, "vals")),
+            ]
+        }
         Storage::Levels { levels, modes } => {
             let counts = position_counts(levels, modes, dims, stored);
             let mut out = Vec::new();
@@ -256,6 +303,7 @@ pub fn decompression(
     arrays: &[String],
     dims: &[IndexExpr],
     nnz: &IndexExpr,
+    block: &[i64],
     fresh: &mut dyn FnMut(&str) -> String,
     span: Span,
 ) -> Expr {
@@ -287,6 +335,36 @@ pub fn decompression(
         })
     };
     let body = match format.storage {
+        Storage::Blocks => {
+            // `sum p in pos[i / R]..pos[i / R + 1]: [crd[p] == j / C] *
+            // vals[p][i % R][j % C]`.
+            let (r, c) = match block {
+                [r, c] => (*r, *c),
+                _ => (1, 1),
+            };
+            let of = |op, v: &String, e| IndexExpr::bin(op, var(v), IndexExpr::Const(e));
+            let p = fresh("p");
+            let block_row = of(IndexOp::Div, &coords[0], r);
+            let lo = load(&arrays[0], block_row.clone());
+            let hi = load(&arrays[0], IndexExpr::add(block_row, IndexExpr::Const(1)));
+            let pred = Pred::cmp(
+                CmpOp::Eq,
+                load(&arrays[1], var(&p)),
+                of(IndexOp::Div, &coords[1], c),
+            );
+            let mut value = node(ExprKind::Input(arrays[2].clone()));
+            for index in [
+                var(&p),
+                of(IndexOp::Mod, &coords[0], r),
+                of(IndexOp::Mod, &coords[1], c),
+            ] {
+                value = node(ExprKind::Access {
+                    tensor: Box::new(value),
+                    index,
+                });
+            }
+            sum(p, lo, hi, guarded(pred, value))
+        }
         Storage::Levels { levels, modes } => {
             // From the outside in: each level's parent position, and its own
             // position: a sum variable for a compressed level, `parent * extent + i`
@@ -359,8 +437,12 @@ pub type Arrays = Vec<Vec<f64>>;
 pub fn compress(
     format: &SparseFormat,
     shape: &[usize],
+    block: &[usize],
     entries: &[(Vec<usize>, f64)],
 ) -> Result<Arrays, String> {
+    if format.storage == Storage::Blocks {
+        return compress_blocks(shape, block, entries);
+    }
     let extents = shape
         .iter()
         .map(|d| d.to_string())
@@ -379,7 +461,7 @@ pub fn compress(
     // rows of CSR (sorted), each value's coordinates written out.
     let (levels, modes): (&[Level], Vec<usize>) = match format.storage {
         Storage::Levels { levels, modes } => (levels, modes.to_vec()),
-        Storage::Coordinates => (
+        Storage::Coordinates | Storage::Blocks => (
             &[Level::Dense, Level::Compressed],
             (0..shape.len()).collect(),
         ),
@@ -423,4 +505,43 @@ pub fn compress(
     }
     arrays.push(c.vals);
     Ok(arrays)
+}
+
+/// BCSR's arrays (`pos`, `crd`, the blocks' values row-major, `vals[p][r][c]` at `(p *
+/// R + r) * C + c`) of the matrix of extents `shape`: the blocked tensor `[cdiv(M, R),
+/// cdiv(N, C), R, C]` stored with the levels dense, compressed, dense, dense, so a
+/// block is stored when it holds a non-zero entry, whole.
+fn compress_blocks(
+    shape: &[usize],
+    block: &[usize],
+    entries: &[(Vec<usize>, f64)],
+) -> Result<Arrays, String> {
+    let (&[m, n], &[r, c]) = (shape, block) else {
+        return Err(format!(
+            "a matrix with R x C blocks, not a tensor of {} dimension(s) with {} block extent(s)",
+            shape.len(),
+            block.len()
+        ));
+    };
+    if r == 0 || c == 0 {
+        return Err("a block has at least one row and one column".into());
+    }
+    if let Some(entry) = entries
+        .iter()
+        .position(|(x, _)| x.len() != 2 || x[0] >= m || x[1] >= n)
+    {
+        return Err(format!("entry {entry} is outside the {m} x {n} matrix"));
+    }
+    let blocked: Vec<(Vec<usize>, f64)> = entries
+        .iter()
+        .map(|(x, v)| (vec![x[0] / r, x[1] / c, x[0] % r, x[1] % c], *v))
+        .collect();
+    let levels = [Level::Dense, Level::Compressed, Level::Dense, Level::Dense];
+    let stored = from_entries(&levels, &[m.div_ceil(r), n.div_ceil(c), r, c], &blocked)
+        .map_err(|e| format!("{e:?}"))?;
+    let LevelIndex::Compressed { pos, crd, .. } = &stored.levels[1] else {
+        return Err("the compressed level is missing".into());
+    };
+    let ints = |v: &[usize]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    Ok(vec![ints(pos), ints(crd), stored.vals])
 }

@@ -87,8 +87,8 @@ pub const STEPS: &[StepInfo] = &[
         name: "unfold",
         class: StepClass::Tactic,
         synopsis: "unfold NAME",
-        usage: "`unfold NAME` for a definition NAME",
-        keywords: &[],
+        usage: "`unfold NAME` for a definition NAME, `unfold A as FORMAT` for another storage of a sparse matrix A",
+        keywords: &["as"],
         help: "replace every reference to a definition by its body",
     },
     StepInfo {

@@ -37,7 +37,7 @@ fn stored_names(format: &SparseFormat) -> Vec<String> {
         Storage::Levels { levels, .. } => {
             levels.iter().filter(|l| **l == Level::Compressed).count()
         }
-        Storage::Coordinates => 1,
+        Storage::Coordinates | Storage::Blocks => 1,
     };
     (1..=compressed)
         .map(|k| {
@@ -48,6 +48,18 @@ fn stored_names(format: &SparseFormat) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The block extents a blocked format is tested with: not square, and dividing
+/// neither extent of most shapes (edge blocks hold zeros past the matrix).
+const BLOCK: [usize; 2] = [2, 3];
+
+fn block_of(format: &SparseFormat) -> &'static [usize] {
+    if format.storage == Storage::Blocks {
+        &BLOCK
+    } else {
+        &[]
+    }
 }
 
 /// The program declaring `A` in `format` with the arrays the format asks for (the
@@ -63,6 +75,10 @@ fn program(format: &SparseFormat) -> String {
         &stored
             .iter()
             .map(|d| IndexExpr::var(d.clone()))
+            .collect::<Vec<_>>(),
+        &block_of(format)
+            .iter()
+            .map(|&b| b as i64)
             .collect::<Vec<_>>(),
     );
     let mut sizes: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -98,6 +114,7 @@ fn decompressed(format: &SparseFormat, shape: &[usize], arrays: &[Vec<f64>]) -> 
             .map(Vec::len)
             .collect(),
         Storage::Coordinates => vec![arrays[arrays.len() - 1].len()],
+        Storage::Blocks => vec![arrays[arrays.len() - 1].len() / (BLOCK[0] * BLOCK[1])],
     };
     for (name, count) in stored_names(format).into_iter().zip(counts) {
         sizes.insert(name, count as i64);
@@ -106,10 +123,15 @@ fn decompressed(format: &SparseFormat, shape: &[usize], arrays: &[Vec<f64>]) -> 
         .arrays
         .iter()
         .zip(arrays)
-        .map(|((name, _), data)| {
+        .enumerate()
+        .map(|(k, ((name, _), data))| {
+            let mut shape = vec![data.len()];
+            if k + 1 == arrays.len() && !block_of(format).is_empty() {
+                shape = vec![data.len() / (BLOCK[0] * BLOCK[1]), BLOCK[0], BLOCK[1]];
+            }
             (
                 name.to_string(),
-                Tensor::new(vec![data.len()], data.clone()).expect("a vector"),
+                Tensor::new(shape, data.clone()).expect("a tensor of its shape"),
             )
         })
         .collect();
@@ -157,7 +179,8 @@ fn the_definition_of_a_compressed_random_tensor_is_the_tensor() {
                 }
                 // The file's order is not the format's.
                 entries.reverse();
-                let arrays = compress(format, shape, &entries).expect("compresses");
+                let arrays =
+                    compress(format, shape, block_of(format), &entries).expect("compresses");
                 assert_eq!(
                     decompressed(format, shape, &arrays),
                     dense,
@@ -192,6 +215,7 @@ fn the_table_lists_two_arrays_per_compressed_level_and_the_values_last() {
                 2 * levels.iter().filter(|l| **l == Level::Compressed).count()
             }
             Storage::Coordinates => format.rank(),
+            Storage::Blocks => 2,
         };
         assert_eq!(index.len(), want, "{}", format.name);
     }
@@ -211,7 +235,7 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
     .iter()
     .map(|&(r, c, v)| (vec![r, c], v))
     .collect();
-    let arrays = compress(csr, &[3, 3], &entries).expect("compresses");
+    let arrays = compress(csr, &[3, 3], &[], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -221,7 +245,7 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
         ]
     );
     let coo = atl_lang::sparse::format_named("coo").expect("coo");
-    let arrays = compress(coo, &[3, 3], &entries).expect("compresses");
+    let arrays = compress(coo, &[3, 3], &[], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -231,7 +255,7 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
         ]
     );
     let csc = atl_lang::sparse::format_named("csc").expect("csc");
-    let arrays = compress(csc, &[3, 3], &entries).expect("compresses");
+    let arrays = compress(csc, &[3, 3], &[], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -241,11 +265,11 @@ fn csr_arrays_are_scipys_and_duplicates_add_up() {
         ]
     );
     // An entry outside the matrix is refused.
-    let err = compress(csr, &[3, 3], &[(vec![3, 0], 1.0)]).expect_err("refused");
+    let err = compress(csr, &[3, 3], &[], &[(vec![3, 0], 1.0)]).expect_err("refused");
     assert!(err.contains("outside the 3 x 3 tensor"), "{err}");
     // DCSR stores the rows that hold a value only: rows 0 and 2.
     let dcsr = atl_lang::sparse::format_named("dcsr").expect("dcsr");
-    let arrays = compress(dcsr, &[3, 3], &entries).expect("compresses");
+    let arrays = compress(dcsr, &[3, 3], &[], &entries).expect("compresses");
     assert_eq!(
         arrays,
         vec![
@@ -287,9 +311,24 @@ fn malformed_sparse_declarations_are_refused_with_the_declaration_to_write() {
     assert!(
         d.help
             .as_deref()
-            .is_some_and(|h| h.contains("`csr`, `csc`, `dcsr`, `dcsc`, `csf`, `coo`")),
+            .is_some_and(|h| h.contains("`csr`, `csc`, `dcsr`, `dcsc`, `csf`, `bcsr`, `coo`")),
         "{d:?}"
     );
+    // BCSR's values are blocks of constant extents; a vector or a block of a size's
+    // extent is refused with the declaration to write.
+    for vals in ["[nnz]", "[nnz, m, 2]"] {
+        let d = error_of(&format!(
+            "{}sparse A : [n, m] as bcsr(pos, crd, vals)\n",
+            arrays.replace("[nnz]\n", &format!("{vals}\n"))
+        ));
+        assert!(d.message.contains("R and C are constants"), "{vals}: {d:?}");
+        assert!(
+            d.help
+                .as_deref()
+                .is_some_and(|h| h.contains("input vals : [nnz, 4, 4]")),
+            "{vals}: {d:?}"
+        );
+    }
     let d = error_of(&format!("{arrays}sparse A : [n] as csr(pos, crd, vals)\n"));
     assert!(d.message.contains("which has 2 dimensions, not 1"), "{d:?}");
     let d = error_of(&format!("{arrays}sparse A : [n, m] as csr(pos, crd)\n"));

@@ -143,7 +143,6 @@ pub(crate) fn lower(
         index_array_lengths: HashMap::new(),
         reads_assumed_inside: Vec::new(),
     };
-    l.size_preconditions(program);
     // The kernel's inputs are those the definition reads (after inlining the
     // definitions it uses), in declaration order: an input the file declares for
     // another definition is no parameter, so adding one changes no other kernel.
@@ -155,6 +154,12 @@ pub(crate) fn lower(
     });
     // Index arrays are read by loads in index expressions.
     read.extend(expr.loaded_arrays());
+    // Likewise its sizes: those the definition, the output's and the inputs' shapes
+    // and the index arrays' declared ranges mention, and those an `assume` relates
+    // to them (a storage of a sparse matrix that the definition does not read
+    // brings sizes no caller of this kernel has).
+    let sizes = used_sizes(program, &read, &expr, &shape);
+    l.size_preconditions(program, &sizes);
     let mut inputs = Vec::new();
     for input in program.inputs.iter().filter(|i| read.contains(&i.name)) {
         let dims: Vec<IndexExpr> = input.shape.iter().map(normalize).collect();
@@ -201,7 +206,7 @@ pub(crate) fn lower(
     crate::annotate::apply_hints(&mut body, &hints)?;
     let mut kernel = Kernel {
         name: def.to_string(),
-        sizes: program.sizes.iter().map(|s| s.name.clone()).collect(),
+        sizes,
         inputs,
         output: BufferDecl {
             name: out,
@@ -461,8 +466,8 @@ impl Lowerer<'_, '_> {
         });
     }
 
-    fn size_preconditions(&mut self, program: &Program) {
-        for s in &program.sizes {
+    fn size_preconditions(&mut self, program: &Program, sizes: &[String]) {
+        for s in program.sizes.iter().filter(|s| sizes.contains(&s.name)) {
             self.precondition(
                 Pred::cmp(
                     CmpOp::Ge,
@@ -473,7 +478,11 @@ impl Lowerer<'_, '_> {
                 format!("size `{}` is at least 1", s.name),
             );
         }
-        for a in &program.assumes {
+        for a in program
+            .assumes
+            .iter()
+            .filter(|a| a.pred.vars().iter().any(|v| sizes.contains(v)))
+        {
             self.precondition(
                 a.pred.clone(),
                 PreconditionKind::Assume,
@@ -1518,4 +1527,47 @@ impl Lowerer<'_, '_> {
             Some(g) => Val::Select(self.cond(&g), Box::new(load)),
         })
     }
+}
+
+/// The sizes a kernel of `expr` (reading the inputs `read`, of shape `shape`) takes,
+/// in declaration order: those its index expressions, its output's and inputs' shapes
+/// and the read index arrays' ranges mention, closed under the `assume`s (one that
+/// mentions a size taken brings its other sizes).
+fn used_sizes(
+    program: &Program,
+    read: &HashSet<String>,
+    expr: &Expr,
+    shape: &[IndexExpr],
+) -> Vec<String> {
+    let mut used: BTreeSet<String> = expr.free_index_vars();
+    for d in shape {
+        d.collect_vars(&mut used);
+    }
+    for input in program.inputs.iter().filter(|i| read.contains(&i.name)) {
+        for d in &input.shape {
+            d.collect_vars(&mut used);
+        }
+        if let Some(a) = &input.index_array {
+            a.lo.collect_vars(&mut used);
+            a.hi.collect_vars(&mut used);
+        }
+    }
+    loop {
+        let before = used.len();
+        for a in &program.assumes {
+            let vars = a.pred.vars();
+            if vars.iter().any(|v| used.contains(v)) {
+                used.extend(vars);
+            }
+        }
+        if used.len() == before {
+            break;
+        }
+    }
+    program
+        .sizes
+        .iter()
+        .filter(|s| used.contains(&s.name))
+        .map(|s| s.name.clone())
+        .collect()
 }

@@ -265,9 +265,13 @@ fn verify_cert(
     for (k, step) in cert.steps.iter().enumerate() {
         let words: Vec<&str> = step.command.split_whitespace().collect();
         let missing = match words.as_slice() {
-            ["unfold", name] if !cert.definitions.iter().any(|d| d.name == *name) => Some(format!(
-                "the certificate does not record the definition of `{name}`"
-            )),
+            ["unfold", name] | ["unfold", name, "as", _]
+                if !cert.definitions.iter().any(|d| d.name == *name) =>
+            {
+                Some(format!(
+                    "the certificate does not record the definition of `{name}`"
+                ))
+            }
             _ => None,
         };
         if step.rule.is_none()
@@ -535,6 +539,16 @@ pub(crate) fn range_fact(var: &str, lo: &IndexExpr, hi: &IndexExpr) -> Pred {
     )
 }
 
+/// One storage of a recorded sparse matrix (`csc(pos, crd, vals)` of `A`), as the
+/// front end resolves its item.
+pub(crate) struct Storage {
+    pub name: String,
+    pub format: String,
+    pub arrays: Vec<String>,
+    /// The matrix its arrays encode.
+    pub body: Expr,
+}
+
 pub(crate) struct Checker<'a> {
     library: &'a Library,
     solver: &'a Solver,
@@ -543,6 +557,8 @@ pub(crate) struct Checker<'a> {
     declarations: String,
     /// The recorded definitions, resolved: name → body.
     pub definitions: BTreeMap<String, Expr>,
+    /// Every storage of the recorded sparse matrices, the defining one first.
+    pub storages: Vec<Storage>,
     sizes: Vec<String>,
     assumes: Vec<Pred>,
     /// The declarations of the index arrays (facts for loads such as `pos[i]`).
@@ -612,14 +628,24 @@ impl<'a> Checker<'a> {
         })?;
         let q = checked.program;
         // A sparse matrix's body must be the one its item defines (the front end's
-        // `atl_lang::sparse`), so that the claim's `A` is the matrix its arrays store.
+        // `atl_lang::sparse`), so that the claim's `A` is the matrix its arrays store;
+        // its other storages are what `unfold A as FORMAT` may read.
+        let mut storages = Vec::new();
         for d in definitions {
             let Some(item) = &d.sparse else { continue };
             let source = format!("{declarations}sparse {item}\n");
             let sparse = atl_lang::check_source(&source)
                 .0
                 .map(|c| c.program)
-                .filter(|s| s.sparse.len() == 1 && s.sparse[0].name == d.name);
+                .filter(|s| !s.sparse.is_empty() && s.sparse.iter().all(|x| x.name == d.name));
+            if let Some(s) = &sparse {
+                storages.extend(s.sparse.iter().map(|x| Storage {
+                    name: x.name.clone(),
+                    format: x.format.name.to_string(),
+                    arrays: x.arrays.clone(),
+                    body: x.body.clone(),
+                }));
+            }
             let same = match (&sparse, q.def(&d.name)) {
                 (Some(s), Some(recorded)) => s
                     .def(&d.name)
@@ -653,6 +679,7 @@ impl<'a> Checker<'a> {
                 .iter()
                 .map(|d| (d.name.clone(), d.body.clone()))
                 .collect(),
+            storages,
             sizes: p.sizes.iter().map(|s| s.name.clone()).collect(),
             assumes: p.assumes.iter().map(|a| a.pred.clone()).collect(),
             arrays: atl_solver::IndexArrayFacts::of_program(&p),

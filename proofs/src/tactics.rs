@@ -51,7 +51,7 @@ pub(crate) fn check(ch: &Checker, prog: &Expr, step: &StepIn) -> Res<(Expr, Shap
         return window(ch, prog, step);
     }
     if words[0] == "unfold" {
-        return unfold(ch, prog, step, words[1]);
+        return unfold(ch, prog, step, words[1], words.get(3).copied());
     }
     // These steps record the whole program as `before` and `after_site`.
     let (before, _) = ch.parse_program(&step.before)?;
@@ -162,7 +162,8 @@ pub(crate) fn uncheckable(command: &str) -> Option<&'static str> {
         | ["simpl_guard"]
         | ["check"]
         | ["inline", _]
-        | ["unfold", _] => None,
+        | ["unfold", _]
+        | ["unfold", _, "as", _] => None,
         [hint, _] if is_loop_hint(hint) => None,
         ["unroll", _, "off"] => None,
         _ => Some("this checker does not know the step"),
@@ -220,12 +221,31 @@ fn annotation(ch: &Checker, prog: &Expr, step: &StepIn, words: &[&str]) -> Res<(
         .map_err(|e| e.note("in `after`"))
 }
 
-/// `unfold NAME`: every reference to definition NAME is replaced by its body.
-fn unfold(ch: &Checker, prog: &Expr, step: &StepIn, name: &str) -> Res<(Expr, Shape)> {
-    let Some(body) = ch.definitions.get(name) else {
-        return Err(not_checkable(&format!(
-            "the certificate does not record the definition of `{name}`"
-        )));
+/// `unfold NAME`: every reference to definition NAME is replaced by its body;
+/// `unfold A as FORMAT`: by the matrix A's storage in FORMAT encodes (the front end's
+/// own reading of the recorded `sparse` item). Either is refused where the result
+/// reads two storages of one matrix: the claim would then rest on their agreement,
+/// which no kernel checks.
+fn unfold(
+    ch: &Checker,
+    prog: &Expr,
+    step: &StepIn,
+    name: &str,
+    format: Option<&str>,
+) -> Res<(Expr, Shape)> {
+    let body = match format {
+        None => ch.definitions.get(name),
+        Some(f) => ch
+            .storages
+            .iter()
+            .find(|s| s.name == name && s.format == f)
+            .map(|s| &s.body),
+    };
+    let Some(body) = body else {
+        return Err(not_checkable(&match format {
+            None => format!("the certificate does not record the definition of `{name}`"),
+            Some(f) => format!("the certificate does not record a storage of `{name}` as `{f}`"),
+        }));
     };
     // The recorded body must be the definition, read in the root scope (a definition
     // mentions only sizes, inputs and other definitions).
@@ -266,7 +286,45 @@ fn unfold(ch: &Checker, prog: &Expr, step: &StepIn, name: &str) -> Res<(Expr, Sh
     for path in &refs {
         replaced = replace_at(&replaced, path, body.clone());
     }
+    let read = storages_read(ch, name, &replaced);
+    if read.len() > 1 {
+        return Err(VerifyError::new(
+            "E1004",
+            format!(
+                "after the step the program reads `{name}` stored as {}",
+                read.join(" and ")
+            ),
+        )
+        .note("one program reads one storage of a matrix: their agreement is not checked"));
+    }
     ch.expect_after(&replaced, step)
+}
+
+/// The formats of the storages of sparse matrix `name` whose arrays `e` reads,
+/// through the recorded definitions it refers to as well.
+fn storages_read(ch: &Checker, name: &str, e: &Expr) -> Vec<String> {
+    let mut read = e.loaded_arrays();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![e];
+    while let Some(x) = todo.pop() {
+        x.walk(&mut |n| match &n.kind {
+            ExprKind::Input(i) => {
+                read.insert(i.clone());
+            }
+            ExprKind::DefRef(d) if seen.insert(d.clone()) => {
+                if let Some(body) = ch.definitions.get(d) {
+                    read.extend(body.loaded_arrays());
+                    todo.push(body);
+                }
+            }
+            _ => {}
+        });
+    }
+    ch.storages
+        .iter()
+        .filter(|s| s.name == name && s.arrays.iter().any(|a| read.contains(a)))
+        .map(|s| format!("`{}`", s.format))
+        .collect()
 }
 
 /// Paths of the references to definition `name`, in pre-order.

@@ -142,7 +142,7 @@ impl Certificate {
             definitions: definitions_used(program, &d.initial)
                 .into_iter()
                 .map(|(name, body)| DefinitionRecord {
-                    sparse: program.sparse(&name).map(|s| s.to_string()),
+                    sparse: program.sparse_item(&name),
                     name,
                     body: show(body),
                 })

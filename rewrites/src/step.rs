@@ -26,7 +26,10 @@ fn step_word(step: &ast::Step) -> String {
         StepKind::Rewrite { backward, rule, .. } => {
             format!("{} {}", if *backward { "rw<-" } else { "rw" }, rule.name)
         }
-        StepKind::Unfold(n) => format!("unfold {}", n.name),
+        StepKind::Unfold { name, storage } => match storage {
+            Some(f) => format!("unfold {} as {}", name.name, f.name),
+            None => format!("unfold {}", name.name),
+        },
         StepKind::Inline(n) => format!("inline {}", n.name),
         StepKind::Simpl => "simpl".into(),
         StepKind::SimplGuard => "simpl_guard".into(),
@@ -60,7 +63,7 @@ pub fn run_step(
                 span: step.span,
             },
         )?,
-        StepKind::Unfold(name) => unfold(env, expr, name, derived)?,
+        StepKind::Unfold { name, storage } => unfold(env, expr, name, storage.as_ref(), derived)?,
         StepKind::Inline(name) => inline(env, expr, name)?,
         StepKind::Simpl => simpl(env, expr),
         StepKind::SimplGuard => simpl_guard(env, expr),

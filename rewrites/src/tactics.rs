@@ -20,21 +20,29 @@ use crate::context::{
 use crate::matcher;
 use crate::record::{ConditionRecord, StepRecord};
 
-/// `unfold NAME`: replaces every reference to definition NAME by its body.
+/// `unfold NAME`: replaces every reference to definition NAME by its body;
+/// `unfold A as FORMAT`: every reference to the sparse matrix A by the matrix its
+/// storage in FORMAT encodes (the same matrix: a file given for A fills every
+/// storage). Either is refused where the definition would then read two storages of
+/// one matrix, whose agreement no kernel could check.
 pub fn unfold(
     env: &Env<'_>,
     root: &Expr,
     name: &ast::Ident,
+    storage: Option<&ast::Ident>,
     derived: &BTreeMap<String, Expr>,
 ) -> Result<StepOutcome, Diagnostic> {
-    let body = derived
-        .get(&name.name)
-        .cloned()
-        .or_else(|| env.program.def(&name.name).map(|d| d.body.clone()))
-        .ok_or_else(|| {
-            Diagnostic::error("E0813", format!("no definition named `{}`", name.name))
-                .at(name.span, "cannot unfold")
-        })?;
+    let body = match storage {
+        Some(format) => storage_body(env.program, name, format)?,
+        None => derived
+            .get(&name.name)
+            .cloned()
+            .or_else(|| env.program.def(&name.name).map(|d| d.body.clone()))
+            .ok_or_else(|| {
+                Diagnostic::error("E0813", format!("no definition named `{}`", name.name))
+                    .at(name.span, "cannot unfold")
+            })?,
+    };
     let mut count = 0;
     let mut paths = Vec::new();
     fn go(
@@ -74,17 +82,82 @@ pub fn unfold(
                 .at(name.span, "nothing to unfold"),
         );
     }
+    let read = env.program.storages_read(&name.name, &replaced);
+    if read.len() > 1 {
+        let formats: Vec<String> = read
+            .iter()
+            .map(|s| format!("`{}`", s.format.name))
+            .collect();
+        return Err(Diagnostic::error(
+            "E0813",
+            format!(
+                "after this step the definition would read `{}` stored as {}",
+                name.name,
+                formats.join(" and ")
+            ),
+        )
+        .at(name.span, "a second storage of the same matrix")
+        .with_note("a kernel cannot check that two storages hold the same matrix, so one definition reads one of them")
+        .with_help(format!(
+            "unfold every reference to `{}` the same way (`unfold {} as FORMAT` replaces them all)",
+            name.name, name.name
+        )));
+    }
     let expr = matcher::uniquify(&replaced, &reserved_names(env.program));
     // Like a rule step: the site (the first reference, in pre-order) before and after;
     // the certificate carries the definitions, so a checker can compare the body.
+    let command = match storage {
+        Some(f) => format!("unfold {} as {}", name.name, f.name),
+        None => format!("unfold {}", name.name),
+    };
     let mut record = StepRecord::tactic(
-        format!("unfold {}", name.name),
+        command,
         paths.first().cloned().unwrap_or_default(),
         name.name.clone(),
         show(&expr),
     );
     record.after_site = show(&body);
     Ok(StepOutcome { record, expr })
+}
+
+/// The matrix that the sparse matrix `name`'s storage in `format` encodes.
+fn storage_body(
+    program: &ir::Program,
+    name: &ast::Ident,
+    format: &ast::Ident,
+) -> Result<Expr, Diagnostic> {
+    let storages: Vec<&ir::SparseDecl> = program.storages(&name.name).collect();
+    if storages.is_empty() {
+        return Err(Diagnostic::error(
+            "E0813",
+            format!("`{}` is not a sparse matrix", name.name),
+        )
+        .at(name.span, "not declared by a `sparse` item")
+        .with_help(format!(
+            "`unfold {} as FORMAT` reads another storage of a matrix declared `sparse {} : […] as FORMAT(…), FORMAT(…)`; `unfold {}` unfolds a definition",
+            name.name, name.name, name.name
+        )));
+    }
+    storages
+        .iter()
+        .find(|s| s.format.name == format.name)
+        .map(|s| s.body.clone())
+        .ok_or_else(|| {
+            let formats: Vec<String> = storages
+                .iter()
+                .map(|s| format!("`{}`", s.format.name))
+                .collect();
+            Diagnostic::error(
+                "E0813",
+                format!("`{}` is not stored as `{}`", name.name, format.name),
+            )
+            .at(format.span, "not one of its storages")
+            .with_help(format!(
+                "`{}` is stored as {}; add a storage to its `sparse` item to read it otherwise",
+                name.name,
+                formats.join(", ")
+            ))
+        })
 }
 
 /// `inline x`: replaces `let x = v in b` by `b[x := v]`.

@@ -92,15 +92,9 @@ pub fn run(args: &CheckArgs, ctx: &mut Ctx<'_>) -> Result<(), Failure> {
                     grade_word(d.grade())
                 );
             }
-            None => match loaded.program.sparse(&def.name) {
-                Some(s) => {
-                    let _ = writeln!(
-                        ctx.stdout,
-                        "sparse {} : {shape} as {}({})",
-                        def.name,
-                        s.format.name,
-                        s.arrays.join(", ")
-                    );
+            None => match loaded.program.sparse_item(&def.name) {
+                Some(item) => {
+                    let _ = writeln!(ctx.stdout, "sparse {item}");
                 }
                 None => {
                     let _ = writeln!(ctx.stdout, "def {} : {shape}", def.name);
