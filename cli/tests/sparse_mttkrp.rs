@@ -265,7 +265,7 @@ fn the_issues_tensor_compresses_to_the_issues_csf_arrays() {
         .rev()
         .map(|&(i, j, k, v)| (vec![i, j, k], v))
         .collect();
-    let arrays = atl_lang::sparse::compress(csf, &[3, 3, 4], &entries).expect("compresses");
+    let arrays = atl_lang::sparse::compress(csf, &[3, 3, 4], &[], &entries).expect("compresses");
     assert_eq!(arrays, issue_arrays());
 }
 
