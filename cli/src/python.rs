@@ -815,7 +815,11 @@ fn sparse_helpers(kernel: &Kernel, symbol: &str, sparse: &[SparseDecl]) -> Strin
              _atl_m = matrix.{convert}(copy=True)\n    \
              _atl_m.sum_duplicates()\n    \
              _atl_m.eliminate_zeros()\n    \
-             _atl_m.sort_indices()\n\
+             _atl_m.sort_indices()\n    \
+             if _atl_m.nnz == 0 and min(_atl_m.shape) > 0:\n        \
+             # No value: one explicit zero at the origin, as `atl` stores such a file\n        \
+             # (a size is at least 1, so no array may be empty).\n        \
+             _atl_m = _atl_sp.coo_matrix(([0], ([0], [0])), shape=_atl_m.shape, dtype=_atl_m.dtype).{convert}()\n\
              {coo}    \
              return {{{entries}}}\n",
             name = decl.name,

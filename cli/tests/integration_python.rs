@@ -385,6 +385,10 @@ for given in (m, m.tocsr(), m.tocsc(), sp.csr_array(m)):
     assert (args["n"], args["m"]) == (60, 45)
     y = mod.spmv(**args, v=v)
     assert np.allclose(y, m @ v, rtol=1e-12, atol=1e-12), np.abs(y - m @ v).max()
+# A matrix with no value: one explicit zero is stored (a size is at least 1).
+z = sp.csr_matrix((60, 45))
+y = mod.spmv(**mod.sparse_A(z), v=v)
+assert y.shape == (60,) and not y.any(), y
 try:
     mod.sparse_A(np.ones((3, 3)))
     raise SystemExit("a dense array was accepted")

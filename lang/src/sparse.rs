@@ -432,9 +432,28 @@ pub type Arrays = Vec<Vec<f64>>;
 /// (coordinates and value, any order; duplicates add up and zero sums are not stored,
 /// as [`from_entries`] does), in `format`: its levels' structures, sorted, with
 /// increasing coordinates under each parent (COO: sorted by row), so
-/// `decompression` of them is the tensor. Fails when an entry is outside the tensor
-/// or of another rank.
+/// `decompression` of them is the tensor. A tensor with no non-zero entry is stored
+/// as one explicit zero at the origin: every size is at least 1, so a format's arrays
+/// cannot be empty. Fails when an entry is outside the tensor or of another rank.
 pub fn compress(
+    format: &SparseFormat,
+    shape: &[usize],
+    block: &[usize],
+    entries: &[(Vec<usize>, f64)],
+) -> Result<Arrays, String> {
+    let mut arrays = compress_nonzero(format, shape, block, entries)?;
+    if arrays.last().is_some_and(Vec::is_empty) && shape.iter().all(|&d| d > 0) {
+        arrays = compress_nonzero(format, shape, block, &[(vec![0; shape.len()], 1.0)])?;
+        if let Some(vals) = arrays.last_mut() {
+            vals.fill(0.0);
+        }
+    }
+    Ok(arrays)
+}
+
+/// [`compress`] of the non-zero entries only (no array of values when there are
+/// none).
+fn compress_nonzero(
     format: &SparseFormat,
     shape: &[usize],
     block: &[usize],

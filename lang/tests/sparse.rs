@@ -373,3 +373,47 @@ fn sparse_declarations_are_formatted_as_written() {
     ));
     assert!(checked.is_some(), "{diags:?}");
 }
+
+/// A tensor with no non-zero value is stored as one explicit zero at the origin (a
+/// size is at least 1, so no array may be empty), and its definition is all zeros.
+#[test]
+fn an_all_zero_tensor_is_one_stored_zero() {
+    for format in SPARSE_FORMATS {
+        let shape: &[usize] = if format.rank() == 2 {
+            &[3, 5]
+        } else {
+            &[2, 3, 4]
+        };
+        let entries = [
+            (vec![1; shape.len()], 0.0),
+            (vec![0; shape.len()], 2.0),
+            (vec![0; shape.len()], -2.0),
+        ];
+        let arrays = compress(format, shape, block_of(format), &entries).expect("compresses");
+        let vals = arrays.last().expect("values");
+        let block: usize = block_of(format).iter().product::<usize>().max(1);
+        assert_eq!(
+            vals.len(),
+            block,
+            "{}: one stored value (block): {arrays:?}",
+            format.name
+        );
+        assert!(
+            vals.iter().all(|v| *v == 0.0),
+            "{}: {arrays:?}",
+            format.name
+        );
+        assert!(
+            arrays.iter().all(|a| !a.is_empty()),
+            "{}: {arrays:?}",
+            format.name
+        );
+        let len: usize = shape.iter().product();
+        assert_eq!(
+            decompressed(format, shape, &arrays),
+            vec![0.0; len],
+            "{}",
+            format.name
+        );
+    }
+}
