@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use atl_cli::{EXIT_OK, EXIT_USER};
-use common::{atl, write_npy};
+use common::{atl, json_values as values, write_npy};
 
 const PROGRAM: &str = "size n, m, nnz
 input pos : int[n + 1] in 0..nnz + 1 sorted
@@ -54,16 +54,6 @@ fn write_int32(dir: &Path, name: &str, data: &[i32]) -> String {
     let path = dir.join(name);
     std::fs::write(&path, bytes).expect("written");
     path.display().to_string()
-}
-
-fn values(json: &str) -> Vec<f64> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
-    v["data"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no data in {v}"))
-        .iter()
-        .map(|d| d.as_f64().expect("number"))
-        .collect()
 }
 
 struct Files {

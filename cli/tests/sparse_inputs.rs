@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use atl_cli::{EXIT_ARGS, EXIT_OK, EXIT_USER};
-use common::{atl, write_npy};
+use common::{atl, json_values as values, write_npy};
 
 const SPMV: &str = "size M, N\ninput A : [M, N]\ninput x : [N]\n\
                     def spmv = gen i < M: sum j < N: A[i, j] * x[j]\n";
@@ -29,17 +29,6 @@ fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("atl-sparse-inputs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-fn values(json: &str) -> Vec<f64> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
-    v["data"]
-        .as_array()
-        .or_else(|| v["output"]["data"].as_array())
-        .unwrap_or_else(|| panic!("no data in {v}"))
-        .iter()
-        .map(|d| d.as_f64().expect("number"))
-        .collect()
 }
 
 #[test]

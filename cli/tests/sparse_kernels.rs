@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use atl_cli::EXIT_OK;
 use atl_lang::rng::SplitMix64;
-use common::{atl, write_npy};
+use common::{atl, json_values as values, write_npy};
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -25,16 +25,6 @@ fn scratch(name: &str) -> PathBuf {
         std::env::temp_dir().join(format!("atl-sparse-kernels-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-fn values(json: &str) -> Vec<f64> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
-    v["data"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no data in {v}"))
-        .iter()
-        .map(|d| d.as_f64().expect("number"))
-        .collect()
 }
 
 #[test]

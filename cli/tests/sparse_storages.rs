@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use atl_cli::{EXIT_OK, EXIT_USER};
 use atl_lang::rng::SplitMix64;
-use common::{atl, write_npy};
+use common::{atl, json_values as values, write_npy};
 
 const DEFS: [&str; 6] = ["spmv", "csr", "csc", "dcsr", "coo", "bcsr"];
 
@@ -28,16 +28,6 @@ fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("atl-storages-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-fn values(json: &str) -> Vec<f64> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
-    v["data"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no data in {v}"))
-        .iter()
-        .map(|d| d.as_f64().expect("number"))
-        .collect()
 }
 
 /// `atl eval` of `def` on the dense matrix `a` (rows x cols) and vector `x`.

@@ -48,3 +48,16 @@ pub fn write_npy(dir: &Path, name: &str, shape: &[usize], data: &[f64]) -> Strin
     std::fs::write(&file, bytes).expect("write");
     file.display().to_string()
 }
+
+/// The values of a `--json` result of `atl eval` (`data`) or of a run's report
+/// (`output.data`).
+pub fn json_values(json: &str) -> Vec<f64> {
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
+    v["data"]
+        .as_array()
+        .or_else(|| v["output"]["data"].as_array())
+        .unwrap_or_else(|| panic!("no data in {v}"))
+        .iter()
+        .map(|d| d.as_f64().expect("number"))
+        .collect()
+}
