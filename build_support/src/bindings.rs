@@ -363,7 +363,9 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
             actual: usize,
         }},
         /// An index array breaks its declaration: the kernel's entry check found an
-        /// element out of the declared range or out of order, and it wrote nothing.
+        /// element out of the declared range or out of order, and it wrote nothing;
+        /// or, for an array checked where it is read (the header says which), a value
+        /// it read was out of range, and the output's contents are unspecified.
         IndexArray {{
             /// The parameter.
             argument: &'static str,
@@ -399,7 +401,7 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
                 ),
                 CallError::IndexArray {{ argument, declaration, status }} => write!(
                     f,
-                    "`{sym}`: the index array `{{argument}}` breaks its declaration `{{declaration}}` (the kernel's entry check returned {{status}})"
+                    "`{sym}`: the index array `{{argument}}` breaks its declaration `{{declaration}}` (the kernel's check returned {{status}})"
                 ),
                 CallError::Refused {{ status, condition }} => write!(
                     f,

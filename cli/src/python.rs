@@ -690,7 +690,7 @@ _ATL_ARRAY_STATUS = {array_status}
          _atl_status = _atl_kernel({})\n    \
          if _atl_status in _ATL_ARRAY_STATUS:\n        \
          _atl_a, _atl_d = _ATL_ARRAY_STATUS[_atl_status]\n        \
-         raise ValueError(\"%s: the index array `%s` breaks its declaration: %s (the kernel's entry check returned %d)\" % (SYMBOL, _atl_a, _atl_d, _atl_status))\n    \
+         raise ValueError(\"%s: the index array `%s` breaks its declaration: %s (the kernel's check returned %d)\" % (SYMBOL, _atl_a, _atl_d, _atl_status))\n    \
          if _atl_status != 0:\n        \
          raise RuntimeError(\"%s: the kernel returned status %d after the checks passed (a bug of atl: please report it)\" % (SYMBOL, _atl_status))\n    \
          return out\n\n\n\

@@ -444,6 +444,10 @@ impl<'k> CPrinter<'k> {
                 let _ = writeln!(s, "  return {status};");
                 continue;
             };
+            // Its range is checked where the body reads it (`Stmt::Fail`).
+            if c.where_read {
+                continue;
+            }
             let a = self.names.get(&c.buf);
             let _ = writeln!(
                 s,
@@ -557,8 +561,18 @@ impl<'k> CPrinter<'k> {
         for n in unused {
             let _ = writeln!(s, "  (void){};", self.names.get(n));
         }
+        // Index arrays checked where they are read: the body records a broken value's
+        // status and the kernel returns it at the end.
+        let fails = fails(k);
+        if fails {
+            s.push_str("  int atl__status = 0;\n");
+        }
         s.push_str(&body);
-        s.push_str("  return 0;\n}\n");
+        s.push_str(if fails {
+            "  return atl__status;\n}\n"
+        } else {
+            "  return 0;\n}\n"
+        });
         if let Some((_, pop)) = vector_width {
             s.push_str(pop);
         }
@@ -940,6 +954,19 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                     let _ = writeln!(self.out, "{b}[{i}] {} {v};", op_str(*op));
                 }
             }
+            Stmt::Fail { array } => {
+                // The status is the array's; threads of a parallel loop may record
+                // theirs at once, so the write is atomic (any one of them is returned).
+                let status = array_statuses(self.kernel)
+                    .into_iter()
+                    .find(|a| &a.array == array)
+                    .map_or(i32::MAX, |a| a.status);
+                self.need(Need::Pragmas);
+                self.indent(depth);
+                self.out.push_str("ATL__OMP(omp atomic write)\n");
+                self.indent(depth);
+                let _ = writeln!(self.out, "atl__status = {status};");
+            }
             Stmt::Fill { buf, len, value } => {
                 let b = self.names.get(buf).to_string();
                 let n = self.ix(len);
@@ -1314,6 +1341,9 @@ pub struct ArrayStatus {
     pub array: String,
     /// What every element must satisfy, e.g. `0 <= pos[k] < nnz + 1, non-decreasing`.
     pub declaration: String,
+    /// Checked where the kernel reads it, after which the output's contents are
+    /// unspecified ([`atl_loopir::ir::BufferDecl::checked_where_read`]), not on entry.
+    pub where_read: bool,
 }
 
 /// The index arrays' statuses, as the header lists them: the one source of their
@@ -1334,6 +1364,7 @@ pub fn array_statuses(k: &Kernel) -> Vec<ArrayStatus> {
                 a.hi,
                 if a.sorted { ", non-decreasing" } else { "" }
             ),
+            where_read: b.checked_where_read,
         })
         .collect()
 }
@@ -1362,16 +1393,33 @@ fn status_list(k: &Kernel) -> String {
         let _ = writeln!(s, " *   {:>width$}  {}  ({what})", n + 1, p.pred);
     }
     let arrays = array_statuses(k);
-    if !arrays.is_empty() {
+    let (at_entry, where_read): (Vec<&ArrayStatus>, Vec<&ArrayStatus>) =
+        arrays.iter().partition(|a| !a.where_read);
+    if !at_entry.is_empty() {
         s.push_str(
             " * Then it reads each index array once, and returns its number when an\n \
              * element breaks the array's declaration (writing nothing):\n",
         );
     }
-    for a in &arrays {
+    for a in &at_entry {
         let _ = writeln!(
             s,
             " *   {:>width$}  {}  (index array)",
+            a.status, a.declaration
+        );
+    }
+    if !where_read.is_empty() {
+        s.push_str(
+            " * These index arrays are checked where the kernel reads them (no pass of\n \
+             * their own): when a value it reads breaks the declaration, the kernel uses\n \
+             * no such value, finishes, and returns the array's number (the output's\n \
+             * contents are then unspecified; a value it never reads is not checked):\n",
+        );
+    }
+    for a in &where_read {
+        let _ = writeln!(
+            s,
+            " *   {:>width$}  {}  (index array, checked where read)",
             a.status, a.declaration
         );
     }
@@ -1380,6 +1428,13 @@ fn status_list(k: &Kernel) -> String {
          * at least the elements of its shape.\n",
     );
     s
+}
+
+/// Whether the body records a broken index-array value ([`Stmt::Fail`]).
+fn fails(k: &Kernel) -> bool {
+    let mut found = false;
+    k.walk(&mut |s| found |= matches!(s, Stmt::Fail { .. }));
+    found
 }
 
 /// Whether the kernel has a temporary that is not a stack array (printed as one).

@@ -19,13 +19,33 @@ input v : [m]
 def spmv = gen i < n: sum p in pos[i]..pos[i + 1]: vals[p] * v[crd[p]]
 ";
 
+/// The product lowered with lowering's fast solver: it cannot prove `p < nnz`, so the
+/// loads are guarded and `crd` is checked on entry.
 fn lowered() -> atl_lower::Kernel {
+    lowered_with(&atl_lower::fast_solver())
+}
+
+/// The product lowered with z3 (as `atl` lowers): the loads are unguarded and `crd`
+/// is checked where it is read.
+fn lowered_checked_where_read() -> atl_lower::Kernel {
+    let kernel = lowered_with(&atl_solver::Solver::default());
+    let crd = kernel.inputs.iter().find(|b| b.name == "crd").expect("crd");
+    assert!(
+        crd.checked_where_read,
+        "{}",
+        atl_lower::kernel_to_string(&kernel)
+    );
+    kernel
+}
+
+fn lowered_with(solver: &atl_solver::Solver) -> atl_lower::Kernel {
     let (checked, diags) = atl_lang::check_source(SPMV);
     let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
-    atl_lower::lower_def(
+    atl_lower::lower_def_with(
         &checked.program,
         &checked.shapes,
         "spmv",
+        solver,
         &Default::default(),
     )
     .expect("lowers")
@@ -74,8 +94,11 @@ fn a_compressed_row_product_is_validated_compiled_and_right() {
 /// Calls the kernel from C with `pos` and `crd` as given (n = 3, m = 4, nnz = 4) and
 /// returns its status and whether it left the output untouched.
 fn status_of(pos: [i32; 4], crd: [i32; 4]) -> (i32, bool) {
-    let kernel = lowered();
-    let code = emit(&kernel, &EmitOptions::default()).expect("emits");
+    status_of_kernel(&lowered(), pos, crd)
+}
+
+fn status_of_kernel(kernel: &atl_lower::Kernel, pos: [i32; 4], crd: [i32; 4]) -> (i32, bool) {
+    let code = emit(kernel, &EmitOptions::default()).expect("emits");
     let dir = tempfile::tempdir().expect("temp dir");
     let main = format!(
         "{}\n#include <stdio.h>\nint main(void) {{\n  \
@@ -134,4 +157,44 @@ fn the_compiled_kernel_checks_its_index_arrays_on_entry() {
     assert_eq!(status_of([-1, 2, 2, 4], [0, 2, 1, 3]), (4, true));
     assert_eq!(status_of([0, 2, 2, 4], [0, 4, 1, 3]), (5, true));
     assert_eq!(status_of([0, 2, 2, 4], [0, 2, -1, 3]), (5, true));
+}
+
+#[test]
+fn a_kernel_checking_crd_where_it_reads_it_uses_no_broken_value() {
+    // Under the sanitizers (`ATL_SANITIZE=1`) a broken `crd` read through would be a
+    // report of an out-of-bounds read of `v`, and the call would fail.
+    let kernel = lowered_checked_where_read();
+    let code = emit(&kernel, &EmitOptions::default())
+        .expect("emits")
+        .source;
+    assert!(code.contains("4  0 <= pos[k] < nnz + 1, non-decreasing  (index array)"));
+    assert!(code.contains("5  0 <= crd[k] < m  (index array, checked where read)"));
+    assert!(
+        !code.contains("Index array `crd`"),
+        "no entry pass over `crd`"
+    );
+    assert_eq!(
+        status_of_kernel(&kernel, [0, 2, 2, 4], [0, 2, 1, 3]),
+        (0, false)
+    );
+    // `pos` is still checked on entry, writing nothing.
+    assert_eq!(
+        status_of_kernel(&kernel, [0, 2, 2, 5], [0, 2, 1, 3]),
+        (4, true)
+    );
+    // A broken `crd` value in the first or the last row, past the columns or
+    // negative, far outside: status 5 (the output is unspecified then).
+    for crd in [
+        [0, 4, 1, 3],
+        [0, 2, -1, 3],
+        [0, 2, 1, 1 << 30],
+        [i32::MIN, 2, 1, 3],
+    ] {
+        assert_eq!(status_of_kernel(&kernel, [0, 2, 2, 4], crd).0, 5, "{crd:?}");
+    }
+    // A value no row reads (past `pos[n]`) is not checked.
+    assert_eq!(
+        status_of_kernel(&kernel, [0, 2, 2, 3], [0, 2, 1, 99]),
+        (0, false)
+    );
 }

@@ -782,6 +782,11 @@ pub static CODES: &[ErrorCode] = &[
         "report it: an annotation was wrong",
     ),
     active(
+        "E0926",
+        "loop-IR interpreter: a kernel's check of a value read from an index array failed although the array satisfies its declaration",
+        "report it: lowering checked more than the declaration says",
+    ),
+    active(
         "E0930",
         "the C compiler did not finish within the time limit (`atl schedule` gives each candidate one)",
         "the candidate's code is too large for the compiler: smaller tiles compile faster",

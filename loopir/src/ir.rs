@@ -64,6 +64,14 @@ pub struct BufferDecl {
     /// with its declaration, which the kernel checks on entry after the
     /// preconditions (its range of values, and order when `sorted`).
     pub index_array: Option<atl_lang::ir::IndexArray>,
+    /// Only for an index array: its range is checked where the kernel reads it, not
+    /// on entry. Every load of it sits in the `then` branch (or the condition) of an
+    /// `if` whose condition puts the loaded value in the declared range and whose
+    /// `else` is [`Stmt::Fail`] naming the array (set by `atl-lower`'s
+    /// `checks_at_use` pass: it saves the entry check's pass over the array). The
+    /// validator proves that every value read from it is in range wherever it is used,
+    /// without assuming the declaration.
+    pub checked_where_read: bool,
 }
 
 /// The entry check of an index array, in target arithmetic: every element `v` of
@@ -76,6 +84,9 @@ pub struct ArrayCheck {
     pub lo: Ix,
     pub hi: Ix,
     pub sorted: bool,
+    /// The range is checked where the kernel reads the array
+    /// ([`BufferDecl::checked_where_read`]), not by this entry check.
+    pub where_read: bool,
 }
 
 impl Kernel {
@@ -95,6 +106,7 @@ impl Kernel {
                         lo: crate::print::plain_ix(&decl.lo)?,
                         hi: crate::print::plain_ix(&decl.hi)?,
                         sorted: decl.sorted,
+                        where_read: b.checked_where_read,
                     })
                 })())
             })
@@ -386,6 +398,11 @@ pub enum Stmt {
     },
     /// `buf[0..len] = value`.
     Fill { buf: String, len: Ix, value: f64 },
+    /// The kernel records that a value read from the index array `array` broke the
+    /// array's declaration (an [`BufferDecl::checked_where_read`] array), goes on, and
+    /// returns the array's status at the end (the output's contents are then
+    /// unspecified). Reads and writes no buffer.
+    Fail { array: String },
 }
 
 impl Stmt {
@@ -435,6 +452,7 @@ impl Stmt {
                 val(value, f);
             }
             Stmt::Fill { len, .. } => f(len),
+            Stmt::Fail { .. } => {}
         }
     }
 }

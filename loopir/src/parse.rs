@@ -564,10 +564,17 @@ impl Parser<'_> {
         } else {
             None
         };
+        // `checked_where_read`: the range is checked at the reads, not on entry.
+        let checked_where_read = index_array.is_some()
+            && matches!(self.peek(), Some(Tok::Ident(w)) if w == "checked_where_read");
+        if checked_where_read {
+            self.pos += 1;
+        }
         Ok(BufferDecl {
             name,
             shape,
             index_array,
+            checked_where_read,
         })
     }
 
@@ -688,6 +695,17 @@ impl Parser<'_> {
                 self.sym("=")?;
                 let value = self.literal()?;
                 Ok(Stmt::Fill { buf, len, value })
+            }
+            // `fail pos`: a value read from the index array `pos` broke its declaration
+            // (`fail` followed by a name; `fail = …` would set a scalar named `fail`).
+            Some(Tok::Ident(w))
+                if w == "fail"
+                    && matches!(self.peek_at(1), Some(Tok::Ident(_)))
+                    && self.tokens[self.pos + 1].line == self.tokens[self.pos].line =>
+            {
+                self.pos += 1;
+                let array = self.ident("an index array's name")?;
+                Ok(Stmt::Fail { array })
             }
             Some(Tok::Ident(_)) => {
                 let name = self.ident("a statement")?;

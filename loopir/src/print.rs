@@ -110,12 +110,17 @@ fn print_kernel(k: &Kernel, full: bool) -> String {
         .map(|b| match &b.index_array {
             None => format!("{}: {}", b.name, shape_str(&b.shape)),
             Some(a) => format!(
-                "{}: int{} in {}..{}{}",
+                "{}: int{} in {}..{}{}{}",
                 b.name,
                 shape_str(&b.shape),
                 a.lo,
                 a.hi,
-                if a.sorted { " sorted" } else { "" }
+                if a.sorted { " sorted" } else { "" },
+                if b.checked_where_read {
+                    " checked_where_read"
+                } else {
+                    ""
+                }
             ),
         })
         .collect();
@@ -359,6 +364,9 @@ impl Printer {
                     "fill {buf}[0..{len}] = {}",
                     format_lit_signed(*value)
                 );
+            }
+            Stmt::Fail { array } => {
+                let _ = writeln!(self.out, "fail {array}");
             }
         }
     }

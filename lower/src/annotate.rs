@@ -64,8 +64,11 @@ fn annotate_block(stmts: &mut [Stmt], in_loop: bool) {
                 annotate_block(else_branch, in_loop);
             }
             Stmt::Alloc { body, .. } => annotate_block(body, in_loop),
-            Stmt::Decl { .. } | Stmt::SetScalar { .. } | Stmt::Store { .. } | Stmt::Fill { .. } => {
-            }
+            Stmt::Decl { .. }
+            | Stmt::SetScalar { .. }
+            | Stmt::Store { .. }
+            | Stmt::Fill { .. }
+            | Stmt::Fail { .. } => {}
         }
     }
 }
@@ -106,9 +109,11 @@ fn unrolled_copies(stmts: &[Stmt]) -> i64 {
                 ..
             } => unrolled_copies(then_branch).max(unrolled_copies(else_branch)),
             Stmt::Alloc { body, .. } => unrolled_copies(body),
-            Stmt::Decl { .. } | Stmt::SetScalar { .. } | Stmt::Store { .. } | Stmt::Fill { .. } => {
-                1
-            }
+            Stmt::Decl { .. }
+            | Stmt::SetScalar { .. }
+            | Stmt::Store { .. }
+            | Stmt::Fill { .. }
+            | Stmt::Fail { .. } => 1,
         })
         .max()
         .unwrap_or(1)
@@ -159,9 +164,11 @@ fn hint_block(
                 hint_block(else_branch, hints, in_parallel, found)? || a
             }
             Stmt::Alloc { body, .. } => hint_block(body, hints, in_parallel, found)?,
-            Stmt::Decl { .. } | Stmt::SetScalar { .. } | Stmt::Store { .. } | Stmt::Fill { .. } => {
-                false
-            }
+            Stmt::Decl { .. }
+            | Stmt::SetScalar { .. }
+            | Stmt::Store { .. }
+            | Stmt::Fill { .. }
+            | Stmt::Fail { .. } => false,
         };
     }
     Ok(any)

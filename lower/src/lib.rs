@@ -20,6 +20,7 @@
 //! Library code never prints.
 
 mod annotate;
+mod checks_at_use;
 mod load_guards;
 mod lowering;
 mod normalize;

@@ -185,6 +185,7 @@ pub(crate) fn lower(
             name: input.name.clone(),
             shape: dims,
             index_array: input.index_array.clone(),
+            checked_where_read: false,
         });
     }
     let out_shape: Vec<IndexExpr> = shape.iter().map(|d| l.prover.clamp(d)).collect();
@@ -212,6 +213,7 @@ pub(crate) fn lower(
             name: out,
             shape: out_shape,
             index_array: None,
+            checked_where_read: false,
         },
         preconditions: l.preconditions,
         vector_width: program.def(def).and_then(|d| d.vector_width),
@@ -224,6 +226,9 @@ pub(crate) fn lower(
     // Which parallel loops share their iterations with their inner loop (after
     // placement: a loop declaring hoisted buffers opens a region of its own).
     crate::annotate::collapse(&mut kernel.body);
+    // Index arrays checked where they are read instead of on entry (after the
+    // annotations: none in a vector loop).
+    crate::checks_at_use::check_where_read(&mut kernel);
     // Sizes for which some index expression (entry checks included) could overflow
     // `int64_t` are refused on entry, right after the sizes' `>= 1`.
     let bounds = crate::overflow::size_bounds(&kernel)?;

@@ -115,8 +115,11 @@ fn place_block(
                 }
                 hoisted.extend(place_block(body, enclosing, once));
             }
-            Stmt::Decl { .. } | Stmt::SetScalar { .. } | Stmt::Store { .. } | Stmt::Fill { .. } => {
-            }
+            Stmt::Decl { .. }
+            | Stmt::SetScalar { .. }
+            | Stmt::Store { .. }
+            | Stmt::Fill { .. }
+            | Stmt::Fail { .. } => {}
         }
     }
     hoisted

@@ -277,6 +277,7 @@ fn mutate_stmts(stmts: &mut [Stmt], rng: &mut SplitMix64) {
                 *value = -1.25;
                 mutate_ix(len, rng);
             }
+            Stmt::Fail { array } => array.push_str("_2"),
         }
     }
 }

@@ -120,7 +120,7 @@ pub fn check(walk: &Walk, solver: &Solver) -> Vec<CheckedObligation> {
                 context: Facts {
                     sizes: walk.sizes.clone(),
                     facts,
-                    arrays: walk.arrays.clone(),
+                    arrays: walk.safety_arrays.clone(),
                 },
                 goal,
                 lemma: None,

@@ -146,7 +146,7 @@ fn determined(site: &Site, private: &[LoopRef], vars: &[String], walk: &Walk) ->
         context: Facts {
             sizes: walk.sizes.clone(),
             facts: site.facts.clone(),
-            arrays: walk.arrays.clone(),
+            arrays: walk.safety_arrays.clone(),
         },
         goal: goals.into_iter().reduce(Pred::and)?,
     })
@@ -214,7 +214,7 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                     context: Facts {
                         sizes: walk.sizes.clone(),
                         facts,
-                        arrays: walk.arrays.clone(),
+                        arrays: walk.safety_arrays.clone(),
                     },
                     goal: coordinates_differ(
                         &renamed(&write.coords, &m1),
@@ -286,7 +286,7 @@ pub fn double_writes(walk: &Walk) -> Vec<Obligation> {
                     context: Facts {
                         sizes: walk.sizes.clone(),
                         facts,
-                        arrays: walk.arrays.clone(),
+                        arrays: walk.safety_arrays.clone(),
                     },
                     goal: coordinates_differ(
                         &renamed(&first.coords, &m1),

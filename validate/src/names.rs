@@ -270,7 +270,7 @@ impl Scopes {
                 self.scalar_use(name);
             }
             Stmt::Store { value, .. } => self.val_uses(value),
-            Stmt::Fill { .. } => {}
+            Stmt::Fill { .. } | Stmt::Fail { .. } => {}
         }
     }
 

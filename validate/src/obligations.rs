@@ -81,6 +81,16 @@ pub enum ObligationKind {
     /// A read `pos[e]` of an index array in an index expression is inside the array:
     /// `0 <= e < extent`.
     IndexArrayRead { read: String },
+    /// A value read from an index array checked where read
+    /// ([`atl_loopir::ir::BufferDecl::checked_where_read`]) is inside the declared
+    /// range wherever the kernel evaluates it: under the checks around it (proved
+    /// without assuming the declaration), or, read by a check's own condition, when
+    /// that condition holds.
+    CheckedWhereRead { read: String },
+    /// A check of index arrays (an `if` whose `else` only records failures) holds on
+    /// every input that satisfies the declarations: a validated kernel never fails a
+    /// valid call.
+    CheckHolds { check: String },
     /// An `alloc`'s length is the number of elements of its declared shape.
     AllocLength { buffer: String },
     /// (j) An `int64_t` expression the C evaluates (`expr`, translated) and each of
@@ -156,6 +166,12 @@ impl fmt::Display for ObligationKind {
             }
             ObligationKind::IndexArrayRead { read } => {
                 write!(f, "read `{read}` inside its index array")
+            }
+            ObligationKind::CheckedWhereRead { read } => {
+                write!(f, "value `{read}` checked before it is used")
+            }
+            ObligationKind::CheckHolds { check } => {
+                write!(f, "check `{check}` holds on valid inputs")
             }
             ObligationKind::AllocLength { buffer } => write!(f, "length of alloc `{buffer}`"),
             ObligationKind::Int64 { what, expr } => {
@@ -286,8 +302,12 @@ pub struct Walk {
     /// Every `int64_t` expression the C evaluates ([`crate::int64`]).
     pub evaluations: Vec<Evaluation>,
     /// The declarations of the kernel's index arrays (facts for their loads; the
-    /// kernel checks them on entry, and they are the program's, `shape_obligations`).
+    /// kernel checks them, and they are the program's, `shape_obligations`): for what
+    /// is claimed of valid inputs only (values, coverage, reads after writes).
     pub arrays: Vec<IndexArrayFacts>,
+    /// What holds of the index arrays on every input ([`safety_arrays`]): for what
+    /// is claimed of every input (no race, no overflow).
+    pub safety_arrays: Vec<IndexArrayFacts>,
 }
 
 /// A `fill` of a buffer in scope.
@@ -317,16 +337,26 @@ pub fn collect(kernel: &Kernel) -> Vec<Obligation> {
 /// Walks `kernel` once: the obligations of single operations, and the sites.
 pub fn walk(kernel: &Kernel) -> Walk {
     let mut c = Collector {
-        scope: Scope::new(&kernel.sizes).with_arrays(
-            kernel
-                .inputs
-                .iter()
-                .filter(|b| b.index_array.is_some())
-                .filter_map(|b| Some((b.name.clone(), b.shape.first()?.clone())))
-                .collect(),
-        ),
+        scope: Scope::new(&kernel.sizes)
+            .with_arrays(
+                kernel
+                    .inputs
+                    .iter()
+                    .filter(|b| b.index_array.is_some())
+                    .filter_map(|b| Some((b.name.clone(), b.shape.first()?.clone())))
+                    .collect(),
+            )
+            .with_checked_where_read(
+                index_arrays(kernel)
+                    .into_iter()
+                    .filter(|a| checked_where_read(kernel, &a.name))
+                    .map(|a| (a.name, a.lo, a.hi))
+                    .collect(),
+            ),
         sizes: kernel.sizes.clone(),
-        arrays: index_arrays(kernel),
+        // Every obligation of the walk is one of safety, proved for every input.
+        arrays: safety_arrays(kernel),
+        declared: index_arrays(kernel),
         facts: Vec::new(),
         buffers: Vec::new(),
         path: Vec::new(),
@@ -381,6 +411,21 @@ pub fn walk(kernel: &Kernel) -> Walk {
             &format!("entry check of the index array `{}`", check.buf),
         );
     }
+    // Only a range can be checked where read: an order needs the whole array.
+    for b in &kernel.inputs {
+        if b.checked_where_read && b.index_array.as_ref().is_none_or(|a| a.sorted) {
+            c.push(
+                ObligationKind::WellFormed {
+                    problem: format!(
+                        "`{}` is checked where read but is no unsorted index array",
+                        b.name
+                    ),
+                },
+                &Pred::Bool(true),
+                Pred::Bool(false),
+            );
+        }
+    }
     for (decl, role) in kernel
         .inputs
         .iter()
@@ -420,8 +465,35 @@ pub fn walk(kernel: &Kernel) -> Walk {
         fills: c.fills,
         scalar_inits: c.scalar_inits,
         evaluations: c.evaluations,
-        arrays: c.arrays,
+        arrays: index_arrays(kernel),
+        safety_arrays: c.arrays,
     }
+}
+
+/// Whether the kernel checks the index array `name` where it reads it.
+pub fn checked_where_read(kernel: &Kernel, name: &str) -> bool {
+    kernel
+        .inputs
+        .iter()
+        .any(|b| b.name == name && b.index_array.is_some() && b.checked_where_read)
+}
+
+/// What holds of the kernel's index arrays on every input: the declarations of those
+/// checked on entry (the kernel returns before the body otherwise), and for one
+/// checked where read, only what its C type guarantees (`int32_t`). That such an
+/// array's values are in range where they are used is proved at each use
+/// ([`ObligationKind::CheckedWhereRead`]).
+pub fn safety_arrays(kernel: &Kernel) -> Vec<IndexArrayFacts> {
+    index_arrays(kernel)
+        .into_iter()
+        .map(|mut a| {
+            if checked_where_read(kernel, &a.name) {
+                a.lo = IndexExpr::Const(i64::from(i32::MIN));
+                a.hi = IndexExpr::Const(i64::from(i32::MAX) + 1);
+            }
+            a
+        })
+        .collect()
 }
 
 /// The solver's facts about the kernel's index arrays: their declarations.
@@ -445,7 +517,10 @@ pub fn index_arrays(kernel: &Kernel) -> Vec<IndexArrayFacts> {
 struct Collector {
     scope: Scope,
     sizes: Vec<String>,
+    /// What holds of the index arrays on every input ([`safety_arrays`]).
     arrays: Vec<IndexArrayFacts>,
+    /// Their declarations ([`index_arrays`]), for [`ObligationKind::CheckHolds`].
+    declared: Vec<IndexArrayFacts>,
     /// The context: preconditions, loop ranges, `if` conditions.
     facts: Vec<Pred>,
     buffers: Vec<Buffer>,
@@ -508,8 +583,20 @@ impl Collector {
         self.path.join(" > ")
     }
 
-    /// An obligation under the current context and `guard`.
+    /// An obligation under the current context and `guard`, for every input.
     fn push(&mut self, kind: ObligationKind, guard: &Pred, goal: Pred) {
+        self.push_with(kind, guard, goal, self.arrays.clone());
+    }
+
+    /// An obligation under the current context and `guard`, with `arrays` for facts
+    /// about the index arrays.
+    fn push_with(
+        &mut self,
+        kind: ObligationKind,
+        guard: &Pred,
+        goal: Pred,
+        arrays: Vec<IndexArrayFacts>,
+    ) {
         let mut facts = self.facts.clone();
         if *guard != Pred::Bool(true) {
             facts.push(guard.clone());
@@ -520,7 +607,7 @@ impl Collector {
             context: Facts {
                 sizes: self.sizes.clone(),
                 facts,
-                arrays: self.arrays.clone(),
+                arrays,
             },
             goal,
             lemma: None,
@@ -552,6 +639,13 @@ impl Collector {
         for sc in t.array_reads {
             self.push(
                 ObligationKind::IndexArrayRead { read: sc.operation },
+                &sc.guard,
+                sc.goal,
+            );
+        }
+        for sc in t.checked_reads {
+            self.push(
+                ObligationKind::CheckedWhereRead { read: sc.operation },
                 &sc.guard,
                 sc.goal,
             );
@@ -717,6 +811,24 @@ impl Collector {
             } => {
                 let mut t = Translation::default();
                 let c = t.cond(&self.scope, &yes, cond);
+                // A check (its `else` only records failures): the values it reads
+                // from arrays checked where read must be in range when it passes,
+                // and it must pass on valid inputs.
+                let check = !else_branch.is_empty()
+                    && else_branch.iter().all(|s| matches!(s, Stmt::Fail { .. }));
+                if check {
+                    for sc in &mut t.checked_reads {
+                        sc.guard = c.clone();
+                    }
+                    self.push_with(
+                        ObligationKind::CheckHolds {
+                            check: atl_loopir::print::cond_to_string(cond),
+                        },
+                        &yes,
+                        c.clone(),
+                        self.declared.clone(),
+                    );
+                }
                 self.finish(t, "condition");
                 self.facts.push(c.clone());
                 self.path.push(format!("if {c}"));
@@ -815,6 +927,24 @@ impl Collector {
                 };
                 self.stores += 1;
                 self.access(access, index, coords, &yes, Some((*op, value)));
+            }
+            Stmt::Fail { array } => {
+                let problem = if !self.scope.is_checked_where_read(array) {
+                    Some(format!(
+                        "`fail {array}`, but `{array}` is no index array checked where read"
+                    ))
+                } else if self.loops.iter().any(|l| l.vector) {
+                    Some(format!("`fail {array}` in a vector loop"))
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    self.push(
+                        ObligationKind::WellFormed { problem },
+                        &yes,
+                        Pred::Bool(false),
+                    );
+                }
             }
             Stmt::Fill { buf, len, value } => {
                 let len = self.ix(&yes, len, "fill length");

@@ -36,6 +36,8 @@ pub struct Scope {
     sizes: Vec<String>,
     /// The kernel's index arrays with their extents.
     arrays: Vec<(String, IndexExpr)>,
+    /// The index arrays checked where read, with their declared ranges `lo..hi`.
+    checked: Vec<(String, IndexExpr, IndexExpr)>,
     /// (name in the kernel, name in the solver), innermost last.
     loops: Vec<(String, String)>,
     fresh: usize,
@@ -46,6 +48,7 @@ impl Scope {
         Scope {
             sizes: sizes.to_vec(),
             arrays: Vec::new(),
+            checked: Vec::new(),
             loops: Vec::new(),
             fresh: 0,
         }
@@ -55,6 +58,21 @@ impl Scope {
     pub fn with_arrays(mut self, arrays: Vec<(String, IndexExpr)>) -> Scope {
         self.arrays = arrays;
         self
+    }
+
+    /// The scope with the index arrays checked where read (name, `lo`, `hi`): every
+    /// value read from one gets a [`Translation::checked_reads`] condition.
+    pub fn with_checked_where_read(
+        mut self,
+        checked: Vec<(String, IndexExpr, IndexExpr)>,
+    ) -> Scope {
+        self.checked = checked;
+        self
+    }
+
+    /// Whether `array` is an index array checked where read.
+    pub fn is_checked_where_read(&self, array: &str) -> bool {
+        self.checked.iter().any(|(a, _, _)| a == array)
     }
 
     /// Binds a loop variable; returns its name in the solver (fresh when `var` already
@@ -104,6 +122,9 @@ pub struct Translation {
     pub side_conditions: Vec<SideCondition>,
     /// Reads of index arrays, each with the condition that it is inside its array.
     pub array_reads: Vec<SideCondition>,
+    /// Values read from index arrays checked where read, each with the condition
+    /// that it is inside the declared range.
+    pub checked_reads: Vec<SideCondition>,
     pub unbound: Vec<String>,
     pub evaluated: Vec<Evaluated>,
 }
@@ -140,7 +161,18 @@ impl Translation {
                         .unbound
                         .push(format!("{array}[…] (no index array of that name)")),
                 }
-                IndexExpr::Load(array.clone(), Box::new(x))
+                let load = IndexExpr::Load(array.clone(), Box::new(x));
+                if let Some((_, lo, hi)) = scope.checked.iter().find(|(n, _, _)| n == array) {
+                    self.checked_reads.push(SideCondition {
+                        operation: load.to_string(),
+                        guard: guard.clone(),
+                        goal: Pred::and(
+                            Pred::cmp(CmpOp::Le, lo.clone(), load.clone()),
+                            Pred::cmp(CmpOp::Lt, load.clone(), hi.clone()),
+                        ),
+                    });
+                }
+                load
             }
             Ix::Bin(op, a, b) => {
                 let x = self.ix_node(scope, guard, a);

@@ -340,6 +340,7 @@ fn rename_stmt(s: &mut Stmt, map: &BTreeMap<String, String>) {
             rename_val(value, map);
         }
         Stmt::Fill { len, .. } => rename_ix(len, map),
+        Stmt::Fail { .. } => {}
     }
 }
 
@@ -417,6 +418,7 @@ fn summary(s: &Stmt) -> String {
             atl_loopir::print::val_to_string(value)
         ),
         Stmt::Fill { buf, value, .. } => format!("fill {buf} with {value}"),
+        Stmt::Fail { array } => format!("fail {array}"),
     }
 }
 
@@ -491,8 +493,13 @@ enum Mutation {
     /// A read of an index array made a read of another index array of the kernel.
     LoadArraySwap,
     /// An index array's declaration in the kernel weakened: its range one wider at
-    /// either end, or `sorted` dropped (the entry checks follow the declaration).
+    /// either end, or `sorted` dropped (the entry checks follow the declaration), or
+    /// where its range is checked switched (on entry ↔ where read).
     ArrayDeclEdit,
+    /// A check of index arrays where they are read (an `if` whose `else` records a
+    /// failure) weakened: removed around its body, its `else` dropped, or one of its
+    /// conjuncts made `true`.
+    WeakenCheck,
 }
 
 impl Mutation {
@@ -541,6 +548,7 @@ const CATALOGUE: &[Mutation] = &[
     Mutation::LoadIndexShift,
     Mutation::LoadArraySwap,
     Mutation::ArrayDeclEdit,
+    Mutation::WeakenCheck,
 ];
 
 /// Names of C a renaming may pick: keywords, libm functions (as the printer calls
@@ -612,7 +620,10 @@ fn rename_buffer(stmts: &mut [Stmt], from: &str, to: &str) {
 fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
     if matches!(
         m,
-        Mutation::LoadIndexShift | Mutation::LoadArraySwap | Mutation::ArrayDeclEdit
+        Mutation::LoadIndexShift
+            | Mutation::LoadArraySwap
+            | Mutation::ArrayDeclEdit
+            | Mutation::WeakenCheck
     ) {
         return mutate_index_arrays(k, m, rng);
     }
@@ -1123,7 +1134,10 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
             }
         }
         // Handled above, on the kernel's text.
-        Mutation::LoadIndexShift | Mutation::LoadArraySwap | Mutation::ArrayDeclEdit => false,
+        Mutation::LoadIndexShift
+        | Mutation::LoadArraySwap
+        | Mutation::ArrayDeclEdit
+        | Mutation::WeakenCheck => false,
     };
     (done && !what.is_empty()).then_some(what)
 }
@@ -1193,6 +1207,18 @@ fn mutate_index_arrays(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Opt
             .iter_mut()
             .filter(|b| b.index_array.is_some())
             .nth(pick)?;
+        if rng.chance(25) {
+            b.checked_where_read = !b.checked_where_read;
+            return Some(format!(
+                "`{}`: checked {}",
+                b.name,
+                if b.checked_where_read {
+                    "where read"
+                } else {
+                    "on entry"
+                }
+            ));
+        }
         let decl = b.index_array.as_mut()?;
         let what = match rng.below(3) {
             0 => {
@@ -1210,6 +1236,9 @@ fn mutate_index_arrays(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Opt
             _ => return None,
         };
         return Some(what);
+    }
+    if matches!(m, Mutation::WeakenCheck) {
+        return weaken_check(k, rng);
     }
     let text = atl_loopir::print::kernel_to_text(k);
     let (edited, what) = {
@@ -1592,6 +1621,7 @@ fn run_case(
                 Mutation::LoadIndexShift,
                 Mutation::LoadArraySwap,
                 Mutation::ArrayDeclEdit,
+                Mutation::WeakenCheck,
             ])
         } else {
             *rng.pick(CATALOGUE)
@@ -1772,4 +1802,61 @@ fn validated_mutants_compute_their_definition() {
             .collect::<Vec<_>>()
             .join("\n\n")
     );
+}
+
+/// Whether `s` is a check of index arrays where they are read.
+fn is_check(s: &Stmt) -> bool {
+    matches!(s, Stmt::If { else_branch, .. }
+        if !else_branch.is_empty() && else_branch.iter().all(|t| matches!(t, Stmt::Fail { .. })))
+}
+
+/// [`Mutation::WeakenCheck`] at a random check of the kernel.
+fn weaken_check(k: &mut Kernel, rng: &mut SplitMix64) -> Option<String> {
+    let mut checks = 0;
+    each_stmt(&mut k.body, &mut |s| checks += usize::from(is_check(s)));
+    if checks == 0 {
+        return None;
+    }
+    let (target, how) = (rng.below(checks), rng.below(3));
+    let mut what = None;
+    let mut seen = 0;
+    let mut edit = |stmts: &mut Vec<Stmt>| {
+        for s in stmts.iter_mut() {
+            if !is_check(s) {
+                continue;
+            }
+            seen += 1;
+            if seen - 1 != target {
+                continue;
+            }
+            let Stmt::If {
+                cond, else_branch, ..
+            } = s
+            else {
+                continue;
+            };
+            let text = atl_loopir::print::cond_to_string(cond);
+            what = Some(match how {
+                0 => {
+                    else_branch.clear();
+                    format!("check `{text}`: `else` dropped")
+                }
+                1 => {
+                    // The leftmost conjunct made `true`.
+                    let mut c = &mut *cond;
+                    while let Cond::And(a, _) = c {
+                        c = a;
+                    }
+                    *c = Cond::Bool(true);
+                    format!("check `{text}`: its first conjunct made `true`")
+                }
+                _ => {
+                    *cond = Cond::Bool(true);
+                    format!("check `{text}` removed")
+                }
+            });
+        }
+    };
+    each_block(&mut k.body, &mut edit);
+    what
 }

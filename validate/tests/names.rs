@@ -139,7 +139,7 @@ fn rename_scalar(stmts: &mut [Stmt], from: &str, to: &str) {
                 val(value, from, to);
             }
             Stmt::Store { value, .. } => val(value, from, to),
-            Stmt::Fill { .. } => {}
+            Stmt::Fill { .. } | Stmt::Fail { .. } => {}
         }
     }
 }
