@@ -29,6 +29,7 @@ mod placement;
 mod prove;
 pub mod reindex;
 mod shape;
+mod tail_bounds;
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::ir::{Expr, Program};

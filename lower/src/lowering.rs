@@ -203,6 +203,9 @@ pub(crate) fn lower(
         l.stmt(&expr, &dest, StoreOp::Assign, &Reindexer::identity())?
     };
     let mut body = body;
+    // A loop whose body is a guard on its own variable stops at the guard's limit
+    // (before the annotations, so the loop can be vectorized whole).
+    crate::tail_bounds::bound_guarded_loops(&mut body);
     crate::annotate::annotate(&mut body);
     crate::annotate::apply_hints(&mut body, &hints)?;
     let mut kernel = Kernel {

@@ -155,3 +155,66 @@ fn a_last_reduction_blocks_guard_bounds_the_block() {
     assert!(text.contains("for ki in 0..min(8, K - 8 * ko) {"), "{text}");
     assert!(!text.contains(" ? "), "a select is left:\n{text}");
 }
+
+/// A split `gen` with a guarded tail (issue 32): the inner loop once ran to the factor
+/// with the guard inside (`for ii in 0..K { if ii + K * io < n … }`), so a factor of
+/// 4611686018427387903 ran that many iterations at `n = 3`. The guard on the loop's
+/// own variable is now its bound, `min(K, n - K * io)`, and the kernel runs at once.
+#[test]
+fn a_split_gens_tail_guard_stops_the_loop_at_the_extent() {
+    for factor in ["4611686018427387903", "8"] {
+        let source = format!(
+            "size n\ninput f : [n]\ndef g = gen i < n: f[i] * 2.0\n\
+             derive h from g {{\n  split i by {factor} into io, ii\n}}\n"
+        );
+        let (checked, diags) = atl_lang::check_source(&source);
+        let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+        let (library, _) = atl_rewrites::Library::standard();
+        let solver = atl_solver::Solver::new();
+        let env = atl_rewrites::Env {
+            program: &checked.program,
+            shapes: &checked.shapes,
+            library: &library,
+            solver: &solver,
+        };
+        let (derivations, failures) = atl_rewrites::run_derivations(&env);
+        assert!(failures.is_empty(), "{failures:?}");
+        let (program, shapes) =
+            atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+        let kernel =
+            atl_lower::lower_def(&program, &shapes, "h", &Default::default()).expect("lowers");
+        let text = atl_loopir::kernel_to_string(&kernel);
+        // Checked before running: with the guard inside, the run would not finish.
+        assert!(
+            text.contains(&format!("for ii in 0..min({factor}, n - {factor} * io)"))
+                && !text.contains(" if "),
+            "{text}"
+        );
+        for n in [1, 3, 8, 13] {
+            let sizes = BTreeMap::from([("n".to_string(), n)]);
+            let f = Tensor::random(vec![n as usize], 3);
+            let want: Vec<f64> = f.data.iter().map(|x| x * 2.0).collect();
+            let inputs = BTreeMap::from([("f".to_string(), f)]);
+            let got = atl_lower::run_kernel(&kernel, &sizes, &inputs).expect("runs");
+            assert_eq!(got.data, want, "factor {factor}, n = {n}");
+        }
+    }
+}
+
+/// The guard stays a guard where it does not bound the loop's own variable from above
+/// by an expression free of it, or where its limit would read an index array.
+#[test]
+fn other_guards_of_a_gen_stay_guards() {
+    let source = "size n\ninput f : [n]\ninput crd : int[n] in 0..n\n\
+                  def a = gen i < n: [i * 2 < n] * f[i]\n\
+                  def b = gen i < n: [i > 2] * f[i]\n";
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    for def in ["a", "b"] {
+        let kernel =
+            atl_lower::lower_def(&checked.program, &checked.shapes, def, &Default::default())
+                .expect("lowers");
+        let text = atl_loopir::kernel_to_string(&kernel);
+        assert!(!text.contains("min("), "{def}:\n{text}");
+    }
+}

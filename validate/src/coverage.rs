@@ -227,13 +227,20 @@ pub(crate) fn witness(
                         progress = true;
                     }
                     [(a, ka), (b, kb)] => {
-                        // K*outer + inner with inner over 0..K.
+                        // K*outer + inner with inner over 0..K (or over 0..min(K, …), a
+                        // tail tile stopped at the extent: only a proposal, which the
+                        // solver checks against the loop's real bound).
+                        let bounded_by = |hi: &IndexExpr, k: &IndexExpr| {
+                            atl_lang::poly::same(hi, k)
+                                || matches!(hi, IndexExpr::Bin(IndexOp::Min, a, b)
+                                    if atl_lang::poly::same(a, k) || atl_lang::poly::same(b, k))
+                        };
                         let tiled =
                             |outer: &LoopRef, k: &IndexExpr, inner: &LoopRef, one: &IndexExpr| {
                                 (one.as_const() == Some(1)
                                     && k.as_const() != Some(1)
                                     && inner.lo == IndexExpr::Const(0)
-                                    && atl_lang::poly::same(&inner.hi, k))
+                                    && bounded_by(&inner.hi, k))
                                 .then(|| (outer.var.clone(), inner.var.clone(), k.clone()))
                             };
                         if let Some((outer, inner, k)) =
