@@ -203,11 +203,12 @@ pub(crate) fn lower(
         l.stmt(&expr, &dest, StoreOp::Assign, &Reindexer::identity())?
     };
     let mut body = body;
-    // A loop whose body is a guard on its own variable stops at the guard's limit
-    // (before the annotations, so the loop can be vectorized whole).
-    crate::tail_bounds::bound_guarded_loops(&mut body);
     crate::annotate::annotate(&mut body);
     crate::annotate::apply_hints(&mut body, &hints)?;
+    // A loop whose body is a guard on its own variable stops at the guard's limit
+    // (after the annotations, which an unrolled loop's constant trip count decides:
+    // such a loop keeps its guard).
+    crate::tail_bounds::bound_guarded_loops(&mut body);
     let mut kernel = Kernel {
         name: def.to_string(),
         sizes,

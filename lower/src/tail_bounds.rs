@@ -21,7 +21,8 @@
 //! and the other conjuncts stay an `if`. The bounds are evaluated once, before the
 //! loop (`b` and `r` read only sizes and enclosing variables: a conjunct that reads
 //! an index array stays in the `if`, since its read may rely on the conjuncts before
-//! it). Not trusted: the validator proves the rewritten kernel like any
+//! it). The pass runs after the loop annotations: a loop to be unrolled keeps its
+//! constant trip count and its guard. Not trusted: the validator proves the rewritten kernel like any
 //! other, its new bound's arithmetic included.
 
 use atl_lang::index::CmpOp;
@@ -58,6 +59,11 @@ fn bound_loop(l: &mut For) {
     // A `gen`'s loop only: a reduction's guarded loops are bounded where lowering
     // accumulates them (its last block), in the forms the validator compares.
     if l.origin != LoopOrigin::Gen {
+        return;
+    }
+    // Unrolling needs the constant trip count (`unroll ii` of a tile, a register
+    // tile's rows): the guard stays, unrolled with the loop.
+    if l.unroll {
         return;
     }
     let [
