@@ -200,21 +200,3 @@ fn a_split_gens_tail_guard_stops_the_loop_at_the_extent() {
         }
     }
 }
-
-/// The guard stays a guard where it does not bound the loop's own variable from above
-/// by an expression free of it, or where its limit would read an index array.
-#[test]
-fn other_guards_of_a_gen_stay_guards() {
-    let source = "size n\ninput f : [n]\ninput crd : int[n] in 0..n\n\
-                  def a = gen i < n: [i * 2 < n] * f[i]\n\
-                  def b = gen i < n: [i > 2] * f[i]\n";
-    let (checked, diags) = atl_lang::check_source(source);
-    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
-    for def in ["a", "b"] {
-        let kernel =
-            atl_lower::lower_def(&checked.program, &checked.shapes, def, &Default::default())
-                .expect("lowers");
-        let text = atl_loopir::kernel_to_string(&kernel);
-        assert!(!text.contains("min("), "{def}:\n{text}");
-    }
-}
