@@ -1203,10 +1203,11 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
             Val::Bin(BinOp::Add | BinOp::Sub, ..) => 1,
             Val::Bin(..) => 2,
             Val::Neg(_) => 3,
-            Val::Lit(_) | Val::Scalar(_) | Val::Load(_) | Val::Call(..) => 4,
+            Val::Lit(_) | Val::Coord(_) | Val::Scalar(_) | Val::Load(_) | Val::Call(..) => 4,
         };
         let text = match v {
             Val::Lit(x) => self.lit(*x),
+            Val::Coord(ix) => format!("(({})({}))", self.t(), self.ix(ix)),
             Val::Scalar(s) => self.names.get(s).to_string(),
             Val::Load(l) => format!("{}[{}]", self.names.get(&l.buf), self.ix(&l.index)),
             Val::Neg(a) => format!("-{}", self.val(a, 4)),

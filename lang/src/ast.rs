@@ -137,6 +137,8 @@ pub enum SExprKind {
         var: Ident,
         value: SIndex,
     },
+    /// `float(i + 1)`: an index expression's value as a scalar.
+    Coord(SIndex),
     /// Placeholder left by error recovery; never reaches resolution.
     Error,
 }

@@ -173,20 +173,20 @@ pub static CODES: &[ErrorCode] = &[
         "compute a long chain of definitions as fewer, flatter ones",
     ),
     active("E0301", "a name declared twice", "rename one"),
-    active(
+    retired(
         "E0302",
-        "a size used as a tensor or scalar value",
-        "sizes are integers: use them in ranges, indices, guards",
+        "(retired: a size is a scalar value where one is expected, `1.0 / n`)",
+        "",
     ),
     active(
         "E0303",
         "a tensor used as an index",
         "indices are built from sizes, binder variables and constants",
     ),
-    active(
+    retired(
         "E0304",
-        "an index variable used as a value",
-        "ATL has no index-to-scalar conversion; use it in an access or a guard",
+        "(retired: an index variable is a scalar value where one is expected, `x * x`, `float(i + 1)`)",
+        "",
     ),
     active(
         "E0305",
@@ -225,7 +225,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0312",
-        "an index array used where it cannot be: as a tensor or an index, in a shape, a range of values or an `assume`, or a load (`x[i]` in an index) of something that is not an index array",
+        "an index array used where it cannot be: as a tensor or an index, in a shape, a range of values or an `assume`, in a value (`float(crd[p])`), or a load (`x[i]` in an index) of something that is not an index array",
         "read an index array's elements in indices, `sum` bounds and guards: `v[crd[p]]`, `sum p in pos[i]..pos[i + 1]: …`",
     ),
     active(

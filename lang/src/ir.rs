@@ -126,6 +126,11 @@ pub enum ExprKind {
         amount: IndexExpr,
         arg: Box<Expr>,
     },
+    /// An index expression's value as a scalar: `float(i + 1)`, or an index variable or
+    /// a size written where a scalar is expected (`x * x`, `1.0 / n`). Its value is the
+    /// integer's, exactly, over the reals (a coordinate is not padding: it is zero only
+    /// where the index is). It reads no index array (`resolve` refuses `float(crd[p])`).
+    Coord(IndexExpr),
 }
 
 impl Expr {
@@ -214,7 +219,8 @@ impl Expr {
             | ExprKind::Input(_)
             | ExprKind::DefRef(_)
             | ExprKind::Var(_)
-            | ExprKind::Meta(_) => vec![],
+            | ExprKind::Meta(_)
+            | ExprKind::Coord(_) => vec![],
             ExprKind::Gen { body, .. }
             | ExprKind::Sum { body, .. }
             | ExprKind::MaxRed { body, .. } => {
@@ -238,7 +244,8 @@ impl Expr {
             | ExprKind::Input(_)
             | ExprKind::DefRef(_)
             | ExprKind::Var(_)
-            | ExprKind::Meta(_) => vec![],
+            | ExprKind::Meta(_)
+            | ExprKind::Coord(_) => vec![],
             ExprKind::Gen { body, .. }
             | ExprKind::Sum { body, .. }
             | ExprKind::MaxRed { body, .. } => {
@@ -263,7 +270,9 @@ impl Expr {
         use ExprKind as K;
         let mut child = |e: &Expr| Box::new(f(e));
         let kind = match &self.kind {
-            K::Lit(_) | K::Input(_) | K::DefRef(_) | K::Var(_) | K::Meta(_) => self.kind.clone(),
+            K::Lit(_) | K::Input(_) | K::DefRef(_) | K::Var(_) | K::Meta(_) | K::Coord(_) => {
+                self.kind.clone()
+            }
             K::Gen { var, lo, hi, body } => K::Gen {
                 var: var.clone(),
                 lo: lo.clone(),
@@ -424,7 +433,7 @@ impl Expr {
                 | ExprKind::Sum { lo, hi, .. }
                 | ExprKind::MaxRed { lo, hi, .. } => lo.has_meta() || hi.has_meta(),
                 ExprKind::Guard { pred, .. } => pred.has_meta(),
-                ExprKind::Access { index, .. } => index.has_meta(),
+                ExprKind::Access { index, .. } | ExprKind::Coord(index) => index.has_meta(),
                 ExprKind::Amount { amount, .. } => amount.has_meta(),
                 _ => false,
             }
@@ -443,7 +452,9 @@ impl Expr {
                 hi.collect_loads(&mut out);
             }
             ExprKind::Guard { pred, .. } => pred.collect_loads(&mut out),
-            ExprKind::Access { index, .. } => index.collect_loads(&mut out),
+            ExprKind::Access { index, .. } | ExprKind::Coord(index) => {
+                index.collect_loads(&mut out)
+            }
             ExprKind::Amount { amount, .. } => amount.collect_loads(&mut out),
             _ => {}
         });
@@ -459,7 +470,7 @@ impl Expr {
                 | ExprKind::Sum { lo, hi, .. }
                 | ExprKind::MaxRed { lo, hi, .. } => lo.has_load() || hi.has_load(),
                 ExprKind::Guard { pred, .. } => pred.has_load(),
-                ExprKind::Access { index, .. } => index.has_load(),
+                ExprKind::Access { index, .. } | ExprKind::Coord(index) => index.has_load(),
                 ExprKind::Amount { amount, .. } => amount.has_load(),
                 _ => false,
             }
@@ -478,7 +489,7 @@ impl Expr {
                 *hi = f(hi);
             }
             ExprKind::Guard { pred, .. } => *pred = pred.map_index(f),
-            ExprKind::Access { index, .. } => *index = f(index),
+            ExprKind::Access { index, .. } | ExprKind::Coord(index) => *index = f(index),
             ExprKind::Amount { amount, .. } => *amount = f(amount),
             _ => {}
         }
@@ -503,7 +514,7 @@ fn own_index_vars(e: &Expr, out: &mut BTreeSet<String>) {
             hi.collect_vars(out);
         }
         ExprKind::Guard { pred, .. } => pred.collect_vars(out),
-        ExprKind::Access { index, .. } => index.collect_vars(out),
+        ExprKind::Access { index, .. } | ExprKind::Coord(index) => index.collect_vars(out),
         ExprKind::Amount { amount, .. } => amount.collect_vars(out),
         _ => {}
     }
@@ -885,7 +896,8 @@ fn own_alpha(a: &Expr, b: &Expr, env: &[(String, String)]) -> bool {
         }
         (K::Guard { pred: p1, .. }, K::Guard { pred: p2, .. }) => pred_alpha(p1, p2, env),
         (K::Access { index: i1, .. }, K::Access { index: i2, .. })
-        | (K::Amount { amount: i1, .. }, K::Amount { amount: i2, .. }) => index_alpha(i1, i2, env),
+        | (K::Amount { amount: i1, .. }, K::Amount { amount: i2, .. })
+        | (K::Coord(i1), K::Coord(i2)) => index_alpha(i1, i2, env),
         _ => true,
     }
 }

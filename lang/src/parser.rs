@@ -431,6 +431,17 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
                 },
                 span: sp(span),
             });
+        // `float(i + 1)`: an index expression's value as a scalar (a bare index
+        // variable or size in a scalar position means the same, `resolve`).
+        let coord_call = just(Token::Ident("float".to_string()))
+            .ignore_then(
+                idx.clone()
+                    .delimited_by(just(Token::LParen), just(Token::RParen)),
+            )
+            .map_with_span(|index, span| SExpr {
+                kind: SExprKind::Coord(index),
+                span: sp(span),
+            });
         let fn_name = select! {
             Token::Ident(s) => s,
             Token::Min => "min".to_string(),
@@ -484,6 +495,7 @@ pub fn expr_parser() -> impl Parser<Token, SExpr, Error = PErr> + Clone {
         let atom = choice((
             number,
             select_call,
+            coord_call,
             fn_call,
             name,
             meta,
@@ -1591,6 +1603,7 @@ fn tree_depth(root: Tree<'_>, name_depth: &dyn Fn(&str) -> usize) -> Result<usiz
                     stack.push((Tree::I(value), d + 1));
                     stack.push((Tree::E(body), d + 1));
                 }
+                SExprKind::Coord(index) => stack.push((Tree::I(index), d + 1)),
             },
             Tree::I(i) => match &i.kind {
                 SIndexKind::Int(_) | SIndexKind::Name(_) | SIndexKind::Meta(_) => {}

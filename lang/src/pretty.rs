@@ -232,6 +232,9 @@ impl Printer {
                 self.expr(a, 0, true);
                 self.out.push(')');
             }
+            ExprKind::Coord(index) => {
+                let _ = write!(self.out, "float({index})");
+            }
             ExprKind::Amount { op, amount, arg } => {
                 let _ = write!(self.out, "{}({amount}, ", op.name());
                 self.expr(arg, 0, true);

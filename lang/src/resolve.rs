@@ -401,6 +401,25 @@ impl Resolver<'_> {
                 ExprKind::Lit(0.0)
             }
             SExprKind::Name(name) => self.tensor_name(ctx, name, span),
+            SExprKind::Coord(index) => {
+                let index = self.index(ctx, index);
+                let mut arrays = std::collections::BTreeSet::new();
+                index.collect_loads(&mut arrays);
+                if let Some(array) = arrays.iter().next() {
+                    let d = Diagnostic::error(
+                        "E0312",
+                        format!("`float(…)` reads the index array `{array}`"),
+                    )
+                    .at(span, "an index array's element used as a value")
+                    .with_help(
+                        "a value may be computed from sizes, binders and constants only; read index arrays in indices, bounds and guards",
+                    );
+                    self.report(ctx, d);
+                    ExprKind::Lit(0.0)
+                } else {
+                    ExprKind::Coord(index)
+                }
+            }
             SExprKind::Bind {
                 quantifier,
                 binders,
@@ -557,12 +576,9 @@ impl Resolver<'_> {
     fn tensor_name(&mut self, ctx: &mut ExprCtx, name: &str, span: Span) -> ExprKind {
         match Self::lookup_local(ctx, name) {
             Some(Local::Tensor(r)) => return ExprKind::Var(r.clone()),
+            // A coordinate written where a scalar is expected is its value (`x * x`).
             Some(Local::Index(_)) => {
-                let d = Diagnostic::error("E0304", format!("index variable `{name}` used as a value"))
-                    .at(span, "an index, not a tensor or scalar")
-                    .with_help("ATL has no index-to-scalar conversion; use it in an access `t[i]` or a guard `[i == 0] * e`");
-                self.report(ctx, d);
-                return ExprKind::Lit(0.0);
+                return ExprKind::Coord(self.index_name(ctx, name, span, None));
             }
             None => {}
         }
@@ -599,14 +615,8 @@ impl Resolver<'_> {
                 }
                 ExprKind::DefRef(name.to_string())
             }
-            Some((Global::Size, decl)) => {
-                let d = Diagnostic::error("E0302", format!("size `{name}` used as a value"))
-                    .at(span, "a size is an integer, not a tensor")
-                    .with_secondary(decl, "declared here")
-                    .with_help("sizes appear in ranges, indices and guards only");
-                self.report(ctx, d);
-                ExprKind::Lit(0.0)
-            }
+            // So is a size (`1.0 / n`).
+            Some((Global::Size, _)) => ExprKind::Coord(self.index_name(ctx, name, span, None)),
             None => {
                 if self.broken.contains(name) {
                     ctx.tainted = true;

@@ -211,7 +211,7 @@ fn infer_obl(
     obl: &mut Vec<ShapeObligation>,
 ) -> Result<Shape, Diagnostic> {
     match &e.kind {
-        ExprKind::Lit(_) => Ok(vec![]),
+        ExprKind::Lit(_) | ExprKind::Coord(_) => Ok(vec![]),
         ExprKind::Input(name) | ExprKind::DefRef(name) => {
             env.globals.get(name).cloned().ok_or_else(|| {
                 Diagnostic::error("E0411", format!("no shape known for `{name}`"))

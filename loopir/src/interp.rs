@@ -376,6 +376,8 @@ impl Machine {
     fn val(&self, v: &Val) -> Result<f64, Diagnostic> {
         Ok(match v {
             Val::Lit(x) => *x,
+            // As the interpreter of the source does: exact up to 2^53.
+            Val::Coord(ix) => self.ix(ix)? as f64,
             Val::Scalar(s) => {
                 let found = self.scalars.iter().rev().find(|(n, _)| n == s);
                 match found {

@@ -255,6 +255,9 @@ pub struct Load {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Val {
     Lit(f64),
+    /// An index's value as a scalar (`float(i + 1)` in the source; C converts the
+    /// `int64_t` to the element type, rounding beyond 2^24 for `float`).
+    Coord(Ix),
     /// A scalar temporary.
     Scalar(String),
     Load(Load),
@@ -276,7 +279,7 @@ impl Val {
     pub fn visit(&self, f: &mut dyn FnMut(&Val)) {
         f(self);
         match self {
-            Val::Lit(_) | Val::Scalar(_) | Val::Load(_) => {}
+            Val::Lit(_) | Val::Coord(_) | Val::Scalar(_) | Val::Load(_) => {}
             Val::Neg(a) => a.visit(f),
             Val::Bin(_, a, b) => {
                 a.visit(f);

@@ -1137,6 +1137,13 @@ impl Parser<'_> {
                 Ok(Val::Blend(c, Box::new(v)))
             }
             Some(Tok::Ident(w)) if (w == "inf" || w == "NaN") => Ok(Val::Lit(self.literal()?)),
+            // An index's value as a scalar (`float` is a C keyword, never a name here).
+            Some(Tok::Ident(w)) if w == "float" && self.peek_at(1) == Some(&Tok::Sym("(")) => {
+                self.pos += 2;
+                let ix = self.arith()?.to_ix()?;
+                self.sym(")")?;
+                Ok(Val::Coord(ix))
+            }
             // Scalar functions, written as in ATL.
             Some(Tok::Ident(w))
                 if (w == "select" || ScalarFn::from_name(w).is_some())

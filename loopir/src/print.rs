@@ -533,7 +533,7 @@ fn val_prec(v: &Val) -> u8 {
         },
         Val::Neg(_) => 3,
         Val::Lit(x) if x.is_sign_negative() => 3,
-        Val::Lit(_) | Val::Scalar(_) | Val::Load(_) | Val::Call(..) => 4,
+        Val::Lit(_) | Val::Coord(_) | Val::Scalar(_) | Val::Load(_) | Val::Call(..) => 4,
     }
 }
 
@@ -546,6 +546,9 @@ fn write_val(out: &mut String, v: &Val, min: u8, p: &Printer) {
     }
     match v {
         Val::Lit(x) => out.push_str(&format_lit_signed(*x)),
+        Val::Coord(ix) => {
+            let _ = write!(out, "float({})", p.ix(ix));
+        }
         Val::Scalar(s) => out.push_str(s),
         Val::Load(l) => {
             let _ = write!(out, "{}[{}", l.buf, p.ix(&l.index));

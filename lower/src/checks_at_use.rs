@@ -168,6 +168,7 @@ fn unconditional_ixs(v: &Val, guarded: bool, f: &mut dyn FnMut(&Ix, bool)) {
     match v {
         Val::Lit(_) | Val::Scalar(_) => {}
         Val::Load(l) => f(&l.index, guarded),
+        Val::Coord(ix) => f(ix, guarded),
         Val::Neg(a) => unconditional_ixs(a, guarded, f),
         Val::Bin(_, a, b) => {
             unconditional_ixs(a, guarded, f);

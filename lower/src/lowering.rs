@@ -1289,6 +1289,7 @@ impl Lowerer<'_, '_> {
     fn scalar(&mut self, e: &Expr) -> Result<(Vec<Stmt>, Val), Diagnostic> {
         match &e.kind {
             ExprKind::Lit(v) => Ok((Vec::new(), Val::Lit(*v))),
+            ExprKind::Coord(index) => Ok((Vec::new(), Val::Coord(self.ix(index)))),
             ExprKind::Var(x) if matches!(self.lookup(x), Some(Binding::Scalar)) => {
                 Ok((Vec::new(), Val::Scalar(x.clone())))
             }

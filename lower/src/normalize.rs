@@ -193,6 +193,7 @@ impl Normalizer<'_, '_> {
         let with = |kind| Expr::new(kind, span);
         match &e.kind {
             ExprKind::Lit(_) => Ok(e.clone()),
+            ExprKind::Coord(index) => Ok(with(ExprKind::Coord(normalize(index)))),
             ExprKind::Meta(m) => Err(Diagnostic::error(
                 "E0911",
                 format!("cannot lower the metavariable `?{m}`"),
@@ -390,6 +391,7 @@ impl Normalizer<'_, '_> {
                 }
             }
             ExprKind::Lit(_)
+            | ExprKind::Coord(_)
             | ExprKind::Meta(_)
             | ExprKind::Input(_)
             | ExprKind::Var(_)

@@ -27,7 +27,7 @@ pub(crate) fn cshape(
     prover: &Prover<'_>,
 ) -> Result<Shape, Diagnostic> {
     Ok(match &e.kind {
-        ExprKind::Lit(_) => Vec::new(),
+        ExprKind::Lit(_) | ExprKind::Coord(_) => Vec::new(),
         ExprKind::Input(x) => globals
             .globals
             .get(x)

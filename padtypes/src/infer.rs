@@ -343,7 +343,9 @@ impl<'a> Analyzer<'a> {
         let order = self.order;
         self.order += 1;
         match &e.kind {
-            ExprKind::Lit(_) => Ok((vec![], PadPred::FALSE)),
+            // A coordinate is a computed value, never padding (it is zero where the
+            // index is, as a literal zero is zero).
+            ExprKind::Lit(_) | ExprKind::Coord(_) => Ok((vec![], PadPred::FALSE)),
             ExprKind::Input(name) => {
                 let shape = self.global_shape(name)?;
                 Ok((shape, PadPred::FALSE))

@@ -193,6 +193,10 @@ impl Eval<'_> {
                 shape: vec![],
                 cells: vec![Cell::Val(*v)],
             },
+            ExprKind::Coord(index) => Marked {
+                shape: vec![],
+                cells: vec![Cell::Val(self.index(index)? as f64)],
+            },
             ExprKind::Input(name) => {
                 let t = self
                     .inputs

@@ -386,6 +386,7 @@ Qed.
 Inductive tm : Type :=
   | tVar (n : nat)
   | tLit (c : scalar)
+  | tCoord (k : list Z -> Z)                    (* an index's value: [float(i + 1)] *)
   | tAdd (a b : tm) | tSub (a b : tm) | tMul (a b : tm) | tNeg (a : tm)
   | tGen (lo hi : list Z -> Z) (body : tm)      (* binds an index *)
   | tSum (lo hi : list Z -> Z) (body : tm)      (* binds an index *)
@@ -404,6 +405,7 @@ Fixpoint den (rho : list Z) (sigma : list T) (t : tm) : T :=
   match t with
   | tVar n => nth n sigma (fun _ => szero)
   | tLit c => Lit c
+  | tCoord k => Lit (sofz (k rho))
   | tAdd a b => Add (den rho sigma a) (den rho sigma b)
   | tSub a b => Sub (den rho sigma a) (den rho sigma b)
   | tMul a b => Mul (den rho sigma a) (den rho sigma b)
@@ -431,6 +433,7 @@ Fixpoint den (rho : list Z) (sigma : list T) (t : tm) : T :=
 Inductive wt (G : list (list Z)) : tm -> list Z -> Prop :=
   | wt_var : forall n sh, nth_error G n = Some sh -> wt G (tVar n) sh
   | wt_lit : forall c, wt G (tLit c) []
+  | wt_coord : forall k, wt G (tCoord k) []
   | wt_add : forall sh a b, wt G a sh -> wt G b sh -> wt G (tAdd a b) sh
   | wt_sub : forall sh a b, wt G a sh -> wt G b sh -> wt G (tSub a b) sh
   | wt_mul : forall a b, wt G a [] -> wt G b [] -> wt G (tMul a b) []
@@ -479,6 +482,7 @@ Theorem WS_den : forall G t sh, wt G t sh ->
 Proof.
   intros G t sh Ht; induction Ht; intros rho sigma Hs; simpl.
   - eapply WS_nth; eassumption.
+  - apply WS_Lit.
   - apply WS_Lit.
   - apply WS_Add; auto.
   - apply WS_Sub; auto.

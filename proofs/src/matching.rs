@@ -285,6 +285,7 @@ impl Matcher<'_> {
         let ok = match (&p.kind, &t.kind) {
             (K::Meta(m), _) => return self.meta_expr(m, t),
             (K::Lit(a), K::Lit(b)) => a.to_bits() == b.to_bits(),
+            (K::Coord(a), K::Coord(b)) => return self.index(a, b),
             (K::Var(pv), K::Var(tv)) if pv.starts_with('?') => self.term_of(pv) == Some(tv),
             (K::Input(a), K::Input(b)) | (K::DefRef(a), K::DefRef(b)) | (K::Var(a), K::Var(b)) => {
                 a == b

@@ -363,7 +363,9 @@ fn own(e: &Expr) -> Vec<IndexExpr> {
         ExprKind::Gen { lo, hi, .. }
         | ExprKind::Sum { lo, hi, .. }
         | ExprKind::MaxRed { lo, hi, .. } => vec![lo.clone(), hi.clone()],
-        ExprKind::Access { index: i, .. } | ExprKind::Amount { amount: i, .. } => vec![i.clone()],
+        ExprKind::Access { index: i, .. }
+        | ExprKind::Amount { amount: i, .. }
+        | ExprKind::Coord(i) => vec![i.clone()],
         ExprKind::Guard { pred, .. } => {
             let mut out = Vec::new();
             pred.map_index(&mut |i| {

@@ -597,3 +597,37 @@ fn contradictory_declarations_are_rejected() {
     c["declarations"] = json!("size n\nassume n < 1\ninput f : [n]\n");
     rejected(&c, "E1002", None, "contradictory");
 }
+
+#[test]
+fn a_coordinate_changed_by_a_step_is_rejected() {
+    // `simpl` may rewrite `float(x + 0)` into `float(x)`, not into `float(x + 1)`: the
+    // coordinate's index is the node's own data, compared like an access's.
+    let source = "size n
+input a : [n]
+def f = gen x < n: a[x] * float(x + 0)
+derive f2 from f {
+  simpl
+}
+";
+    let certs = common::certificates_of_source(source);
+    let original: Value = serde_json::from_str(&certs[0].1).expect("JSON");
+    assert_eq!(
+        original["steps"][0]["after"],
+        json!("gen x < n: a[x] * float(x)")
+    );
+    check(&original).expect("the original is accepted");
+    let mut c = original.clone();
+    for key in ["after_site", "after"] {
+        c["steps"][0][key] = json!("gen x < n: a[x] * float(x + 1)");
+    }
+    c["result"] = json!("gen x < n: a[x] * float(x + 1)");
+    rejected(&c, "E1006", Some(1), "`simpl` rewrote `x + 0` into `x + 1`");
+    // A rule step may not change it either: `float(x)` made `float(0)` by a step that
+    // records nothing there.
+    let mut c = original;
+    for key in ["after_site", "after"] {
+        c["steps"][0][key] = json!("gen x < n: a[x] * float(0)");
+    }
+    c["result"] = json!("gen x < n: a[x] * float(0)");
+    check(&c).expect_err("a changed coordinate is rejected");
+}

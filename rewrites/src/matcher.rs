@@ -201,7 +201,8 @@ impl Matcher<'_> {
                 self.index(pl, tl) && self.index(ph, th)
             }
             (K::Guard { pred: pp, .. }, K::Guard { pred: tp, .. }) => self.pred(pp, tp),
-            (K::Amount { amount: pk, .. }, K::Amount { amount: tk, .. }) => self.index(pk, tk),
+            (K::Amount { amount: pk, .. }, K::Amount { amount: tk, .. })
+            | (K::Coord(pk), K::Coord(tk)) => self.index(pk, tk),
             _ => true,
         };
         if !own {

@@ -340,7 +340,7 @@ impl Tr<'_> {
 
     fn shape(&self, e: &Expr) -> R<String> {
         Ok(match &e.kind {
-            ExprKind::Lit(_) => "[]".into(),
+            ExprKind::Lit(_) | ExprKind::Coord(_) => "[]".into(),
             ExprKind::Input(n) | ExprKind::Var(n) => match self.var_shape.get(n) {
                 Some(s) => s.clone(),
                 None => return fail(format!("no shape known for `{n}`")),
@@ -422,6 +422,8 @@ impl Tr<'_> {
                     c => format!("(Lit (sofz {}))", int(c)),
                 }
             }
+            // The integer's value as a scalar (`sofz`, as for integer literals).
+            ExprKind::Coord(index) => format!("(Lit (sofz {}))", self.index(index)?),
             ExprKind::Input(n) => format!("in_{}", ident(n)),
             ExprKind::Var(n) => self.binder_term(n),
             ExprKind::DefRef(n) => return fail(format!("definition reference `{n}`")),
@@ -653,7 +655,7 @@ fn classify(rule: &Rule) -> (BTreeMap<String, BinderKind>, BTreeMap<String, Meta
                 binders.insert(var.clone(), BinderKind::Tensor);
             }
             ExprKind::Guard { pred: p, .. } => pred(p, &mut metas),
-            ExprKind::Access { index, .. } => idx(index, &mut metas),
+            ExprKind::Access { index, .. } | ExprKind::Coord(index) => idx(index, &mut metas),
             ExprKind::Amount { amount, .. } => idx(amount, &mut metas),
             _ => {}
         });

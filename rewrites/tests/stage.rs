@@ -54,12 +54,12 @@ fn sizes(pairs: &[(&str, usize)]) -> BTreeMap<String, i64> {
         .collect()
 }
 
-/// out[i][e] = Σ_j softmax_j(S[i][·])[j] V[j][e], S[i][j] = Σ_d Q[i][d] K[j][d] / 8.
+/// out[i][e] = Σ_j softmax_j(S[i][·])[j] V[j][e], S[i][j] = Σ_d Q[i][d] K[j][d] / sqrt(D).
 fn attention_loops(n: usize, d: usize, q: &[f64], k: &[f64], v: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; n * d];
     for i in 0..n {
         let s: Vec<f64> = (0..n)
-            .map(|j| (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f64>() / 8.0)
+            .map(|j| (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f64>() / (d as f64).sqrt())
             .collect();
         let mx = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let total: f64 = s.iter().map(|x| (x - mx).exp()).sum();
@@ -80,12 +80,20 @@ fn attention_is_scheduled_with_directives_only_and_computes_attention() {
     assert!(diags.is_empty(), "{diags:?}");
     let fast = derivations.iter().find(|d| d.name == "fast").expect("fast");
     assert_eq!(rule_level_steps(fast), 0);
-    // The transposed copy of K is the first stage, and the scores read it along j.
-    assert_eq!(lets(&fast.result).first().map(String::as_str), Some("KT"));
+    // The scale `1 / sqrt(D)` is computed once, first; the transposed copy of K is the
+    // first stage, and the scores read it along j.
+    assert_eq!(
+        lets(&fast.result)
+            .iter()
+            .take(2)
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["scale", "KT"]
+    );
     let shown = atl_lang::pretty::expr_to_string(&fast.result, Default::default());
     assert!(shown.contains("KT[d, jt * 32 + jr]"), "{shown}");
     // The scale moved onto the factor the register tile's loops do not read.
-    assert!(shown.contains("Q[it * 6 + ir, d] * 0.125 * KT"), "{shown}");
+    assert!(shown.contains("Q[it * 6 + ir, d] * scale * KT"), "{shown}");
     let options = EvalOptions::default();
     for (n, d) in [(16, 1), (16, 5), (32, 7), (48, 64)] {
         let q = eighths(vec![n, d], 1);

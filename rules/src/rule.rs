@@ -434,6 +434,7 @@ impl PatternBuilder<'_> {
             }
             SExprKind::Transpose(a) => ExprKind::Transpose(Box::new(self.expr(a)?)),
             SExprKind::Flatten(a) => ExprKind::Flatten(Box::new(self.expr(a)?)),
+            SExprKind::Coord(index) => ExprKind::Coord(self.index(index)?),
             SExprKind::Amount { op, amount, arg } => ExprKind::Amount {
                 op: *op,
                 amount: self.index(amount)?,
@@ -595,7 +596,7 @@ pub fn metas_of(e: &Expr, out: &mut BTreeSet<String>) {
             idx(hi, out);
         }
         ExprKind::Guard { pred: p, .. } => pred(p, out),
-        ExprKind::Access { index, .. } => idx(index, out),
+        ExprKind::Access { index, .. } | ExprKind::Coord(index) => idx(index, out),
         ExprKind::Amount { amount, .. } => idx(amount, out),
         _ => {}
     });

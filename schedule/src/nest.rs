@@ -253,6 +253,11 @@ struct Scan {
 fn scan(e: &Expr, guarded: bool, found: &mut Scan) -> Result<(), String> {
     match &e.kind {
         ExprKind::Lit(_) => Ok(()),
+        // A coordinate used as a value: one conversion, no read.
+        ExprKind::Coord(_) => {
+            found.ops += 1;
+            Ok(())
+        }
         ExprKind::Access { .. } => {
             let mut indices = Vec::new();
             let mut cur = e;

@@ -995,6 +995,7 @@ impl Collector {
     fn val(&mut self, v: &Val, guard: &Pred) -> Term {
         match v {
             Val::Lit(x) => Term::Lit(*x),
+            Val::Coord(ix) => Term::Coord(self.ix(guard, ix, "coordinate used as a value")),
             Val::Scalar(name) => match self.scalar_site(name, None, guard, None) {
                 Some(site) => Term::Read {
                     site,

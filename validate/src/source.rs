@@ -116,6 +116,10 @@ impl<'a> SourceEval<'a> {
                 [] => Ok(Term::Lit(*v)),
                 _ => Err("a scalar literal indexed like a tensor".into()),
             },
+            ExprKind::Coord(index) => match idx {
+                [] => Ok(Term::Coord(scope.index(index))),
+                _ => Err("a coordinate used as a value, indexed like a tensor".into()),
+            },
             ExprKind::Input(name) => {
                 let shape = self
                     .shapes

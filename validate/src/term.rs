@@ -37,6 +37,8 @@ pub enum Term {
         site: usize,
         subst: BTreeMap<String, IndexExpr>,
     },
+    /// An index's value as a scalar (`float(i + 1)`), exact over the reals.
+    Coord(IndexExpr),
     /// The value of memory nothing wrote (a read the kernel's writes do not explain).
     Unknown(String),
     Neg(Box<Term>),
@@ -90,6 +92,7 @@ impl Term {
     pub fn map_index(&self, f: &mut dyn FnMut(&IndexExpr) -> IndexExpr) -> Term {
         match self {
             Term::Lit(_) | Term::Unknown(_) => self.clone(),
+            Term::Coord(index) => Term::Coord(f(index)),
             Term::Input { name, coords } => Term::Input {
                 name: name.clone(),
                 coords: coords.iter().map(&mut *f).collect(),
@@ -150,7 +153,8 @@ impl Term {
             // Finite in single precision too: a kernel in `float` rounds `1e300` to
             // an infinity.
             Term::Lit(v) => v.is_finite() && v.abs() <= f64::from(f32::MAX),
-            Term::Input { .. } => true,
+            // An `int64_t` converted: at most 2^63, finite in single precision.
+            Term::Input { .. } | Term::Coord(_) => true,
             Term::Neg(a) => a.surely_finite(),
             Term::Select(_, a, b) => a.surely_finite() && b.surely_finite(),
             Term::Bin(BinOp::Mul, a, b) => match (&**a, &**b) {
@@ -177,7 +181,7 @@ impl Term {
     pub fn has_unknown(&self) -> bool {
         match self {
             Term::Unknown(_) => true,
-            Term::Lit(_) | Term::Input { .. } | Term::Read { .. } => false,
+            Term::Lit(_) | Term::Coord(_) | Term::Input { .. } | Term::Read { .. } => false,
             Term::Neg(a) => a.has_unknown(),
             Term::Bin(_, a, b) | Term::Select(_, a, b) => a.has_unknown() || b.has_unknown(),
             Term::Call(_, args) => args.iter().any(Term::has_unknown),
@@ -194,6 +198,7 @@ impl fmt::Display for Term {
                 let c: Vec<String> = coords.iter().map(|c| c.to_string()).collect();
                 write!(f, "{name}[{}]", c.join(", "))
             }
+            Term::Coord(index) => write!(f, "float({index})"),
             Term::Read { site, .. } => write!(f, "<read #{site}>"),
             Term::Unknown(why) => write!(f, "<{why}>"),
             Term::Neg(a) => write!(f, "-({a})"),

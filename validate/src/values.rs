@@ -244,7 +244,7 @@ impl<'w> Kernel<'w> {
         }
         self.size += 1;
         match t {
-            Term::Lit(_) | Term::Input { .. } | Term::Unknown(_) => t.clone(),
+            Term::Lit(_) | Term::Coord(_) | Term::Input { .. } | Term::Unknown(_) => t.clone(),
             Term::Read { site, subst } => self.read(*site, subst, depth + 1),
             Term::Neg(a) => Term::Neg(Box::new(self.resolve(a, depth))),
             Term::Bin(op, a, b) => {
@@ -620,6 +620,7 @@ fn instantiate(t: &Term, s: &Subst) -> Term {
             }
         }
         Term::Lit(_) | Term::Unknown(_) => t.clone(),
+        Term::Coord(index) => Term::Coord(apply(index, s)),
         Term::Input { name, coords } => Term::Input {
             name: name.clone(),
             coords: coords.iter().map(|c| apply(c, s)).collect(),
@@ -742,6 +743,9 @@ impl<'s> Comparison<'s> {
     fn simplify(&mut self, t: &Term, facts: &[Pred]) -> Term {
         match t {
             Term::Lit(_) | Term::Input { .. } | Term::Unknown(_) | Term::Read { .. } => t.clone(),
+            // A constant coordinate is its value where a double holds it exactly.
+            Term::Coord(IndexExpr::Const(c)) if c.unsigned_abs() <= 1 << 53 => Term::Lit(*c as f64),
+            Term::Coord(_) => t.clone(),
             Term::Call(func, args) => {
                 let args: Vec<Term> = args.iter().map(|a| self.simplify(a, facts)).collect();
                 // Of literals, the value (`sqrt(0)` is 0): `ScalarFn::apply` is the
@@ -972,6 +976,27 @@ impl<'s> Comparison<'s> {
         }
         match (a, b) {
             (Term::Lit(x), Term::Lit(y)) if x == y => Outcome::Equal,
+            (Term::Coord(x), Term::Coord(y)) => {
+                if self.proves(facts, &eq(x.clone(), y.clone())) {
+                    Outcome::Equal
+                } else {
+                    Outcome::Differs(format!(
+                        "the kernel computes {a} where the source has {b} (not shown equal)"
+                    ))
+                }
+            }
+            // A coordinate equal to an integer literal (both exact in a double).
+            (Term::Coord(x), Term::Lit(v)) | (Term::Lit(v), Term::Coord(x))
+                if v.fract() == 0.0 && v.abs() <= 9_007_199_254_740_992.0 =>
+            {
+                if self.proves(facts, &eq(x.clone(), IndexExpr::Const(*v as i64))) {
+                    Outcome::Equal
+                } else {
+                    Outcome::Differs(format!(
+                        "the kernel computes {a} where the source has {b} (not shown equal)"
+                    ))
+                }
+            }
             (
                 Term::Input {
                     name: n1,
@@ -1085,6 +1110,7 @@ fn same_head(a: &Term, b: &Term) -> bool {
         | (Term::Sum { .. }, Term::Sum { .. })
         | (Term::Max { .. }, Term::Max { .. })
         | (Term::Lit(_), Term::Lit(_))
+        | (Term::Coord(_), Term::Coord(_))
         | (Term::Input { .. }, Term::Input { .. }) => true,
         _ => false,
     }

@@ -106,7 +106,7 @@ fn each_for(stmts: &mut [Stmt], depth: usize, f: &mut dyn FnMut(&mut For, usize)
 fn each_val_in(v: &mut Val, f: &mut dyn FnMut(&mut Val)) {
     f(v);
     match v {
-        Val::Lit(_) | Val::Scalar(_) | Val::Load(_) => {}
+        Val::Lit(_) | Val::Coord(_) | Val::Scalar(_) | Val::Load(_) => {}
         Val::Neg(a) | Val::Select(_, a) | Val::Blend(_, a) => each_val_in(a, f),
         Val::Bin(_, a, b) => {
             each_val_in(a, f);

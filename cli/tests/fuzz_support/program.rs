@@ -61,6 +61,8 @@ pub enum E {
     /// A scalar function: `abs`, `sqrt`, `max`, `min`, or `select` with the comparison
     /// after the name (`select>=`), its arguments in order.
     Call(&'static str, Vec<E>),
+    /// An index's value as a scalar, `float(i + 1)` (issue 32).
+    Coord(Ix),
 }
 
 /// An index array's declaration (issue 31, `docs/language.md` §3):
@@ -136,6 +138,7 @@ impl std::fmt::Display for E {
                 }
             }
             E::Name(n) => write!(f, "{n}"),
+            E::Coord(i) => write!(f, "float({i})"),
             E::Acc(t, i) => match &**t {
                 E::Name(_) | E::Acc(..) => write!(f, "{t}[{i}]"),
                 _ => write!(f, "({t})[{i}]"),
@@ -496,6 +499,13 @@ impl Gen<'_> {
         }
         if cands.is_empty() || self.rng.chance(10) {
             return self.lit();
+        }
+        // A coordinate or a size as a value (issue 32); never an index array's element.
+        if self.rng.chance(6) {
+            let index = self.index();
+            if !matches!(index, Ix::Load(..)) {
+                return E::Coord(index);
+            }
         }
         let (n, shape) = self.rng.pick(&cands).clone();
         if !shape.is_empty() && !self.binders.is_empty() && self.rng.chance(HUGE_READ_PERCENT) {
@@ -1267,7 +1277,7 @@ pub fn has_scatter(e: &E) -> bool {
         E::Sum(_, _, _, body) if matches!(&**body, E::Gen(i, None, _, g) if matches!(&**g, E::Guard(p, _) if one_hot(i, p))) => {
             true
         }
-        E::Lit(_) | E::Name(_) => false,
+        E::Lit(_) | E::Name(_) | E::Coord(_) => false,
         E::Acc(t, _) => has_scatter(t),
         E::Neg(a) | E::Transpose(a) | E::Flatten(a) | E::Amt(_, _, a) | E::Guard(_, a) => {
             has_scatter(a)
@@ -1295,6 +1305,7 @@ pub fn reads_index_array(e: &E) -> bool {
     }
     match e {
         E::Lit(_) | E::Name(_) => false,
+        E::Coord(i) => ix(i),
         E::Acc(t, i) => ix(i) || reads_index_array(t),
         E::Neg(a) | E::Transpose(a) | E::Flatten(a) | E::Amt(_, _, a) => reads_index_array(a),
         E::Guard(p, a) => pr(p) || reads_index_array(a),
@@ -1564,6 +1575,7 @@ pub fn has_huge_index(p: &Program) -> bool {
     fn ex(e: &E) -> bool {
         match e {
             E::Lit(_) | E::Name(_) => false,
+            E::Coord(i) => ix(i),
             E::Acc(t, i) => ix(i) || ex(t),
             E::Neg(a) | E::Transpose(a) | E::Flatten(a) | E::Amt(_, _, a) => ex(a),
             E::Guard(_, a) | E::Gen(_, _, _, a) | E::Sum(_, _, _, a) | E::Max(_, _, a) => ex(a),
@@ -1640,6 +1652,7 @@ pub fn shrinks(e: &E) -> Vec<E> {
     }
     match e {
         E::Lit(_) | E::Name(_) => {}
+        E::Coord(i) => out.extend(ix_shrinks(i).into_iter().map(E::Coord)),
         E::Acc(t, i) => {
             out.extend(shrinks(t).into_iter().map(|t2| E::Acc(b(t2), i.clone())));
             out.extend(ix_shrinks(i).into_iter().map(|i2| E::Acc(t.clone(), i2)));

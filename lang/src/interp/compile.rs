@@ -240,6 +240,8 @@ pub(super) enum Kind {
     Concat(Box<Node>, Box<Node>),
     Transpose(Box<Node>),
     Flatten(Box<Node>),
+    /// An index expression's value as a scalar (`float(i + 1)`).
+    Coord(CIdx),
     Amount {
         op: AmountOp,
         amount: CIdx,
@@ -318,6 +320,7 @@ impl<'a> Compiler<'a> {
         }
         let checks = match &kind {
             Kind::Lit(_) | Kind::Load(_) => false,
+            Kind::Coord(index) => !index.is_const(),
             Kind::Gen { lo, hi, body, .. } => !lo.is_const() || !hi.is_const() || body.checks,
             Kind::Amount { amount, arg, .. } => !amount.is_const() || arg.checks,
             Kind::Sum { body, .. } | Kind::MaxRed { body, .. } | Kind::Guard { body, .. } => {
@@ -506,7 +509,7 @@ impl<'a> Compiler<'a> {
     /// static shapes: the same rules as for the whole program, at one node's cost.
     pub(super) fn static_shape(&self, e: &Expr, node: &Node) -> Option<Shape> {
         let children: Vec<&Node> = match &node.kind {
-            Kind::Lit(_) => return Some(Vec::new()),
+            Kind::Lit(_) | Kind::Coord(_) => return Some(Vec::new()),
             Kind::Load(Src::Input(pos)) => {
                 return self
                     .shape_env
@@ -688,6 +691,10 @@ impl<'a> Compiler<'a> {
         let span = e.span;
         match &e.kind {
             ExprKind::Lit(v) => self.node(Kind::Lit(*v), Vec::new(), span),
+            ExprKind::Coord(index) => {
+                let index = self.index(index, span)?;
+                self.node(Kind::Coord(index), Vec::new(), span)
+            }
             ExprKind::Input(name) => {
                 let Some(pos) = self.program.inputs.iter().position(|i| &i.name == name) else {
                     return Err(unbound(span, format!("there is no input named `{name}`")));

@@ -227,6 +227,12 @@ impl Ctx<'_> {
                 out.fill(*v);
                 Ok(())
             }
+            Kind::Coord(index) => {
+                // Exact up to 2^53, as the interpreter's reals are doubles.
+                let value = self.index(index, env, span)?;
+                out.fill(value as f64);
+                Ok(())
+            }
             Kind::Load(src) => self.load(node, *src, env, out),
             Kind::Gen {
                 lo,
