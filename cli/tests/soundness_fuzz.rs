@@ -88,6 +88,8 @@ struct Stats {
     near_bound_runs: u64,
     /// Programs whose source reads at a huge index.
     huge_index_programs: u64,
+    /// Programs that use a coordinate or a size as a value (`float(i + 1)`, issue 32).
+    coordinate_programs: u64,
     /// The programs that declare index arrays (issue 31).
     ia: IndexArrayStats,
     /// The next accepted derivation is compiled (one every `COMPILE_EVERY` cases).
@@ -273,6 +275,7 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
     // derivation compiled, under the sanitizers.
     let mut huge_index_due = program::has_huge_index(&prog);
     stats.huge_index_programs += huge_index_due as u64;
+    stats.coordinate_programs += prog.text().contains("float(") as u64;
     // A planted program's source is the point: only its empty derivation is judged
     // (compiled, sanitized); random steps rarely keep its guarded read. Any other
     // program reading at a huge index has its empty derivation compiled when no step
@@ -595,7 +598,7 @@ fn soundness_fuzz() {
          assignments, {} not judged: 64-bit overflow), {} certificates verified ({} refused by the checker), {} mutated \
          certificates ({} accepted), {} compiled to C ({} sanitized, {} validated; {} runs \
          at entry bounds; {} refused by lowering E0938, {} by the validator; {} programs \
-         read at huge indices); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
+         read at huge indices; {} use coordinates as values); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
         stats.programs_generated,
         stats.programs_rejected,
         stats.programs_ill_shaped,
@@ -615,6 +618,7 @@ fn soundness_fuzz() {
         stats.lowering_refused,
         stats.validator_refused,
         stats.huge_index_programs,
+        stats.coordinate_programs,
         fuzz_time.as_secs_f64(),
         slowest.1,
         slowest.0.as_secs_f64(),

@@ -434,7 +434,8 @@ enum Mutation {
     StartPlusOne,
     /// `=` ↔ `+=` in a store or a scalar assignment.
     SwapStoreOp,
-    /// A literal (of a value, a fill) changed.
+    /// A literal (of a value, a fill) changed, or a coordinate used as a value moved
+    /// by one.
     ChangeLiteral,
     /// A comparison of a condition flipped or its operand moved by one.
     FlipComparison,
@@ -687,7 +688,26 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
             let fills = count::<Stmt>(&mut |f| each_stmt(body, f), &|s| {
                 matches!(s, Stmt::Fill { .. })
             });
-            if fills > 0 && rng.chance(30) {
+            let coords = count::<Val>(&mut |f| each_val(body, f), &|v| matches!(v, Val::Coord(_)));
+            if coords > 0 && rng.chance(40) {
+                // A coordinate used as a value (`float(i)`, issue 32) moved by one.
+                let delta = if rng.chance(50) { 1 } else { -1 };
+                edit_one::<Val>(
+                    rng,
+                    &mut |f| each_val(body, f),
+                    &|v| matches!(v, Val::Coord(_)),
+                    &mut |v| {
+                        if let Val::Coord(ix) = v {
+                            let old = ix.clone();
+                            *ix = Ix::bin(IxOp::Add, old.clone(), Ix::Const(delta));
+                            what = format!(
+                                "the value float({}) moved by {delta}",
+                                atl_loopir::print::ix_to_string(&old)
+                            );
+                        }
+                    },
+                )
+            } else if fills > 0 && rng.chance(30) {
                 edit_one::<Stmt>(
                     rng,
                     &mut |f| each_stmt(body, f),
