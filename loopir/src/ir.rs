@@ -433,6 +433,7 @@ impl Stmt {
         let val = |v: &Val, f: &mut dyn FnMut(&Ix)| {
             v.visit(&mut |n| match n {
                 Val::Load(l) => f(&l.index),
+                Val::Coord(ix) => f(ix),
                 Val::Select(c, _) | Val::Blend(c, _) => c.visit_ix(f),
                 _ => {}
             })

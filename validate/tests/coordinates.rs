@@ -82,3 +82,30 @@ fn a_tiled_kernel_of_a_square_is_validated_and_its_mutants_are_not() {
         "square",
     ));
 }
+
+/// Lowers `def` of `text` as `atl emit` does.
+fn lowered(text: &str, def: &str) -> Result<Kernel, atl_lang::diag::Diagnostic> {
+    let (program, shapes) = common::program(text);
+    atl_lower::lower_def_with(
+        &program,
+        &shapes,
+        def,
+        &atl_solver::Solver::new(),
+        &atl_lower::LowerOptions::default(),
+    )
+}
+
+#[test]
+fn a_coordinates_index_arithmetic_is_bounded_like_an_accesss() {
+    // The C evaluates `i * n` in int64_t: with the sizes unbounded it may overflow, and
+    // lowering refuses the kernel (E0938) rather than emit one the validator rejects.
+    let unbounded = "size n\ninput a: [n]\ndef big = gen i < n: a[i] * float(i * n)\n";
+    let refused = lowered(unbounded, "big").expect_err("refused");
+    assert_eq!(refused.code, "E0938", "{refused:?}");
+    // Bounded by an `assume`, the same kernel is validated.
+    let bounded =
+        "size n\nassume n <= 100000\ninput a: [n]\ndef big = gen i < n: a[i] * float(i * n)\n";
+    let kernel = lowered(bounded, "big").unwrap_or_else(|d| panic!("{d:?}"));
+    let report = common::report_against(&kernel, bounded, "big");
+    assert_eq!(report.verdict, KernelVerdict::Validated, "{report}");
+}
