@@ -1039,9 +1039,9 @@ impl Leaders {
 /// partitioned at the guards or not), then up to four whose tile differs by one step of
 /// height or width (everything else equal). The rest keep their order behind them.
 /// Which copy is fastest depends on the machine's caches and on how the C compiler
-/// allocates the tile's registers, which the cost model does not see: on an Intel Xeon
-/// (AVX-512) conv1d's 4 x 48 tile with its input bordered per column tile was timed
-/// only with this, and it was faster than the same tile bordered whole.
+/// allocates the tile's registers, which the cost model does not see, so the variants
+/// of a tile that times well are timed while the budget lasts rather than where the
+/// model ranks them.
 fn promote_neighbours(queue: &mut Vec<Ranked>, best: &Candidate) {
     let sibling = |c: &Candidate| {
         c != best

@@ -976,20 +976,14 @@ impl<'s> Comparison<'s> {
         }
         match (a, b) {
             (Term::Lit(x), Term::Lit(y)) if x == y => Outcome::Equal,
-            (Term::Coord(x), Term::Coord(y)) => {
-                if self.proves(facts, &eq(x.clone(), y.clone())) {
-                    Outcome::Equal
-                } else {
-                    Outcome::Differs(format!(
-                        "the kernel computes {a} where the source has {b} (not shown equal)"
-                    ))
-                }
-            }
-            // A coordinate equal to an integer literal (both exact in a double).
-            (Term::Coord(x), Term::Lit(v)) | (Term::Lit(v), Term::Coord(x))
-                if v.fract() == 0.0 && v.abs() <= 9_007_199_254_740_992.0 =>
-            {
-                if self.proves(facts, &eq(x.clone(), IndexExpr::Const(*v as i64))) {
+            // A coordinate equals another, or an integer literal, where their integers
+            // are proved equal.
+            (Term::Coord(_), _) | (_, Term::Coord(_)) => {
+                let equal = match (exact_integer(a), exact_integer(b)) {
+                    (Some(x), Some(y)) => self.proves(facts, &eq(x, y)),
+                    _ => false,
+                };
+                if equal {
                     Outcome::Equal
                 } else {
                     Outcome::Differs(format!(
@@ -1097,6 +1091,18 @@ impl<'s> Comparison<'s> {
             }
             _ => Outcome::Differs(format!("the kernel computes {a} where the source has {b}")),
         }
+    }
+}
+
+/// The integer a coordinate or an integer literal stands for (a literal only where a
+/// double holds it exactly).
+fn exact_integer(t: &Term) -> Option<IndexExpr> {
+    match t {
+        Term::Coord(index) => Some(index.clone()),
+        Term::Lit(v) if v.fract() == 0.0 && v.abs() <= 9_007_199_254_740_992.0 => {
+            Some(IndexExpr::Const(*v as i64))
+        }
+        _ => None,
     }
 }
 
