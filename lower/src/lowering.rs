@@ -92,6 +92,13 @@ pub(crate) struct Lowerer<'a, 'p> {
     preconditions: Vec<Precondition>,
     /// The local tiles of the sums being lowered ([`Lowerer::sum_into_buffer`]).
     tiles: BTreeSet<String>,
+    /// Of each such tile, the elements its copy reads: a condition on placeholder
+    /// names of its coordinates (the guards of the truncations the copy stores
+    /// through); absent where it reads every element.
+    tile_reads: HashMap<String, (Vec<String>, Pred)>,
+    /// While the value of a tile element is lowered, the condition under which the
+    /// copy reads that element ([`Lowerer::tile_reads`] at its coordinates).
+    element_read: Option<Pred>,
     /// How many sums being lowered accumulate in place into memory (not a tile).
     sums_into_memory: usize,
     /// The length of each index array read (its one extent), to check the reads of
@@ -139,6 +146,8 @@ pub(crate) fn lower(
         supply,
         preconditions: Vec::new(),
         tiles: BTreeSet::new(),
+        tile_reads: HashMap::new(),
+        element_read: None,
         sums_into_memory: 0,
         index_array_lengths: HashMap::new(),
         reads_assumed_inside: Vec::new(),
@@ -783,7 +792,15 @@ impl Lowerer<'_, '_> {
         }
         let flat = flatten_index(&applied.coords);
         let index = self.ix(&flat);
+        let read = self.tile_reads.get(&buf).map(|(names, read)| {
+            names
+                .iter()
+                .zip(&applied.coords)
+                .fold(read.clone(), |p, (name, c)| p.subst(name, &c.index))
+        });
+        let outer_read = std::mem::replace(&mut self.element_read, read);
         let computed = value(self);
+        self.element_read = outer_read;
         if guard.is_some() {
             self.prover.pop();
         }
@@ -1098,7 +1115,11 @@ impl Lowerer<'_, '_> {
             return Err(internal("a sum buffer for something other than a sum"));
         };
         self.tiles.insert(tile.clone());
+        if let Some(read) = self.elements_read(&tile, &dims, theta)? {
+            self.tile_reads.insert(tile.clone(), read);
+        }
         let body = self.sum_in_place(var, lo, hi, body, &tile_dest, &Reindexer::identity());
+        self.tile_reads.remove(&tile);
         self.tiles.remove(&tile);
         let mut body = body?;
         // `stmt` in accumulate mode does not zero: do it first.
@@ -1147,6 +1168,49 @@ impl Lowerer<'_, '_> {
         self.for_loop(&v, &IndexExpr::Const(0), first, LoopOrigin::Gen, move |l| {
             l.copy_tile(&tile, &rest, &coords, &dest, op, &theta)
         })
+    }
+
+    /// The elements of the tile `tile` (of extents `dims`) its copy through θ reads:
+    /// placeholder names for its coordinates and the condition on them, `None`
+    /// where the copy reads every element. Lanes it does not read (the columns of a
+    /// last tile past the extent, truncated away) need not hold the definition's
+    /// value: a guard that only zeroes them is left out of their sum
+    /// ([`Lowerer::element_read`]), so the last tile adds whole vectors.
+    fn elements_read(
+        &mut self,
+        tile: &str,
+        dims: &[IndexExpr],
+        theta: &Reindexer,
+    ) -> Result<Option<(Vec<String>, Pred)>, Diagnostic> {
+        let mut names = Vec::with_capacity(dims.len());
+        let mut theta = theta.clone();
+        for d in dims {
+            let name = self.fresh(&format!("{tile}_lane"));
+            theta = theta.then(ReindexOp::Push {
+                index: IndexExpr::var(name.clone()),
+                extent: d.clone(),
+            });
+            names.push(name);
+        }
+        let applied = theta
+            .apply(Vec::new())
+            .map_err(|e| internal(e.to_string()))?;
+        Ok(applied
+            .guards
+            .into_iter()
+            .reduce(Pred::and)
+            .map(|read| (names, read)))
+    }
+
+    /// Whether `p` holds wherever the tile element being computed is read.
+    fn read_elements_satisfy(&mut self, p: &Pred) -> bool {
+        let Some(read) = self.element_read.clone() else {
+            return false;
+        };
+        self.prover.push(read);
+        let holds = self.prover.proves(p);
+        self.prover.pop();
+        holds
     }
 
     fn extent_of(&mut self, e: &Expr) -> Result<IndexExpr, Diagnostic> {
@@ -1331,6 +1395,11 @@ impl Lowerer<'_, '_> {
                     if is_pure(body) && !has_guard(body) {
                         let (pre, v) = self.scalar(body)?;
                         if pre.is_empty() && !has_select(&v) {
+                            // Where the guard holds on every element the tile's copy
+                            // reads, the elements it zeroes are never read.
+                            if self.read_elements_satisfy(&p) {
+                                return Ok((Vec::new(), v));
+                            }
                             return Ok((Vec::new(), Val::Blend(cond, Box::new(v))));
                         }
                     }

@@ -4,8 +4,9 @@
 //! evaluated past the bound). Checked on the loop IR (the bound is a `min`, the
 //! select is gone) and on values against the interpreter, at sizes with and without a
 //! tail, for the guard written as `<`, `<=`, `>` and `>=`. The same for a guard below
-//! inner `gen`s (a last row tile's, bounding the rows) and for a sum's own guard (the
-//! last block of a split reduction).
+//! inner `gen`s (a last row tile's, bounding the rows) and for a sum's own
+//! guard (the last block of a split reduction). A last column tile's lanes past the
+//! extent, which its copy never stores, are summed without their guard.
 
 use std::collections::BTreeMap;
 
@@ -136,13 +137,80 @@ fn assert_values(source: &str, def: &str, cases: &[(i64, i64, i64, i64)]) -> Str
 #[test]
 fn a_row_tiles_guard_below_its_columns_bounds_the_rows() {
     // The last row tile: the guard on the rows sits below the column loop, which it
-    // does not mention; the rows are bounded and the columns keep no select.
+    // does not mention; the rows are bounded and the columns keep no select. (The
+    // rows kept at their constant trip count, unrolled with each row under an `if`,
+    // were no faster: a batched matmul at 64 x 16 x 256 x 256, 6-row tiles, the last
+    // of 4 rows, 2.03 ms against 1.98 ms, Intel Xeon, one thread.)
     let source = "size NB, M, N, K\ninput A : [NB, M, K]\ninput B : [NB, K, N]\n\
         def bmm = gen b < NB, it < cdiv(M, 4): sum k < K: gen ir < 4, j < N: \
         [it * 4 + ir < M] * (A[b, it * 4 + ir, k] * B[b, k, j])\n";
     let text = assert_values(source, "bmm", &[(2, 8, 5, 3), (2, 7, 5, 3), (1, 1, 2, 2)]);
     assert!(text.contains("for ir in 0..min(4, M - 4 * it) {"), "{text}");
     assert!(!text.contains(" ? "), "a select is left:\n{text}");
+}
+
+/// A derivation of `source` run, and the kernel of `def` with its text.
+fn derived_kernel(source: &str, def: &str) -> (atl_lang::ir::Program, atl_lower::Kernel, String) {
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let (library, _) = atl_rewrites::Library::standard();
+    let solver = atl_solver::Solver::new();
+    let env = atl_rewrites::Env {
+        program: &checked.program,
+        shapes: &checked.shapes,
+        library: &library,
+        solver: &solver,
+    };
+    let (derivations, failures) = atl_rewrites::run_derivations(&env);
+    assert!(failures.is_empty(), "{failures:?}");
+    let (program, shapes) =
+        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    let kernel = atl_lower::lower_def(&program, &shapes, def, &Default::default()).expect("lowers");
+    let text = atl_loopir::kernel_to_string(&kernel);
+    (program, kernel, text)
+}
+
+#[test]
+fn a_last_column_tiles_lanes_past_the_extent_are_summed_without_their_guard() {
+    // `B` packed (zero past the last column, so every read is in bounds) and tiled
+    // 2 x 8: the last column tile's guard only zeroes lanes its copy never stores
+    // (truncated away), so they are summed whole; the values are the definition's.
+    let source = "size M, N, K\ninput A : [M, K]\ninput B : [K, N]\n\
+        def mm = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]\n\
+        derive fast from mm {\n  pack B by 8 into Bp\n  tile i, j by 2, 8 into it, jt, ir, jr\n  \
+        simpl\n  reorder it, jt, k, ir, jr\n  partition it\n  partition jt\n}\n";
+    let (program, kernel, text) = derived_kernel(source, "fast");
+    assert!(
+        !text.contains("blend("),
+        "a guard is left in a tile:\n{text}"
+    );
+    for (m, n, k) in [(4, 16, 3), (5, 13, 3), (1, 1, 2), (3, 9, 1)] {
+        let sizes = BTreeMap::from([
+            ("M".to_string(), m),
+            ("N".to_string(), n),
+            ("K".to_string(), k),
+        ]);
+        let inputs = BTreeMap::from([
+            (
+                "A".to_string(),
+                Tensor::random(vec![m as usize, k as usize], 1),
+            ),
+            (
+                "B".to_string(),
+                Tensor::random(vec![k as usize, n as usize], 2),
+            ),
+        ]);
+        let want = eval_def(&program, "fast", &sizes, &inputs, &EvalOptions::default())
+            .expect("evaluates");
+        let got = atl_lower::run_kernel(&kernel, &sizes, &inputs).expect("runs");
+        assert_eq!(got.shape, want.shape);
+        for (g, w) in got.data.iter().zip(&want.data) {
+            assert!(
+                (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                "at {m}x{n}x{k}: {g} vs {w}"
+            );
+        }
+    }
 }
 
 #[test]
