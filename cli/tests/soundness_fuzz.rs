@@ -90,6 +90,10 @@ struct Stats {
     huge_index_programs: u64,
     /// Programs that use a coordinate or a size as a value (`float(i + 1)`, issue 32).
     coordinate_programs: u64,
+    /// Accepted derivations with a `pack` step, and how many of them were compiled (a
+    /// packed panel's zero columns under a tile: lanes summed without their guard).
+    packed_accepted: u64,
+    packed_compiled: u64,
     /// The programs that declare index arrays (issue 31).
     ia: IndexArrayStats,
     /// The next accepted derivation is compiled (one every `COMPILE_EVERY` cases).
@@ -329,6 +333,10 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
             }
             if out.engine_accepted {
                 stats.tally(&out);
+                if prog.steps.iter().any(|st| st.starts_with("pack ")) {
+                    stats.packed_accepted += 1;
+                    stats.packed_compiled += (out.compiled > 0) as u64;
+                }
                 stats.ia.derivations_accepted += index_arrays as u64;
                 if opts.compile && huge_index_due && verbose() {
                     eprintln!(
@@ -598,7 +606,7 @@ fn soundness_fuzz() {
          assignments, {} not judged: 64-bit overflow), {} certificates verified ({} refused by the checker), {} mutated \
          certificates ({} accepted), {} compiled to C ({} sanitized, {} validated; {} runs \
          at entry bounds; {} refused by lowering E0938, {} by the validator; {} programs \
-         read at huge indices; {} use coordinates as values); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
+         read at huge indices; {} use coordinates as values; {} derivations with a `pack`, {} of them compiled); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
         stats.programs_generated,
         stats.programs_rejected,
         stats.programs_ill_shaped,
@@ -619,6 +627,8 @@ fn soundness_fuzz() {
         stats.validator_refused,
         stats.huge_index_programs,
         stats.coordinate_programs,
+        stats.packed_accepted,
+        stats.packed_compiled,
         fuzz_time.as_secs_f64(),
         slowest.1,
         slowest.0.as_secs_f64(),

@@ -2,7 +2,9 @@
 //! of a lowered kernel (every obligation proved, still "not validated", exit 1), an
 //! edited kernel text rejected with a counterexample, malformed texts answered with
 //! diagnostics (never a panic), a kernel of another definition refused, and a printed
-//! kernel run from its text agreeing with the interpreter.
+//! kernel run from its text agreeing with the interpreter; a last column tile summed
+//! without the guard that zeroes only lanes never stored, validated, and the same guard
+//! dropped where it zeroes stored lanes, rejected.
 
 mod common;
 
@@ -421,4 +423,68 @@ fn an_output_shape_folded_under_an_assume_is_validated() {
     let (code, out, err) = atl(&["validate", &file, "--def", "a"]);
     assert_eq!(code, EXIT_OK, "{out}{err}");
     assert!(out.contains("verdict: validated"), "{out}");
+}
+
+/// A matmul with `B` packed in panels of `width` columns and tiled `rows` x `width`,
+/// each product under `guard` (`true` for none).
+fn packed_tile(width: u32, rows: u32, guard: &str) -> String {
+    format!(
+        "size M, N, K\ninput A : [M, K]\ninput B : [K, N]\n\n\
+         def mm = gen i < M, j < N: sum k < K: [{guard}] * (A[i, k] * B[k, j])\n\n\
+         derive fast from mm {{\n  pack B by {width} into Bp\n  \
+         tile i, j by {rows}, {width} into it, jt, ir, jr\n  simpl\n  \
+         reorder it, jt, k, ir, jr\n  partition it\n  partition jt\n}}\n"
+    )
+}
+
+#[test]
+fn a_last_column_tiles_lanes_past_the_extent_are_summed_without_a_guard_and_validated() {
+    // The packed panels hold zeros past N, so every read of the last column tile is in
+    // bounds, and its copy stores no lane past N: lowering sums those lanes without
+    // the guard (no blend), and the kernel is validated and agrees with the
+    // interpreter at sizes with ragged tiles in both dimensions.
+    for (width, rows) in [(8, 2), (16, 3), (32, 4)] {
+        let file = scratch(
+            &format!("packed_{width}_{rows}.atl"),
+            &packed_tile(width, rows, "true"),
+        );
+        let (code, ir, err) = atl(&["emit", &file, "--def", "fast", "--ir"]);
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(
+            !ir.contains("blend("),
+            "{width} x {rows}: a guard is left:\n{ir}"
+        );
+        let (code, out, err) = atl(&["validate", &file, "--def", "fast"]);
+        assert_eq!(code, EXIT_OK, "{width} x {rows}: {out}{err}");
+        for sizes in [
+            "M=7,N=13,K=5",
+            "M=1,N=1,K=1",
+            &format!("M={rows},N={width},K=2"),
+        ] {
+            let (code, out, err) = atl(&["run", &file, "--def", "fast", "--sizes", sizes]);
+            assert_eq!(code, EXIT_OK, "{width} x {rows} at {sizes}: {out}{err}");
+        }
+    }
+}
+
+#[test]
+fn a_guard_that_zeroes_stored_lanes_stays_and_a_kernel_without_it_is_rejected() {
+    // `[j + 1 < N]` zeroes the last column, which the copy stores: the guard is not
+    // implied where the tile is read, so it stays a blend. Dropped by hand from the
+    // last column tile (what a wrong lowering would do), the validator rejects the
+    // kernel with a wrong result.
+    let file = scratch("packed_guard.atl", &packed_tile(8, 2, "j + 1 < N"));
+    let (code, ir, err) = atl(&["emit", &file, "--def", "fast", "--ir"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let last = "blend(jr2 + 8 * jt2 + 1 < N, ";
+    assert!(ir.contains(last), "{ir}");
+    let (code, out, err) = atl(&["validate", &file, "--def", "fast"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    // `blend(c, v)` becomes `(v)`.
+    let edited = ir.replacen(last, "(", 1);
+    let mutant = scratch("packed_guard_dropped.ir", &edited);
+    let (code, out, err) = atl(&["validate", &file, "--def", "fast", "--ir", &mutant]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(out.contains("verdict: rejected"), "{out}");
+    assert!(out.contains("wrong result"), "{out}");
 }

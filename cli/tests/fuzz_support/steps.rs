@@ -281,6 +281,23 @@ pub fn step(
         8 if !lets.is_empty() => format!("compute_inline {}", rng.pick(&lets)),
         9 if !lets.is_empty() => format!("compute_at {} at {v}", rng.pick(&lets)),
         10 => format!("bound {v} to {}", with_value(rng, sizes, &[])),
+        // A loop's full tiles apart from its last, or an input packed into column
+        // panels (refused unless it is a matrix read with the columns): with a tile,
+        // the last column tile's lanes past the extent read the panels' zeros, and
+        // lowering sums them without their guard (its copy never stores them).
+        12 if rng.chance(60) => {
+            let tensors = inputs(e);
+            if tensors.is_empty() || rng.chance(50) {
+                format!("partition {v}")
+            } else {
+                format!(
+                    "pack {} by {} into {}",
+                    rng.pick(&tensors),
+                    factor(rng),
+                    binder_name(rng, &loops, &taken, "pk")
+                )
+            }
+        }
         // Now and then the kernel's vector width (a second one in a derivation is
         // refused, E0849; the pragma goes into the C the fuzzer compiles).
         _ if rng.chance(15) => format!("vector_width {}", rng.pick(&["128", "256", "512"])),
