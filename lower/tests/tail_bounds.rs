@@ -235,23 +235,7 @@ fn a_split_gens_tail_guard_stops_the_loop_at_the_extent() {
             "size n\ninput f : [n]\ndef g = gen i < n: f[i] * 2.0\n\
              derive h from g {{\n  split i by {factor} into io, ii\n}}\n"
         );
-        let (checked, diags) = atl_lang::check_source(&source);
-        let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
-        let (library, _) = atl_rewrites::Library::standard();
-        let solver = atl_solver::Solver::new();
-        let env = atl_rewrites::Env {
-            program: &checked.program,
-            shapes: &checked.shapes,
-            library: &library,
-            solver: &solver,
-        };
-        let (derivations, failures) = atl_rewrites::run_derivations(&env);
-        assert!(failures.is_empty(), "{failures:?}");
-        let (program, shapes) =
-            atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
-        let kernel =
-            atl_lower::lower_def(&program, &shapes, "h", &Default::default()).expect("lowers");
-        let text = atl_loopir::kernel_to_string(&kernel);
+        let (_, kernel, text) = derived_kernel(&source, "h");
         // Checked before running: with the guard inside, the run would not finish.
         assert!(
             text.contains(&format!("for ii in 0..min({factor}, n - {factor} * io)"))
