@@ -98,14 +98,30 @@ fn status_of(pos: [i32; 4], crd: [i32; 4]) -> (i32, bool) {
 }
 
 fn status_of_kernel(kernel: &atl_lower::Kernel, pos: [i32; 4], crd: [i32; 4]) -> (i32, bool) {
+    status_of_kernel_with(kernel, pos, crd, false)
+}
+
+/// As [`status_of_kernel`], compiled with OpenMP when `openmp` (two threads: each
+/// records its status into its own copy, `reduction(max: atl__status)`).
+fn status_of_kernel_with(
+    kernel: &atl_lower::Kernel,
+    pos: [i32; 4],
+    crd: [i32; 4],
+    openmp: bool,
+) -> (i32, bool) {
     let code = emit(kernel, &EmitOptions::default()).expect("emits");
+    let threads = if openmp {
+        format!("{}_set_threads(2);\n  ", code.symbol)
+    } else {
+        String::new()
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let main = format!(
         "{}\n#include <stdio.h>\nint main(void) {{\n  \
          int32_t pos[4] = {{{}}};\n  int32_t crd[4] = {{{}}};\n  \
          float vals[4] = {{1, 2, 3, 4}};\n  float v[4] = {{1, 10, 100, 1000}};\n  \
          float out[3] = {{-7, -7, -7}};\n  \
-         int s = {sym}(3, 4, 4, pos, crd, vals, v, out);\n  \
+         {threads}int s = {sym}(3, 4, 4, pos, crd, vals, v, out);\n  \
          printf(\"%d %d\\n\", s, out[0] == -7 && out[1] == -7 && out[2] == -7);\n  \
          return 0;\n}}\n",
         code.source,
@@ -118,6 +134,9 @@ fn status_of_kernel(kernel: &atl_lower::Kernel, pos: [i32; 4], crd: [i32; 4]) ->
     let exe = dir.path().join("k");
     let mut cc = std::process::Command::new("cc");
     cc.arg("-std=c99").arg("-o").arg(&exe).arg(&src);
+    if openmp {
+        cc.arg("-fopenmp");
+    }
     if common::sanitize() {
         cc.args([
             "-O1",
@@ -190,8 +209,20 @@ fn a_kernel_checking_crd_where_it_reads_it_uses_no_broken_value() {
         [0, 2, 1, 1 << 30],
         [i32::MIN, 2, 1, 3],
     ] {
-        assert_eq!(status_of_kernel(&kernel, [0, 2, 2, 4], crd).0, 5, "{crd:?}");
+        for openmp in [false, true] {
+            assert_eq!(
+                status_of_kernel_with(&kernel, [0, 2, 2, 4], crd, openmp).0,
+                5,
+                "{crd:?}, OpenMP {openmp}"
+            );
+        }
     }
+    // With OpenMP, the loop over the rows records the status in each thread's copy.
+    assert!(code.contains("reduction(max: atl__status)"), "{code}");
+    assert_eq!(
+        status_of_kernel_with(&kernel, [0, 2, 2, 4], [0, 2, 1, 3], true),
+        (0, false)
+    );
     // A value no row reads (past `pos[n]`) is not checked.
     assert_eq!(
         status_of_kernel(&kernel, [0, 2, 2, 3], [0, 2, 1, 99]),

@@ -26,7 +26,7 @@
 //! short-circuit: `p + 1 < nnz && crd[p + 1] == i`), loop bounds, lengths and
 //! declarations; not nested in the index of
 //! another qualifying array's load; and in no `vector` loop (the check's branch and
-//! its atomic status write do not belong in a SIMD loop). Anything else keeps the
+//! its status write do not belong in a SIMD loop). Anything else keeps the
 //! entry check: the choice changes speed, never meaning.
 
 use std::collections::BTreeSet;
