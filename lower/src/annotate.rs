@@ -326,6 +326,21 @@ fn iteration_private(body: &[Stmt]) -> bool {
     private
 }
 
+/// Whether the parallel loop `l` shares its iterations with its inner loop: its body is
+/// exactly one `gen` loop, sequential and not unrolled, whose bounds do not depend on
+/// `l` and which declares no hoisted buffers.
+pub(crate) fn collapsible(l: &For) -> bool {
+    l.parallel
+        && matches!(l.body.as_slice(), [Stmt::For(inner)]
+            if inner.origin == LoopOrigin::Gen
+                && !inner.vector
+                && !inner.unroll
+                && !inner.parallel
+                && !inner.lo.mentions(&l.var)
+                && !inner.hi.mentions(&l.var)
+                && inner.hoisted_buffers.is_empty())
+}
+
 /// Marks [`For::collapse`] on every parallel loop whose body is exactly one more `gen`
 /// loop, without annotations or hoisted buffers of its own, with bounds independent
 /// of the outer variable: sharing the iterations of both among the threads lets a short
@@ -336,15 +351,7 @@ pub fn collapse(stmts: &mut [Stmt]) {
     for s in stmts {
         match s {
             Stmt::For(l) => {
-                l.collapse = l.parallel
-                    && matches!(l.body.as_slice(), [Stmt::For(inner)]
-                        if inner.origin == LoopOrigin::Gen
-                            && !inner.vector
-                            && !inner.unroll
-                            && !inner.parallel
-                            && !inner.lo.mentions(&l.var)
-                            && !inner.hi.mentions(&l.var)
-                            && inner.hoisted_buffers.is_empty());
+                l.collapse = collapsible(l);
                 collapse(&mut l.body);
             }
             Stmt::If {

@@ -23,6 +23,7 @@ mod annotate;
 mod checks_at_use;
 mod load_guards;
 mod lowering;
+mod merge_parallel;
 mod normalize;
 mod overflow;
 mod placement;

@@ -218,6 +218,10 @@ pub(crate) fn lower(
     // (after the annotations, which an unrolled loop's constant trip count decides:
     // such a loop keeps its guard).
     crate::tail_bounds::bound_guarded_loops(&mut body);
+    // A partitioned parallel loop's parts share one region (after the annotations,
+    // which decide the parallel loops; before placement, which hoists temporaries
+    // around them).
+    crate::merge_parallel::merge_parallel_loops(&mut body, &mut l.prover);
     let mut kernel = Kernel {
         name: def.to_string(),
         sizes,

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 
 use atl_lang::interp::{EvalOptions, Tensor, eval_def};
 
+mod support;
+use support::derived_kernel;
+
 /// A batched product whose columns are tiled by 8 (no `pack`: the reads of `B` past
 /// the last column are out of bounds, so the tail tile's guard cannot be a blend).
 fn program(guard: &str) -> String {
@@ -147,27 +150,6 @@ fn a_row_tiles_guard_below_its_columns_bounds_the_rows() {
     let text = assert_values(source, "bmm", &[(2, 8, 5, 3), (2, 7, 5, 3), (1, 1, 2, 2)]);
     assert!(text.contains("for ir in 0..min(4, M - 4 * it) {"), "{text}");
     assert!(!text.contains(" ? "), "a select is left:\n{text}");
-}
-
-/// A derivation of `source` run, and the kernel of `def` with its text.
-fn derived_kernel(source: &str, def: &str) -> (atl_lang::ir::Program, atl_lower::Kernel, String) {
-    let (checked, diags) = atl_lang::check_source(source);
-    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
-    let (library, _) = atl_rewrites::Library::standard();
-    let solver = atl_solver::Solver::new();
-    let env = atl_rewrites::Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &library,
-        solver: &solver,
-    };
-    let (derivations, failures) = atl_rewrites::run_derivations(&env);
-    assert!(failures.is_empty(), "{failures:?}");
-    let (program, shapes) =
-        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
-    let kernel = atl_lower::lower_def(&program, &shapes, def, &Default::default()).expect("lowers");
-    let text = atl_loopir::kernel_to_string(&kernel);
-    (program, kernel, text)
 }
 
 #[test]

@@ -185,6 +185,28 @@ pub fn inputs(
         .collect()
 }
 
+/// The derivations of `source` run, and the kernel of `def` lowered as `atl emit`
+/// lowers it (default options), with the derived program and the kernel's text.
+pub fn derived_kernel(source: &str, def: &str) -> (Program, atl_lower::Kernel, String) {
+    let (checked, diags) = atl_lang::check_source(source);
+    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let (library, _) = atl_rewrites::Library::standard();
+    let solver = atl_solver::Solver::new();
+    let env = atl_rewrites::Env {
+        program: &checked.program,
+        shapes: &checked.shapes,
+        library: &library,
+        solver: &solver,
+    };
+    let (derivations, failures) = atl_rewrites::run_derivations(&env);
+    assert!(failures.is_empty(), "{failures:?}");
+    let (program, shapes) =
+        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    let kernel = atl_lower::lower_def(&program, &shapes, def, &Default::default()).expect("lowers");
+    let text = atl_loopir::kernel_to_string(&kernel);
+    (program, kernel, text)
+}
+
 /// The reference result.
 pub fn reference(
     program: &Program,
