@@ -57,6 +57,7 @@ pub fn check_call(
         bufs: Vec::new(),
         parallel: Vec::new(),
         hoisted: Vec::new(),
+        stores: StoreCounts::new(),
     };
     let mut values = Vec::new();
     for s in &kernel.sizes {
@@ -129,6 +130,20 @@ pub fn run_kernel(
     sizes: &BTreeMap<String, i64>,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<Tensor, Diagnostic> {
+    run_kernel_counting(kernel, sizes, inputs).map(|(out, _)| out)
+}
+
+/// How many element stores (`buf[i] = …`, `+=`, `max=`; not fills) a run made into each
+/// buffer, by name: the values a schedule computes of each stage (a stage computed
+/// per tile counts each tile's values, its halo included).
+pub type StoreCounts = BTreeMap<String, u64>;
+
+/// [`run_kernel`], also returning the stores the run made into each buffer.
+pub fn run_kernel_counting(
+    kernel: &Kernel,
+    sizes: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<(Tensor, StoreCounts), Diagnostic> {
     let call = check_call(kernel, sizes, inputs)?;
     let mut m = Machine {
         vars: kernel
@@ -141,6 +156,7 @@ pub fn run_kernel(
         bufs: Vec::new(),
         parallel: Vec::new(),
         hoisted: Vec::new(),
+        stores: StoreCounts::new(),
     };
     for decl in &kernel.inputs {
         let t = &inputs[&decl.name];
@@ -171,7 +187,9 @@ pub fn run_kernel(
             }
         }
     }
-    Tensor::new(out_shape, out).ok_or_else(|| fault("E0923", "output length mismatch".to_string()))
+    let out = Tensor::new(out_shape, out)
+        .ok_or_else(|| fault("E0923", "output length mismatch".to_string()))?;
+    Ok((out, m.stores))
 }
 
 /// A defect of the lowered code (never of the user's program).
@@ -192,6 +210,8 @@ struct Machine {
     parallel: Vec<DisjointWrites>,
     /// The hoisted buffers declared by the loops being run (outermost first).
     hoisted: Vec<HoistedBuffer>,
+    /// The element stores made so far, by buffer name.
+    stores: StoreCounts,
 }
 
 /// A buffer declared around a loop ([`For::hoisted_buffers`]) for the hoisted
@@ -683,6 +703,7 @@ impl Machine {
                 let x = self.val(value)?;
                 let (pos, k) = self.locate(buf, index, coords)?;
                 self.record_write(pos, k)?;
+                *self.stores.entry(buf.clone()).or_default() += 1;
                 let slot = &mut self.bufs[pos].1[k];
                 *slot = Some(match (op, *slot) {
                     (StoreOp::Assign, _) => x,
