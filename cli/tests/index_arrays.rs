@@ -259,7 +259,8 @@ fn a_guarded_gather_reads_its_index_array_only_under_the_guard() {
 /// one-hot generator whose target may be outside) is then lowered as the loop, so
 /// that the out-of-range case adds into element 0 as ATL says. A tensor read at such
 /// a coordinate, `vals[crd[p + 1]]`, is `vals[0]` there (it was a zero: not
-/// validated). All validate and run to the values computed here by hand.
+/// validated), and a sum to `crd[i + 1]` an empty sum. All validate and run to the
+/// values computed here by hand.
 #[test]
 fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
     let dir = scratch().join("past");
@@ -272,7 +273,8 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
          def scatter = sum p < nnz: gen i < n: [crd[p + 1] == i] * vals[p]\n\
          def gather = gen i < n: sum p < nnz: [crd[p + 1] == i] * vals[p]\n\
          def read = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[p + 1]])\n\
-         def spelled = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[min(p + 1, nnz)]])\n",
+         def spelled = gen i < n: sum p < nnz: [i == 0] * (vals[p] * vals[crd[min(p + 1, nnz)]])\n\
+         def bound = gen i < n: sum j < crd[i + 1]: vals[j]\n",
     )
     .expect("write");
     let program = program.display().to_string();
@@ -290,6 +292,11 @@ fn a_guard_reading_past_an_index_array_reads_zero_and_nothing_past_it() {
         // and recursed until the stack overflowed (soundness fuzzer, seed 36, case
         // 580).
         ("spelled", [1110.0, 0.0, 0.0]),
+        // A sum's bound read past the array: the loop to `crd[i + 1]` ran to the
+        // value past it at i = 2 (soundness fuzzer, seed 48, case 1167: the validator
+        // refuted it, E0951); it is now split on the read being inside, an empty sum
+        // outside. vals[0], vals[0] + vals[1], and the sum to crd[3] = 0.
+        ("bound", [1.0, 11.0, 0.0]),
     ] {
         let (code, out, err) = atl(&["validate", &program, "--def", def]);
         assert_eq!(code, EXIT_OK, "{def}: {err}");

@@ -638,9 +638,40 @@ impl Lowerer<'_, '_> {
         lo: &IndexExpr,
         hi: &IndexExpr,
         origin: LoopOrigin,
-        body: impl FnOnce(&mut Self) -> Result<Vec<Stmt>, Diagnostic>,
+        mut body: impl FnMut(&mut Self) -> Result<Vec<Stmt>, Diagnostic>,
+    ) -> Result<Vec<Stmt>, Diagnostic> {
+        self.for_loop_dyn(var, lo, hi, origin, &mut body)
+    }
+
+    /// [`Self::for_loop`] with the body behind a reference (it recurses with the same
+    /// body).
+    fn for_loop_dyn(
+        &mut self,
+        var: &str,
+        lo: &IndexExpr,
+        hi: &IndexExpr,
+        origin: LoopOrigin,
+        body: &mut dyn FnMut(&mut Self) -> Result<Vec<Stmt>, Diagnostic>,
     ) -> Result<Vec<Stmt>, Diagnostic> {
         let (lo, hi) = (self.prover.simplify(lo), self.prover.simplify(hi));
+        // A bound that reads an index array at an index not proved inside it (`sum j <
+        // crd[1]` with `crd` of length `n`, which may be 1) reads 0 there: the loop is
+        // split on the read being inside, the other case with the read replaced by 0,
+        // so that the kernel never reads past the array (the soundness fuzzer, seed 48,
+        // case 1167: the validator refused the kernel, E0951).
+        if let Some((read, inside)) = self.read_not_inside(&[lo.clone(), hi.clone()]) {
+            let zero = IndexExpr::Const(0);
+            let (lo0, hi0) = (
+                crate::load_guards::replace(&lo, &read, &zero),
+                crate::load_guards::replace(&hi, &read, &zero),
+            );
+            let body = std::cell::RefCell::new(body);
+            return self.if_(
+                &inside,
+                |l| l.for_loop_dyn(var, &lo, &hi, origin, &mut **body.borrow_mut()),
+                |l| l.for_loop_dyn(var, &lo0, &hi0, origin, &mut **body.borrow_mut()),
+            );
+        }
         // An empty range (provably) emits nothing.
         if self
             .prover
@@ -1461,7 +1492,7 @@ impl Lowerer<'_, '_> {
                 stmts.extend(self.for_loop(var, lo, hi, LoopOrigin::Max, move |l| {
                     let (mut pre, value) = l.scalar(body)?;
                     pre.push(Stmt::SetScalar {
-                        name,
+                        name: name.clone(),
                         op: StoreOp::Max,
                         value,
                     });
