@@ -401,8 +401,8 @@ fn positions<'e>(e: &'e IndexExpr, path: &mut Path, out: &mut Vec<(Path, &'e Ind
     let inner =
         |child: &IndexExpr| (is_sum(e) && is_sum(child)) || (is_product(e) && is_product(child));
     match e {
-        // A load is a leaf: its index is left as it is (simplifying it would be sound,
-        // but no rule needs it).
+        // A load is a leaf: its index is simplified on its own, before
+        // (`Engine::load_indices`).
         IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) | IndexExpr::Load(..) => {
             return;
         }
@@ -526,7 +526,7 @@ impl Engine<'_> {
     }
 
     fn index(&self, e: &IndexExpr) -> IndexExpr {
-        let mut cur = canonical(e);
+        let mut cur = canonical(&self.load_indices(e));
         for _ in 0..MAX_STEPS {
             match self.rewrite_once(&cur) {
                 Some(next) => cur = next,
@@ -534,6 +534,21 @@ impl Engine<'_> {
             }
         }
         cur
+    }
+
+    /// `e` with the index of every load simplified (a load is a leaf for the rewrite
+    /// rules, but its index is an index expression like any other: `pos[(4 * ib + ii)
+    /// / 4]` under `0 <= ii < 4` is `pos[ib]`, which lets a loop over a block row's
+    /// stored blocks leave the rows of the block).
+    fn load_indices(&self, e: &IndexExpr) -> IndexExpr {
+        match e {
+            IndexExpr::Const(_) | IndexExpr::Var(_) | IndexExpr::Meta(_) => e.clone(),
+            IndexExpr::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(self.index(a))),
+            IndexExpr::Neg(a) => IndexExpr::Neg(Box::new(self.load_indices(a))),
+            IndexExpr::Bin(op, a, b) => {
+                IndexExpr::bin(*op, self.load_indices(a), self.load_indices(b))
+            }
+        }
     }
 }
 

@@ -70,6 +70,23 @@ fn simplifies_tiling_index_arithmetic() {
 }
 
 #[test]
+fn simplifies_the_index_of_a_load() {
+    // A block row's blocks, `pos[i / 4]` after the rows are split by 4: the load's
+    // index is simplified like any other, at any depth.
+    let solver = Solver::new();
+    let f = tiled();
+    let load = |i: IndexExpr| IndexExpr::Load("pos".to_string(), Box::new(i));
+    let got = simplify_index(
+        &IndexExpr::add(load(index("(io*8 + ii) / 8")), IndexExpr::Const(1)),
+        &f,
+        &solver,
+    );
+    assert_eq!(got, IndexExpr::add(load(index("io")), IndexExpr::Const(1)));
+    let got = simplify_index(&load(load(index("(io*8 + ii) % 8 + 0"))), &f, &solver);
+    assert_eq!(got, load(load(index("ii"))));
+}
+
+#[test]
 fn facts_matter() {
     // Without `ii < 8` the quotient cannot drop `ii / 8`.
     let solver = Solver::new();
