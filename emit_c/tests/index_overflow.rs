@@ -8,6 +8,8 @@
 //! `ATL_SANITIZE=1`.
 
 mod common;
+#[path = "../../lower/tests/support/mod.rs"]
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -189,21 +191,7 @@ fn a_kernel_that_overflows_at_every_size_is_refused() {
 
 #[test]
 fn the_tile_id_derivation_with_a_huge_factor_runs() {
-    let (checked, diags) = atl_lang::check_source(&fixture("tile_id_huge_k.atl"));
-    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
-    let (library, _) = atl_rewrites::Library::standard();
-    let solver = atl_solver::Solver::new();
-    let env = atl_rewrites::Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &library,
-        solver: &solver,
-    };
-    let (derivations, failures) = atl_rewrites::run_derivations(&env);
-    assert!(failures.is_empty(), "{failures:?}");
-    let (program, shapes) =
-        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
-    let kernel = atl_lower::lower_def(&program, &shapes, "b", &Default::default()).expect("lowers");
+    let (_, kernel, _) = support::derived_kernel(&fixture("tile_id_huge_k.atl"), "b");
     assert_eq!(run_c(&kernel, 3, 3), (0, vec![1.0, 2.0, 3.0]));
 }
 

@@ -4,6 +4,9 @@
 //! header; and GCC honours it: compiled for an AVX-512 target, the kernel's vector
 //! code uses 512-bit registers at 512 and none at 256 (whatever the target's default).
 
+#[path = "../../lower/tests/support/mod.rs"]
+mod support;
+
 use std::process::Command;
 
 use atl_emit_c::{Dtype, EmitOptions, Fp, emit};
@@ -15,22 +18,7 @@ const SOURCE: &str = "size n\ninput f : [n]\ninput g : [n]\n\
                       derive axpy512 from axpy {\n  vector_width 512\n}\n";
 
 fn kernel(def: &str) -> Kernel {
-    let (checked, diags) = atl_lang::check_source(SOURCE);
-    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
-    let (library, diags) = atl_rewrites::Library::standard();
-    assert!(diags.is_empty());
-    let solver = atl_solver::Solver::new();
-    let env = atl_rewrites::Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &library,
-        solver: &solver,
-    };
-    let (derivations, diags) = atl_rewrites::run_derivations(&env);
-    assert!(diags.is_empty(), "{diags:?}");
-    let (program, shapes) =
-        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
-    atl_lower::lower_def(&program, &shapes, def, &Default::default()).expect("lowers")
+    support::derived_kernel(SOURCE, def).1
 }
 
 fn c_source(kernel: &Kernel) -> String {

@@ -3,6 +3,8 @@
 //! iterations writing the same element — so the differential tests, which run every
 //! example through it, would catch a lowering that broke the invariant.
 
+mod support;
+
 use std::collections::BTreeMap;
 
 use atl_lang::interp::Tensor;
@@ -142,26 +144,8 @@ fn a_wrong_parallel_annotation_is_caught_by_the_interpreter() {
     assert_eq!(got.data, vec![11.0, 22.0, 33.0]);
 }
 
-/// A file's derivations run and added as definitions (with their loop hints), then
-/// `def` lowered.
-fn derived(source: &str) -> (atl_lang::ir::Program, atl_lang::shapes::ShapeEnv) {
-    let (checked, diags) = atl_lang::check_source(source);
-    let checked = checked.unwrap_or_else(|| panic!("does not check: {diags:?}"));
-    let (library, _) = atl_rewrites::Library::standard();
-    let solver = atl_solver::Solver::new();
-    let env = atl_rewrites::Env {
-        program: &checked.program,
-        shapes: &checked.shapes,
-        library: &library,
-        solver: &solver,
-    };
-    let (derivations, failures) = atl_rewrites::run_derivations(&env);
-    assert!(failures.is_empty(), "derivations fail: {failures:?}");
-    atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations)
-}
-
 fn derived_kernel(source: &str, def: &str) -> Result<Kernel, atl_lang::diag::Diagnostic> {
-    let (program, shapes) = derived(source);
+    let (program, shapes) = support::derived_program(source);
     lower_def(&program, &shapes, def, &LowerOptions::default())
 }
 
@@ -215,7 +199,7 @@ fn runs_like_reference(
 fn blur_hints_give_exactly_the_requested_annotations() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/blur/blur.atl");
     let source = std::fs::read_to_string(path).expect("readable");
-    let (program, shapes) = derived(&source);
+    let (program, shapes) = support::derived_program(&source);
     let def = program.def("fast_annotated").expect("derived");
     let hints: Vec<String> = def
         .hints
@@ -250,7 +234,7 @@ fn a_parallel_hint_moves_the_parallel_loop_inward() {
     // `i` was parallel automatically; with `j` parallel it runs in sequence (no
     // nested parallel regions), and the reduction stays sequential.
     assert_eq!(annotations(&k), ["i:", "j:p", "k:"]);
-    let (program, _) = derived(&src);
+    let (program, _) = support::derived_program(&src);
     runs_like_reference(&program, &k, "mm_j", &[("M", 3), ("N", 5), ("K", 4)]);
 }
 
@@ -261,7 +245,7 @@ fn a_vectorize_hint_applies_below_the_automatic_minimum() {
     let src = "size M, K\ninput A : [M, K]\n\
         def pairs = gen i < M, t < 2: A[i, t] * 2\n\
         derive pairs_h from pairs {\n  parallel i\n  vectorize t\n}\n";
-    let (program, _) = derived(src);
+    let (program, _) = support::derived_program(src);
     let auto = kernel(src, "pairs");
     assert_eq!(annotations(&auto), ["i:p", "t:u"]);
     let k = derived_kernel(src, "pairs_h").expect("lowers");
@@ -314,7 +298,7 @@ fn an_unroll_hint_replaces_vectorization() {
             "io:p", "jo:", "z:u", "z1:v", "k:", "ii:u", "ji:u", "t:u", "t1:v"
         ]
     );
-    let (program, _) = derived(src);
+    let (program, _) = support::derived_program(src);
     runs_like_reference(&program, &k, "tile_u", &[("M", 2), ("N", 3), ("K", 2)]);
 }
 
@@ -378,7 +362,7 @@ fn parallel_and_vectorize_combine_on_one_loop() {
     assert_eq!(annotations(&k), ["i:pv"]);
     let k = derived_kernel(src, "threads").expect("lowers");
     assert_eq!(annotations(&k), ["i:p"]);
-    let (program, _) = derived(src);
+    let (program, _) = support::derived_program(src);
     runs_like_reference(&program, &k, "threads", &[("n", 9)]);
 }
 
@@ -390,7 +374,7 @@ fn a_scalar_let_is_a_per_lane_temporary() {
         derive a_vec from a {\n  vectorize i\n}\n";
     let k = derived_kernel(src, "a_vec").expect("lowers");
     assert_eq!(annotations(&k), ["i:v"]);
-    let (program, _) = derived(src);
+    let (program, _) = support::derived_program(src);
     runs_like_reference(&program, &k, "a_vec", &[("n", 6)]);
 }
 
@@ -467,6 +451,6 @@ fn unroll_off_removes_only_the_unrolling() {
             "io:p", "jo:", "z:u", "z1:v", "k:", "ii:", "ji:v", "t:u", "t1:v"
         ]
     );
-    let (program, _) = derived(src);
+    let (program, _) = support::derived_program(src);
     runs_like_reference(&program, &k, "tile_r", &[("M", 2), ("N", 3), ("K", 2)]);
 }

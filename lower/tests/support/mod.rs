@@ -185,11 +185,12 @@ pub fn inputs(
         .collect()
 }
 
-/// The derivations of `source` run, and the kernel of `def` lowered as `atl emit`
-/// lowers it (default options), with the derived program and the kernel's text.
-pub fn derived_kernel(source: &str, def: &str) -> (Program, atl_lower::Kernel, String) {
+/// The program of `source` with its derivations run and added as definitions (with
+/// their loop hints), and its shapes. Panics if the source does not check or a
+/// derivation fails.
+pub fn derived_program(source: &str) -> (Program, ShapeEnv) {
     let (checked, diags) = atl_lang::check_source(source);
-    let checked = checked.unwrap_or_else(|| panic!("{diags:?}"));
+    let checked = checked.unwrap_or_else(|| panic!("does not check: {diags:?}"));
     let (library, _) = atl_rewrites::Library::standard();
     let solver = atl_solver::Solver::new();
     let env = atl_rewrites::Env {
@@ -199,9 +200,14 @@ pub fn derived_kernel(source: &str, def: &str) -> (Program, atl_lower::Kernel, S
         solver: &solver,
     };
     let (derivations, failures) = atl_rewrites::run_derivations(&env);
-    assert!(failures.is_empty(), "{failures:?}");
-    let (program, shapes) =
-        atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations);
+    assert!(failures.is_empty(), "derivations fail: {failures:?}");
+    atl_rewrites::with_derived(&checked.program, &checked.shapes, &derivations)
+}
+
+/// [`derived_program`], and the kernel of `def` lowered as `atl emit` lowers it
+/// (default options), with the kernel's text.
+pub fn derived_kernel(source: &str, def: &str) -> (Program, atl_lower::Kernel, String) {
+    let (program, shapes) = derived_program(source);
     let kernel = atl_lower::lower_def(&program, &shapes, def, &Default::default()).expect("lowers");
     let text = atl_loopir::kernel_to_string(&kernel);
     (program, kernel, text)
