@@ -671,3 +671,34 @@ fn an_if_else_pair_covering_the_output_written_by_hand_is_accepted() {
     );
     assert_accepted(&k);
 }
+
+#[test]
+fn a_temporary_renamed_as_the_input_it_reads_is_rejected_on_its_name_alone() {
+    // The mutation fuzzer (seed 31, case 1761) renamed blur's per-strip buffer `bx` to
+    // `img`, the input it is computed from: the validator chased the buffer's reads of
+    // itself until memory ran out (24 GiB). The names are now checked first, and a
+    // clash rejects the kernel before any other analysis reads them.
+    let kernel = common::example_kernel("blur/blur.atl", "strips_staged");
+    let text = atl_loopir::print::kernel_to_text(&kernel);
+    let body = text.find("\n{").expect("a body");
+    assert!(text[body..].contains("bx["), "{text}");
+    let renamed = format!("{}{}", &text[..body], text[body..].replace("bx", "img"));
+    let mutant = atl_loopir::parse_kernel(&renamed).expect("parses");
+    let report = common::report_against_example(&mutant, "blur/blur.atl", "strips_staged");
+    let atl_validate::KernelVerdict::Rejected { refuted, .. } = &report.verdict else {
+        panic!("not rejected:\n{report}");
+    };
+    assert!(
+        refuted.iter().any(|r| matches!(&r.obligation.kind,
+            ObligationKind::WellFormed { problem } if problem.contains("hides the input `img`"))),
+        "{report}"
+    );
+    // Only the names were checked.
+    assert!(
+        report.obligations.iter().all(|c| matches!(
+            c.obligation.kind,
+            ObligationKind::WellFormed { .. } | ObligationKind::CName { .. }
+        )),
+        "{report}"
+    );
+}
