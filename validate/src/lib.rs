@@ -299,16 +299,7 @@ pub fn validate_monitored(
     // analysis chased them until memory ran out: the mutation fuzzer, seed 31, case
     // 1761). A kernel whose names clash is rejected on them alone.
     let name_checks = names::check(kernel, solver);
-    let clashes: Vec<Refutation> = name_checks
-        .iter()
-        .filter_map(|c| match &c.verdict {
-            Verdict::Refuted(cex) => Some(Refutation {
-                obligation: c.obligation.clone(),
-                counterexample: cex.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let clashes = refutations(&name_checks);
     if !clashes.is_empty() {
         return Report {
             kernel: kernel.name.clone(),
@@ -385,16 +376,7 @@ pub fn validate_monitored(
     if cancelled() {
         return interrupted(checked);
     }
-    let refuted: Vec<Refutation> = checked
-        .iter()
-        .filter_map(|c| match &c.verdict {
-            Verdict::Refuted(cex) => Some(Refutation {
-                obligation: c.obligation.clone(),
-                counterexample: cex.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let refuted = refutations(&checked);
     let mut reasons: Vec<String> = checked
         .iter()
         .filter_map(|c| match &c.verdict {
@@ -427,6 +409,20 @@ pub fn validate_monitored(
         verdict,
         elapsed: start.elapsed(),
     }
+}
+
+/// The refuted obligations among `checked`, with their counterexamples.
+fn refutations(checked: &[CheckedObligation]) -> Vec<Refutation> {
+    checked
+        .iter()
+        .filter_map(|c| match &c.verdict {
+            Verdict::Refuted(cex) => Some(Refutation {
+                obligation: c.obligation.clone(),
+                counterexample: cex.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each precondition's statement (what `atl emit --ir` prints, what the header, the
