@@ -196,6 +196,13 @@ pub enum StepKind {
         /// One `(LO, HI)` per windowed dimension, outermost first (at least one).
         dims: Vec<(SIndex, SIndex)>,
     },
+    /// `specialize COND { steps }` (Halide's `specialize`): the program becomes its
+    /// version under the run-time condition `COND` (on sizes), scheduled by `steps`,
+    /// and its general version, scheduled as before the block.
+    Specialize {
+        cond: SPred,
+        steps: Vec<Step>,
+    },
     /// Any other command word with its arguments (Halide-style directives); a later
     /// stage gives them meaning or reports them as unknown.
     Directive {

@@ -622,7 +622,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0831",
-        "a Halide directive with no sound counterpart (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, `align_bounds`, …), with the reason",
+        "a Halide directive with no sound counterpart (`store_at`, `store_root`, `fold_storage`, `compute_with`, `align_bounds`, …), with the reason",
         "see docs/directives.md",
     ),
     active(
@@ -709,6 +709,11 @@ pub static CODES: &[ErrorCode] = &[
         "E0856",
         "`rfactor` of a loop that is not a reduction from 0 directly inside another reduction",
         "`split k by 8 into ko, ki` first, then `rfactor ki into l`",
+    ),
+    active(
+        "E0857",
+        "a misused `specialize`: a condition that is not a conjunction of comparisons of sizes, a second `specialize` of the same derivation, or a step after it",
+        "specialize on sizes (`specialize n % 16 == 0 && n >= 32 { … }`) as the last step of a derivation; schedule the general version before it",
     ),
     active(
         "E0901",

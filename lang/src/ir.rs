@@ -373,6 +373,29 @@ impl Expr {
         }
     }
 
+    /// `[p] * a + [!p] * b`, the case split `specialize` makes (rules `spec_lt`, …):
+    /// the condition and the two parts. Lowering computes one part or the other.
+    pub fn as_case_split(&self) -> Option<(&Pred, &Expr, &Expr)> {
+        let ExprKind::Binary {
+            op: BinOp::Add,
+            lhs,
+            rhs,
+        } = &self.kind
+        else {
+            return None;
+        };
+        match (&lhs.kind, &rhs.kind) {
+            (
+                ExprKind::Guard { pred, body: a },
+                ExprKind::Guard {
+                    pred: Pred::Not(negated),
+                    body: b,
+                },
+            ) if **negated == *pred => Some((pred, a, b)),
+            _ => None,
+        }
+    }
+
     /// The name this node binds, and which child indices it scopes over.
     /// `gen`/`sum` bind an index variable over their body; `let` binds a tensor variable
     /// over its body (child 1) but not its value (child 0).

@@ -978,12 +978,65 @@ fn steps_from_tokens(
     let mut out = Vec::new();
     let mut diags = Vec::new();
     for step in steps {
-        match parse_step(&step) {
+        let parsed = match step.first() {
+            Some((Token::Ident(w), _)) if w == "specialize" => parse_specialize(&step, lines),
+            _ => parse_step(&step),
+        };
+        match parsed {
             Ok(s) => out.push(s),
             Err(d) => diags.push(d),
         }
     }
     (out, diags)
+}
+
+/// `specialize COND { steps }`: the condition up to the block, then the block's steps
+/// (split as a derivation's are).
+fn parse_specialize(tokens: &[(Token, Span)], lines: &Lines) -> Result<Step, Diagnostic> {
+    let span = step_span(tokens);
+    let head = tokens[0].1;
+    let usage = || {
+        Diagnostic::error(
+            "E0206",
+            "`specialize` needs a condition and a block of steps",
+        )
+        .at(head, "here")
+        .with_help(crate::steps::lookup("specialize").map_or("", |s| s.usage))
+    };
+    let Some(open) = tokens.iter().position(|(t, _)| *t == Token::LBrace) else {
+        return Err(usage());
+    };
+    if open == 1 {
+        return Err(usage());
+    }
+    let close = match tokens.last() {
+        Some((Token::RBrace, _)) if tokens.len() > open + 1 => tokens.len() - 1,
+        _ => {
+            return Err(Diagnostic::error("E0202", "unclosed `{`")
+                .at(span, "expected `}` to close the block of `specialize`")
+                .with_secondary(tokens[open].1, "opened here"));
+        }
+    };
+    let cond_tokens = &tokens[1..open];
+    let cond = run(
+        pred_parser(index_parser()),
+        cond_tokens,
+        tokens[open].1.start,
+        "the condition of `specialize`",
+    )?;
+    check_depth(Tree::P(&cond), "the condition of `specialize`")?;
+    let (steps, mut diags) = steps_from_tokens(
+        &tokens[open + 1..close],
+        lines,
+        lines.line_of(tokens[open].1.start),
+    );
+    if !diags.is_empty() {
+        return Err(diags.remove(0));
+    }
+    Ok(Step {
+        kind: StepKind::Specialize { cond, steps },
+        span,
+    })
 }
 
 /// Parses derivation steps typed outside a file (the REPL): one per line or separated

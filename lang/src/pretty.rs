@@ -487,6 +487,19 @@ fn step_to_string(step: &ast::Step, source: &str) -> Result<String, Diagnostic> 
                 let _ = write!(s, "{sep}{lo}..{hi}");
             }
         }
+        StepKind::Specialize { cond, steps } => {
+            let cond = crate::resolve::lower_pred_free(cond)?;
+            let inner: Vec<String> = steps
+                .iter()
+                .map(|step| step_to_string(step, source))
+                .collect::<Result<_, _>>()?;
+            // Its block one step per line, inside the derivation's indentation.
+            let _ = write!(s, "specialize {cond} {{");
+            for step in inner {
+                let _ = write!(s, "\n    {step}");
+            }
+            s.push_str("\n  }");
+        }
         StepKind::Directive { name, args } => {
             s.push_str(&name.name);
             for a in args {

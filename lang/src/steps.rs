@@ -244,6 +244,14 @@ pub const STEPS: &[StepInfo] = &[
         help: "declare the derivation exact: steps that reassociate sums are refused",
     },
     StepInfo {
+        name: "specialize",
+        class: StepClass::Directive,
+        synopsis: "specialize COND { steps }",
+        usage: "`specialize n % 16 == 0 { split i by 16 into io, ii; vectorize ii }`: a condition on sizes (comparisons joined by `&&`), then the steps of the specialized version in braces; the last step of a derivation",
+        keywords: &[],
+        help: "a second version of the program for a run-time condition on sizes, scheduled by the steps in braces (Halide's specialize)",
+    },
+    StepInfo {
         name: "vector_width",
         class: StepClass::Directive,
         synopsis: "vector_width N",
@@ -357,7 +365,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `vector_width`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `specialize`, `vector_width`, `parallel`, `vectorize`, `unroll`"
         );
     }
 
@@ -403,7 +411,10 @@ mod tests {
         for s in STEPS {
             // A directive's synopsis has optional parts in brackets: its name alone is a
             // directive step (the engine checks the arguments).
-            let text = if is_directive_class(s.class) {
+            let text = if s.name == "specialize" {
+                // Its block is part of its syntax.
+                "specialize n % 16 == 0 { check }"
+            } else if is_directive_class(s.class) {
                 s.name
             } else {
                 s.synopsis
@@ -413,7 +424,10 @@ mod tests {
             let [step] = steps.as_slice() else {
                 panic!("`{text}` parsed as {} steps", steps.len())
             };
-            let is_directive = matches!(step.kind, StepKind::Directive { .. });
+            let is_directive = matches!(
+                step.kind,
+                StepKind::Directive { .. } | StepKind::Specialize { .. }
+            );
             assert_eq!(is_directive, is_directive_class(s.class), "`{}`", s.name);
         }
     }

@@ -867,6 +867,19 @@ impl Lowerer<'_, '_> {
         theta: &Reindexer,
     ) -> Result<Vec<Stmt>, Diagnostic> {
         let shape = self.shape(e)?;
+        // `specialize`'s case split `[c] * a + [!c] * b`: one part or the other, under
+        // one `if` (the sum is the part whose guard holds, plus zero).
+        if let Some((pred, a, b)) = e.as_case_split()
+            && !shape.is_empty()
+        {
+            let (d1, t1) = (dest.clone(), theta.clone());
+            let (d2, t2) = (dest.clone(), theta.clone());
+            return self.if_(
+                pred,
+                move |l| l.stmt(a, &d1, mode, &t1),
+                move |l| l.stmt(b, &d2, mode, &t2),
+            );
+        }
         match &e.kind {
             ExprKind::Gen { var, lo, hi, body }
                 if let Some(hot) = atl_lang::scatter::one_hot(var, body)

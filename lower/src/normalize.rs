@@ -261,6 +261,15 @@ impl Normalizer<'_, '_> {
                 }
             }
             ExprKind::Binary { op, lhs, rhs } => {
+                // `specialize`'s case split stays one: lowering computes one part or
+                // the other, not both added element by element.
+                if let Some((pred, a, b)) = e.as_case_split() {
+                    return Ok(with(ExprKind::Binary {
+                        op: *op,
+                        lhs: Box::new(Expr::guard(pred.clone(), self.norm(a)?)),
+                        rhs: Box::new(Expr::guard(Pred::not(pred.clone()), self.norm(b)?)),
+                    }));
+                }
                 if self.shape(e)?.is_empty() {
                     Ok(with(ExprKind::Binary {
                         op: *op,

@@ -11,6 +11,8 @@
 //!   f(x) + f(x - 1)`, `g` split by 10 with `f` computed at the tile loop: 11 values of
 //!   `f` per tile (the tile and the element to its left).
 //!
+//! - `specialize` (Halide's): one version runs, the one whose condition holds.
+//!
 //! Each kernel's output is also compared with the reference interpreter.
 
 mod support;
@@ -64,6 +66,19 @@ fn formal_semantics_paper_counts() {
     }
     assert_eq!(stage_and_output(&counts("f_split4", &n6), "g"), (10, 6));
     assert_eq!(stage_and_output(&counts("f_root", &n6), "g"), (7, 6));
+}
+
+/// `f.specialize(n % 4 == 0)`: the kernel runs the specialized version (`g` per tile
+/// of 4, 5 values each) where the condition holds, and the general one (`g` at the
+/// root on [0, n + 1)) elsewhere.
+#[test]
+fn specialize_runs_one_version() {
+    let n8 = [("n", 8), ("m", 1)];
+    assert_eq!(stage_and_output(&counts("f_spec4", &n8), "g"), (10, 8));
+    let n6 = [("n", 6), ("m", 1)];
+    assert_eq!(stage_and_output(&counts("f_spec4", &n6), "g"), (7, 6));
+    let n12 = [("n", 12), ("m", 1)];
+    assert_eq!(stage_and_output(&counts("f_spec4", &n12), "g"), (15, 12));
 }
 
 #[test]

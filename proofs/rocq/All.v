@@ -6,7 +6,7 @@ From ATL Require Import Semantics Instances.
 From ATL Require Proofs_let Proofs_access Proofs_guard Proofs_loops Proofs_algebra Proofs_reshape Proofs_layout Proofs_abstraction.
 From ATL Require Rules_let Rules_access Rules_guard Rules_loops Rules_algebra Rules_reshape Rules_layout Rules_abstraction.
 
-(* 153 rules. *)
+(* 157 rules. *)
 Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_let.unfold_let_stmt K) /\
   (@Rules_let.let_lift_gen_stmt K) /\
@@ -86,6 +86,10 @@ Definition proved_rules (K : Scalar) : Prop :=
   (@Rules_guard.guard_mul_r_stmt K) /\
   (@Rules_guard.guard_add_stmt K) /\
   (@Rules_guard.guard_and_comm_stmt K) /\
+  (@Rules_guard.spec_lt_stmt K) /\
+  (@Rules_guard.spec_le_stmt K) /\
+  (@Rules_guard.spec_eq_stmt K) /\
+  (@Rules_guard.spec_ne_stmt K) /\
   (@Rules_loops.sum_swap_stmt K) /\
   (@Rules_loops.gen_swap_stmt K) /\
   (@Rules_loops.transpose_gen_stmt K) /\
@@ -243,6 +247,10 @@ Proof.
   split; [exact (@Proofs_guard.guard_mul_r K) |].
   split; [exact (@Proofs_guard.guard_add K) |].
   split; [exact (@Proofs_guard.guard_and_comm K) |].
+  split; [exact (@Proofs_guard.spec_lt K) |].
+  split; [exact (@Proofs_guard.spec_le K) |].
+  split; [exact (@Proofs_guard.spec_eq K) |].
+  split; [exact (@Proofs_guard.spec_ne K) |].
   split; [exact (@Proofs_loops.sum_swap K) |].
   split; [exact (@Proofs_loops.gen_swap K) |].
   split; [exact (@Proofs_loops.transpose_gen K) |].

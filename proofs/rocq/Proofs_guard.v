@@ -54,4 +54,16 @@ Proof. unfold guard_add_stmt; intros; tunfold; intros s; destruct p; ring. Qed.
 Theorem guard_and_comm : guard_and_comm_stmt.
 Proof. unfold guard_and_comm_stmt; intros; tunfold; intros s; destruct p, q; reflexivity. Qed.
 
+Theorem spec_lt : spec_lt_stmt.
+Proof. unfold spec_lt_stmt; intros; tunfold; intros s; destruct (a <? b); simpl; ring. Qed.
+
+Theorem spec_le : spec_le_stmt.
+Proof. unfold spec_le_stmt; intros; tunfold; intros s; destruct (a <=? b); simpl; ring. Qed.
+
+Theorem spec_eq : spec_eq_stmt.
+Proof. unfold spec_eq_stmt; intros; tunfold; intros s; destruct (a =? b); simpl; ring. Qed.
+
+Theorem spec_ne : spec_ne_stmt.
+Proof. unfold spec_ne_stmt; intros; tunfold; intros s; destruct (a =? b); simpl; ring. Qed.
+
 End Proofs.

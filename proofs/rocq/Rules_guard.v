@@ -141,4 +141,40 @@ Definition guard_and_comm_stmt : Prop :=
   (Guard (p && q) e) ==
   (Guard (q && p) e).
 
+(** spec_lt(?a, ?b): a term is its part where a < b plus its part where not.
+    [spec_lt(?a, ?b): ?e => [?a < ?b] * ?e + [!(?a < ?b)] * ?e grade: real] *)
+Definition spec_lt_stmt : Prop :=
+  forall (a : Z) (b : Z) (e : T) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  WS sh_e e ->
+  e ==
+  (Add (Guard (a <? b) e) (Guard (negb (a <? b)) e)).
+
+(** spec_le(?a, ?b): a term is its part where a <= b plus its part where not.
+    [spec_le(?a, ?b): ?e => [?a <= ?b] * ?e + [!(?a <= ?b)] * ?e grade: real] *)
+Definition spec_le_stmt : Prop :=
+  forall (a : Z) (b : Z) (e : T) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  WS sh_e e ->
+  e ==
+  (Add (Guard (a <=? b) e) (Guard (negb (a <=? b)) e)).
+
+(** spec_eq(?a, ?b): a term is its part where a == b plus its part where not.
+    [spec_eq(?a, ?b): ?e => [?a == ?b] * ?e + [!(?a == ?b)] * ?e grade: real] *)
+Definition spec_eq_stmt : Prop :=
+  forall (a : Z) (b : Z) (e : T) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  WS sh_e e ->
+  e ==
+  (Add (Guard (a =? b) e) (Guard (negb (a =? b)) e)).
+
+(** spec_ne(?a, ?b): a term is its part where a != b plus its part where not.
+    [spec_ne(?a, ?b): ?e => [?a != ?b] * ?e + [!(?a != ?b)] * ?e grade: real] *)
+Definition spec_ne_stmt : Prop :=
+  forall (a : Z) (b : Z) (e : T) (sh_e : list Z),
+  (* well-shaped metavariables *)
+  WS sh_e e ->
+  e ==
+  (Add (Guard (negb (a =? b)) e) (Guard (negb (negb (a =? b))) e)).
+
 End Statements.

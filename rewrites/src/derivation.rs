@@ -14,7 +14,7 @@ use atl_lang::span::Span;
 use crate::context::{Env, StepOutcome};
 use crate::directives::hints::check_hints;
 use crate::directives::vector_width::second_vector_width;
-use crate::directives::{apply_directive, check_declared_exact, declared_exact};
+use crate::directives::{apply_directive, check_declared_exact, declared_exact, specialize};
 use crate::record::StepRecord;
 use crate::rule::Grade;
 use crate::step::run_step;
@@ -34,7 +34,7 @@ impl Derivation {
     /// derivation's hints are its own: one `from` another derivation does not inherit
     /// the base's (its steps may rename or remove those loops).
     pub fn hints(&self) -> Vec<LoopHint> {
-        self.steps.iter().filter_map(|s| s.hint.clone()).collect()
+        crate::record::hints_of(&self.steps)
     }
 
     /// The SIMD width its `vector_width` step asks for, if it has one (a derivation has
@@ -62,9 +62,33 @@ pub fn run_step_expanded(
     original_shape: &Shape,
     derived: &BTreeMap<String, Expr>,
 ) -> Result<Vec<StepOutcome>, Diagnostic> {
+    if expr.as_case_split().is_some() && !matches!(step.kind, StepKind::Specialize { .. }) {
+        // After `specialize`, the version a loop name means would be ambiguous.
+        return Err(Diagnostic::error(
+            "E0857",
+            "the program is specialized: `specialize` is the last step of a derivation",
+        )
+        .at(step.span, "a step after `specialize`")
+        .with_help("schedule the general version before `specialize` (both versions start from it, as in Halide) and the specialized one inside its block"));
+    }
+    expand_step(env, expr, step, original_shape, derived)
+}
+
+/// [`run_step_expanded`] without the refusal of steps after `specialize` (the steps
+/// of its own block run here).
+pub(crate) fn expand_step(
+    env: &Env<'_>,
+    expr: &Expr,
+    step: &ast::Step,
+    original_shape: &Shape,
+    derived: &BTreeMap<String, Expr>,
+) -> Result<Vec<StepOutcome>, Diagnostic> {
     match &step.kind {
         StepKind::Directive { name, args } => {
             apply_directive(env, expr, name, args, step.span, original_shape, derived)
+        }
+        StepKind::Specialize { cond, steps } => {
+            specialize(env, expr, cond, steps, step.span, original_shape, derived)
         }
         _ => run_step(env, expr, step, original_shape, derived).map(|o| vec![o]),
     }
@@ -181,8 +205,7 @@ pub fn run_derivations(env: &Env<'_>) -> (Vec<Derivation>, Vec<Diagnostic>) {
                     // An annotation must also agree with the hints before it (one
                     // parallel loop per nest, compatible hints on one loop).
                     for o in &outcomes {
-                        if let Some(h) = &o.record.hint {
-                            hints.push(h.clone());
+                        if crate::record::add_hints(&mut hints, &o.record) {
                             check_hints(env.shapes, &o.expr, &hints)?;
                         }
                         if o.record.vector_width.is_some()

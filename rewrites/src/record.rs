@@ -66,6 +66,39 @@ pub struct StepRecord {
     /// Not serialized, for the reason `hint` is not.
     #[serde(skip)]
     pub vector_width: Option<u32>,
+    /// Binders this step copied, as (original, copy) pairs: `specialize`'s case split
+    /// copies the program, and a loop hint given before it holds of both copies of its
+    /// loop ([`add_hints`]). Not serialized, for the reason `hint` is not.
+    #[serde(skip)]
+    pub copies: Vec<(String, String)>,
+}
+
+/// Adds the loop hint `record` requests (if any) to `hints`, and the hints its copied
+/// binders inherit; returns whether anything was added.
+pub fn add_hints(hints: &mut Vec<LoopHint>, record: &StepRecord) -> bool {
+    let before = hints.len();
+    hints.extend(record.hint.clone());
+    for (original, copy) in &record.copies {
+        let inherited: Vec<LoopHint> = hints
+            .iter()
+            .filter(|h| &h.var == original)
+            .map(|h| LoopHint {
+                var: copy.clone(),
+                ..h.clone()
+            })
+            .collect();
+        hints.extend(inherited);
+    }
+    hints.len() > before
+}
+
+/// The loop hints of a sequence of steps, in order (see [`add_hints`]).
+pub fn hints_of<'r>(records: impl IntoIterator<Item = &'r StepRecord>) -> Vec<LoopHint> {
+    let mut hints = Vec::new();
+    for r in records {
+        add_hints(&mut hints, r);
+    }
+    hints
 }
 
 impl StepRecord {
@@ -86,6 +119,7 @@ impl StepRecord {
             origin: None,
             hint: None,
             vector_width: None,
+            copies: Vec::new(),
         }
     }
 }

@@ -36,6 +36,7 @@ fn step_word(step: &ast::Step) -> String {
         StepKind::Window { var, .. } => format!("window {}", var.name),
         StepKind::Check => "check".into(),
         StepKind::Directive { name, .. } => name.name.clone(),
+        StepKind::Specialize { .. } => "specialize".into(),
     }
 }
 /// Executes one derivation step on `expr`.
@@ -78,6 +79,13 @@ pub fn run_step(
                 ),
             )
             .at(name.span, "directive"));
+        }
+        StepKind::Specialize { .. } => {
+            return Err(Diagnostic::error(
+                "E0815",
+                "`specialize` expands into several steps; run it with `run_step_expanded`",
+            )
+            .at(step.span, "directive"));
         }
     };
     // Terms stay small enough that every later pass (and the checker) is quick: a

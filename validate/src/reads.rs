@@ -265,11 +265,23 @@ fn disjunct(
                 conds.push(Pred::cmp(CmpOp::Le, IndexExpr::Const(0), c.clone()));
                 conds.push(Pred::cmp(CmpOp::Lt, c.clone(), extent.clone()));
             }
-            conds.push(Pred::cmp(
-                CmpOp::Lt,
-                row_major(targets, shape),
-                fill.len.clone(),
-            ));
+            // A fill of the whole buffer covers every element in its shape: with each
+            // coordinate in its extent (above), the row-major position is below the
+            // product of the extents, so the fill's bound adds nothing, and as a
+            // product of variables it would make the query non-linear (z3 then needs
+            // seconds, and under load gave up on a k-blocked matmul).
+            let whole = shape
+                .iter()
+                .cloned()
+                .reduce(IndexExpr::mul)
+                .unwrap_or(IndexExpr::Const(1));
+            if !atl_lang::poly::same(&fill.len, &whole) {
+                conds.push(Pred::cmp(
+                    CmpOp::Lt,
+                    row_major(targets, shape),
+                    fill.len.clone(),
+                ));
+            }
             Some(conjunction(conds))
         }
         Assignment::Write(w) => {

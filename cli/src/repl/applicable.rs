@@ -99,10 +99,9 @@ impl Session {
         // Refused as typed too: a reassociation after `grade exact`, a conflicting hint.
         let step_text = text.get(step.span.range()).unwrap_or(text).trim();
         self.check_exact(&[], step_text, &outcomes).ok()?;
-        let mut hints: Vec<LoopHint> = self.steps.iter().flat_map(Taken::hints).collect();
+        let mut hints: Vec<LoopHint> = Taken::hints(&self.steps);
         for o in &outcomes {
-            if let Some(h) = &o.record.hint {
-                hints.push(h.clone());
+            if atl_rewrites::record::add_hints(&mut hints, &o.record) {
                 check_hints(env.shapes, &o.expr, &hints).ok()?;
             }
         }

@@ -220,9 +220,14 @@ impl Taken {
             .expect("a taken step has at least one primitive step")
     }
 
-    /// The loop hints of its primitive steps.
-    fn hints(&self) -> impl Iterator<Item = LoopHint> + '_ {
-        self.outcomes.iter().filter_map(|o| o.record.hint.clone())
+    /// The loop hints of steps taken one after the other (a hint given before
+    /// `specialize` holds of both versions' loops: `record::add_hints`).
+    fn hints<'t>(steps: impl IntoIterator<Item = &'t Taken>) -> Vec<LoopHint> {
+        atl_rewrites::record::hints_of(
+            steps
+                .into_iter()
+                .flat_map(|t| t.outcomes.iter().map(|o| &o.record)),
+        )
     }
 }
 
@@ -606,12 +611,7 @@ impl Session {
                 .unwrap_or(text)
                 .trim()
                 .to_string();
-            let hints_before: Vec<LoopHint> = self
-                .steps
-                .iter()
-                .chain(&applied)
-                .flat_map(Taken::hints)
-                .collect();
+            let hints_before: Vec<LoopHint> = Taken::hints(self.steps.iter().chain(&applied));
             let in_input = |d: Diagnostic| Refusal {
                 diagnostic: suggest_step(d),
                 name: "<input>",
@@ -624,8 +624,7 @@ impl Session {
                     // An annotation must agree with the ones before it (as in a file).
                     let mut hints = hints_before;
                     for o in &outcomes {
-                        if let Some(h) = &o.record.hint {
-                            hints.push(h.clone());
+                        if atl_rewrites::record::add_hints(&mut hints, &o.record) {
                             check_hints(env.shapes, &o.expr, &hints).map_err(in_input)?;
                         }
                         if o.record.vector_width.is_some()

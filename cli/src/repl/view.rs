@@ -88,7 +88,7 @@ fn changed_lines(old: &[&str], new: &[&str]) -> (Vec<bool>, usize) {
 impl Session {
     /// The loop annotations of the steps taken, in order.
     pub(super) fn hints(&self) -> Vec<LoopHint> {
-        self.steps.iter().flat_map(Taken::hints).collect()
+        Taken::hints(&self.steps)
     }
 
     /// The SIMD width a `vector_width` step taken asks for.

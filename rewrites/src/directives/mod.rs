@@ -48,12 +48,17 @@
 //!   hint (binder name and kind) on a step that leaves the program unchanged; lowering
 //!   applies the hints of the derived definition, checking them again on the kernel.
 //!
+//! - `specialize COND { steps }` (`specialize.rs`): the program as its version under a
+//!   condition on sizes, scheduled by the block's steps, and its general version
+//!   (`rw spec_lt`/`spec_le`/`spec_eq`/`spec_ne` with the comparison's operands).
+//!
 //! Refused: directives with no sound counterpart in a language of pure expressions
-//! (`specialize`, `store_at`, `store_root`, `fold_storage`, `compute_with`, …).
+//! (`store_at`, `store_root`, `fold_storage`, `compute_with`, …).
 
 mod boundary;
 pub mod hints;
 mod partition;
+mod specialize;
 mod stage;
 pub mod vector_width;
 
@@ -77,6 +82,7 @@ use crate::step::run_step;
 mod across_split;
 mod reduce;
 pub use reduce::{check_declared_exact, declared_exact};
+pub use specialize::specialize;
 
 fn usage(name: &ast::Ident, text: &str) -> Diagnostic {
     Diagnostic::error("E0820", format!("malformed `{}` directive", name.name))
@@ -1457,9 +1463,6 @@ fn extreme(e: &IndexExpr, v: &str, lo: &IndexExpr, hi: &IndexExpr, max: bool) ->
 /// Directives with no sound counterpart, and why.
 fn no_counterpart(name: &str) -> Option<&'static str> {
     Some(match name {
-        "specialize" => {
-            "`specialize` duplicates the code under a run-time condition; an ATL program is one total function of its sizes, specialized by stating facts with `assume`"
-        }
         "store_at" | "store_root" => {
             "storage placement apart from computation (Halide's sliding window) reuses a buffer across loop iterations, which has no value semantics here; `compute_at` places the stage's storage with its computation"
         }
@@ -2159,7 +2162,12 @@ mod tests {
     /// handler belongs to one: adding a directive is a table entry plus its handler.
     #[test]
     fn every_directive_of_the_step_table_has_one_handler() {
-        for s in STEPS.iter().filter(|s| is_directive(s.name)) {
+        // `specialize` is a step kind of its own (its block of steps is parsed), run
+        // by `specialize.rs`.
+        for s in STEPS
+            .iter()
+            .filter(|s| is_directive(s.name) && s.name != "specialize")
+        {
             let count = HANDLERS.iter().filter(|(n, _)| *n == s.name).count();
             assert_eq!(count, 1, "`{}` has {count} handlers", s.name);
         }

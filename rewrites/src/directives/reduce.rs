@@ -476,7 +476,17 @@ pub fn check_declared_exact(
     for o in outcomes {
         if o.record.grade == Grade::Real {
             let written = o.record.origin.clone().unwrap_or(o.record.command.clone());
+            let case_split = o
+                .record
+                .rule
+                .as_deref()
+                .is_some_and(|r| r.starts_with("spec_"));
             let (what, label, why) = match node_at(expr, &o.record.path).map(|n| &n.kind) {
+                _ if case_split => (
+                    "add the two versions' parts".to_string(),
+                    "adds a zero",
+                    "writes the program as the sum of its two versions, each zero where its condition fails (in the interpreter, a -0.0 plus that zero is +0.0; the kernel computes one version and adds nothing)",
+                ),
                 Some(ExprKind::MaxRed { var, .. }) => (
                     format!(
                         "reorder the values of the max-reduction `{}`",
@@ -510,7 +520,11 @@ pub fn check_declared_exact(
                 o.record.command,
                 atl_lang::steps::GRADE_EXACT_MEANING
             ))
-            .with_help("drop `grade exact` to accept a result equal over the reals (graded `real`), or schedule the reduction without splitting, exchanging or partially summing it"));
+            .with_help(if case_split {
+                "drop `grade exact` to accept a result equal over the reals (graded `real`), or do without `specialize`"
+            } else {
+                "drop `grade exact` to accept a result equal over the reals (graded `real`), or schedule the reduction without splitting, exchanging or partially summing it"
+            }));
         }
         expr = &o.expr;
     }

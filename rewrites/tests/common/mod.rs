@@ -97,6 +97,7 @@ pub fn assert_directive_only(what: &str, source: &str, names: &[&str]) {
                 let allowed = matches!(
                     step.kind,
                     StepKind::Directive { .. }
+                        | StepKind::Specialize { .. }
                         | StepKind::Simpl
                         | StepKind::SimplGuard
                         | StepKind::Check
