@@ -3,7 +3,7 @@
 //! negative numbers and the names of binders already in the program, to provoke
 //! capture), the tactics `simpl`, `simpl_guard`, `check`, `window`, and the Halide-style
 //! directives of `docs/directives.md` (`split`, `tile`, `reorder`, `fuse`, `stage`,
-//! `compute_*`, `bound`, the loop annotations).
+//! `compute_*`, `bound`, `specialize` with a block of such steps, the loop annotations).
 //!
 //! Steps are chosen from the program as it is after the previous accepted steps (its
 //! sites, binders and lets), so that a good share of them apply; whether one is sound is
@@ -207,6 +207,42 @@ pub fn step(
 ) -> String {
     let (loops, lets) = names(e);
     let taken: Vec<String> = loops.iter().chain(&lets).cloned().collect();
+    // Now and then `specialize` on a random condition (sizes against huge, zero and
+    // negative values, a conjunction; a loop variable or `||`, refused), its block of
+    // one or two random steps; every step after it is refused (E0857).
+    if rng.chance(5) && !sizes.is_empty() {
+        let comparison = |rng: &mut Rng| -> String {
+            let left = if !loops.is_empty() && rng.chance(5) {
+                rng.pick(&loops).clone()
+            } else {
+                rng.pick(sizes).clone()
+            };
+            match rng.below(7) {
+                0 | 1 => format!("{left} % {} == 0", factor(rng)),
+                2 => format!("{left} <= {}", with_value(rng, sizes, &[])),
+                3 => format!("{left} > {}", with_value(rng, sizes, &[])),
+                4 => format!("{left} != {}", with_value(rng, sizes, &[])),
+                5 => format!("{left} >= {}", with_value(rng, sizes, &[])),
+                _ => format!("!({left} < {})", with_value(rng, sizes, &[])),
+            }
+        };
+        let mut cond = comparison(rng);
+        if rng.chance(30) {
+            let join = if rng.chance(85) { "&&" } else { "||" };
+            cond = format!("{cond} {join} {}", comparison(rng));
+        }
+        let inner: Vec<String> = (0..rng.range(1, 2))
+            .map(|_| step(rng, lib, shapes, e, sizes, defs))
+            .map(|s| {
+                if s.starts_with("specialize") {
+                    "simpl".to_string()
+                } else {
+                    s
+                }
+            })
+            .collect();
+        return format!("specialize {cond} {{ {} }}", inner.join("; "));
+    }
     let k = rng.below(100);
     if k < 55 {
         return rule_step(rng, lib, shapes, e, sizes, &loops);
