@@ -2,8 +2,9 @@
 //! Halide example `f_spec4` (`examples/halide/halide.atl`) is validated with a store
 //! in each version, computes the hand-computed values on both sides of its condition
 //! (`atl eval`, `atl run`), its certificate is accepted and one whose general version
-//! is guarded by another condition is refused; in the REPL a block is one step, saved
-//! and replayed, and a step after it is refused.
+//! is guarded by another condition is refused; a loop annotation given before the
+//! block holds of both versions; in the REPL a block is one step, saved and replayed,
+//! and a step after it is refused.
 
 mod common;
 
@@ -124,5 +125,24 @@ fn in_the_repl_a_block_is_one_step_and_ends_the_derivation() {
     );
     let (code, out, err) = atl(&["check", &file.display().to_string()]);
     assert_eq!(code, EXIT_OK, "{out}{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `unroll ii` before `specialize`: both versions' `ii` loops are unrolled (lowering
+/// would unroll neither by itself), the general version's under its renamed binder.
+#[test]
+fn an_annotation_before_the_block_holds_of_both_versions() {
+    let dir = temp_dir("hints");
+    let file = dir.join("unrolled.atl");
+    std::fs::write(
+        &file,
+        "size n\ninput x : [n]\ndef a = gen i < n: 2.0 * x[i]\nderive a_s from a {\n  split i by 8 into io, ii\n  unroll ii\n  specialize n % 8 == 0 { simpl_guard }\n}\n",
+    )
+    .expect("write");
+    let file = file.display().to_string();
+    let (code, c, err) = atl(&["emit", &file, "--def", "a_s"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(c.matches("ATL__UNROLL(GCC unroll 8)").count(), 2, "{c}");
+    assert!(c.contains("for (int64_t ii1 = 0; ii1 < 8; ++ii1)"), "{c}");
     let _ = std::fs::remove_dir_all(dir);
 }
