@@ -488,3 +488,35 @@ fn a_guard_that_zeroes_stored_lanes_stays_and_a_kernel_without_it_is_rejected() 
     assert!(out.contains("verdict: rejected"), "{out}");
     assert!(out.contains("wrong result"), "{out}");
 }
+
+/// A split of a split's tile loop (`split i by 8`, then `split io by 2`): the store's
+/// position `ii + 8 * io1x + 16 * io2` has three digits, and coverage needs the
+/// iteration writing each element; the validator solves them one digit at a time
+/// (before, it proposed none and the kernel was not validated). Edits that skip
+/// elements are not validated.
+#[test]
+fn a_split_of_a_tile_loop_is_validated_and_its_edits_are_not() {
+    let file = scratch(
+        "nested_split.atl",
+        "size n\ninput x : [n]\ninput y : [n]\ndef axpy = gen i < n: 2.0 * x[i] + y[i]\n\
+         derive fast from axpy {\n  split i by 8 into io, ii\n  split io by 2 into io2, io1x\n}\n",
+    );
+    let (code, out, err) = atl(&["validate", &file, "--def", "fast"]);
+    assert_eq!(code, EXIT_OK, "{out}{err}");
+    assert!(out.contains("0 refuted, 0 unknown"), "{out}");
+    let (code, text, err) = atl(&["emit", &file, "--def", "fast", "--ir"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    for (from, to) in [
+        // The second tile of each pair skipped.
+        ("for io1x in 0..2 {", "for io1x in 0..1 {"),
+        // The last lane of each tile skipped.
+        ("for ii in 0..8 {", "for ii in 0..7 {"),
+    ] {
+        let edited = text.replacen(from, to, 1);
+        assert_ne!(edited, text, "`{from}` is not in the kernel:\n{text}");
+        let ir = scratch("nested_split_edited.ir", &edited);
+        let (code, out, err) = atl(&["validate", &file, "--def", "fast", "--ir", &ir]);
+        assert_eq!(code, EXIT_USER, "{from} => {to}: {out}{err}");
+        assert!(!out.contains("verdict: validated"), "{from} => {to}: {out}");
+    }
+}

@@ -111,6 +111,14 @@ pub(crate) fn proved_to_miss(
     solver.prove(&facts, misses).is_proved()
 }
 
+/// Whether a loop's upper bound `hi` is `k`, or `min(k, …)` (a tail tile stopped at
+/// the extent).
+fn bounded_by(hi: &IndexExpr, k: &IndexExpr) -> bool {
+    atl_lang::poly::same(hi, k)
+        || matches!(hi, IndexExpr::Bin(IndexOp::Min, a, b)
+            if atl_lang::poly::same(a, k) || atl_lang::poly::same(b, k))
+}
+
 /// `coef * m0 * m1 * ...`
 fn term(monomial: &[IndexExpr], coef: i64) -> IndexExpr {
     let product = monomial.iter().cloned().reduce(IndexExpr::mul);
@@ -185,7 +193,10 @@ pub(crate) fn witness(
         if progress {
             continue;
         }
-        for (coord, c) in &equations {
+        // An equation replaced by a smaller one (a digit of a mixed-radix position
+        // solved, below).
+        let mut reduced: Option<(usize, (IndexExpr, IndexExpr))> = None;
+        for (index, (coord, c)) in equations.iter().enumerate() {
             let here: Vec<&&LoopRef> = unknown.iter().filter(|l| coord.mentions(&l.var)).collect();
             if here.is_empty() {
                 continue;
@@ -230,11 +241,6 @@ pub(crate) fn witness(
                         // K*outer + inner with inner over 0..K (or over 0..min(K, …), a
                         // tail tile stopped at the extent: only a proposal, which the
                         // solver checks against the loop's real bound).
-                        let bounded_by = |hi: &IndexExpr, k: &IndexExpr| {
-                            atl_lang::poly::same(hi, k)
-                                || matches!(hi, IndexExpr::Bin(IndexOp::Min, a, b)
-                                    if atl_lang::poly::same(a, k) || atl_lang::poly::same(b, k))
-                        };
                         let tiled =
                             |outer: &LoopRef, k: &IndexExpr, inner: &LoopRef, one: &IndexExpr| {
                                 (one.as_const() == Some(1)
@@ -260,6 +266,48 @@ pub(crate) fn witness(
                             progress = true;
                         }
                     }
+                    // A split of a split's tile loop: `inner + K*v1 + (K*M)*v2 + …`,
+                    // inner over 0..K and every other coefficient a constant multiple
+                    // of K. The inner digit is the offset modulo K; the rest is the
+                    // same problem for `offset / K` (only a proposal, as above).
+                    many if many.len() >= 3 => {
+                        let constant = |k: &IndexExpr| k.as_const();
+                        let inner = many.iter().position(|(l, k)| {
+                            constant(k) == Some(1) && l.lo == IndexExpr::Const(0)
+                        });
+                        let radix = many
+                            .iter()
+                            .filter_map(|(_, k)| constant(k))
+                            .filter(|&k| k > 1)
+                            .min();
+                        if let (Some(at), Some(radix)) = (inner, radix)
+                            && many.iter().enumerate().all(|(j, (_, k))| {
+                                j == at || constant(k).is_some_and(|k| k > 1 && k % radix == 0)
+                            })
+                            && bounded_by(&many[at].0.hi, &IndexExpr::Const(radix))
+                        {
+                            let k = IndexExpr::Const(radix);
+                            let digit = IndexExpr::bin(IndexOp::Mod, offset.clone(), k.clone());
+                            let var = many[at].0.var.clone();
+                            triangular.push((var.clone(), digit.clone()));
+                            w.insert(var, digit);
+                            let rest = many
+                                .iter()
+                                .enumerate()
+                                .filter(|&(j, _)| j != at)
+                                .map(|(_, (l, c))| {
+                                    term(
+                                        &[IndexExpr::var(l.var.clone())],
+                                        constant(c).unwrap_or(0) / radix,
+                                    )
+                                })
+                                .reduce(IndexExpr::add)
+                                .unwrap_or(IndexExpr::Const(0));
+                            reduced =
+                                Some((index, (rest, IndexExpr::bin(IndexOp::Div, offset, k))));
+                            progress = true;
+                        }
+                    }
                     _ => {}
                 }
             } else if guesses_allowed && let [x] = here.as_slice() {
@@ -272,6 +320,9 @@ pub(crate) fn witness(
             if progress {
                 break;
             }
+        }
+        if let Some((index, equation)) = reduced {
+            equations[index] = equation;
         }
         if progress {
             guesses_allowed = false;
