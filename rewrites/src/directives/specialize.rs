@@ -146,7 +146,7 @@ fn collect(
                     .with_help("the condition may use only sizes"));
                 }
             }
-            let op = if negated { negate(*op) } else { *op };
+            let op = if negated { op.negate() } else { *op };
             let (a, b) = (a.clone(), b.clone());
             out.push(match op {
                 CmpOp::Lt => ("spec_lt", a, b),
@@ -172,17 +172,6 @@ fn collect(
         .with_help(
             "join comparisons with `&&`; for either of two conditions, write a derivation for each",
         )),
-    }
-}
-
-fn negate(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Eq => CmpOp::Ne,
-        CmpOp::Ne => CmpOp::Eq,
-        CmpOp::Lt => CmpOp::Ge,
-        CmpOp::Le => CmpOp::Gt,
-        CmpOp::Gt => CmpOp::Le,
-        CmpOp::Ge => CmpOp::Lt,
     }
 }
 
