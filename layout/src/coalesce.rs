@@ -9,6 +9,10 @@
 //! The thesis coalesces a binary tree bottom-up and keeps the nesting of what it
 //! cannot merge; here (as in CuTe) the result is flat: an integer layout, or a tuple of
 //! integer modes. A layout of size 1 coalesces to `1:0`, one of size 0 to `0:0`.
+//!
+//! `proofs/rocq/Layouts.v` models [`coalesce_modes`] step for step (`co_step`,
+//! `coalesce`) and proves the law there (`coalesce_size`, `coalesce_apply`): a change
+//! here is a change there.
 
 use crate::error::Result;
 use crate::layout::Layout;

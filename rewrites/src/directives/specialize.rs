@@ -64,11 +64,7 @@ pub fn specialize(
         let mut o = crate::step::run_step(env, &current, &step, shape, derived)
             .map_err(|d| d.with_note(format!("while expanding `{origin}`")))?;
         o.record.origin = Some(origin.clone());
-        let mut split_at = path.clone();
-        let special = {
-            split_at.extend([0, 0]);
-            split_at.clone()
-        };
+        let special: Vec<usize> = path.iter().copied().chain([0, 0]).collect();
         let general: Vec<usize> = path.iter().copied().chain([1, 0]).collect();
         if let (Some(s), Some(g)) = (node_at(&o.expr, &special), node_at(&o.expr, &general)) {
             copied_binders(s, g, &mut o.record.copies);
