@@ -273,6 +273,14 @@ pub(crate) fn generate(spec: &BindingSpec<'_>) -> Result<String, String> {
                 a.declaration,
                 module
             );
+        } else if let Some(offset) = atl_emit_c::storage_offset(i) {
+            let _ = writeln!(
+                args_doc,
+                "/// - `{}`: `{}` declared with a layout: its element `(i0, i1, …)` at\n\
+                 ///   `{offset}`, length the product of the extents",
+                vars(&i.name),
+                shape_text(&i.program_shape())
+            );
         } else {
             let _ = writeln!(
                 args_doc,

@@ -363,11 +363,13 @@ def _atl_scalar(name, a, dtype):
     return v
 
 
-def _atl_array(name, a, shape, dtype, writeable=False):
+def _atl_array(name, a, shape, dtype, writeable=False, stored=None):
     if not isinstance(a, _atl_np.ndarray) or isinstance(a, _atl_np.ma.MaskedArray):
         raise TypeError("%s: `%s` must be a numpy.ndarray (not masked), not %s" % (SYMBOL, name, type(a).__name__))
     if a.dtype != dtype:
         raise TypeError("%s: `%s` has dtype %s, expected %s" % (SYMBOL, name, a.dtype, dtype))
+    if stored is not None and not a.flags.c_contiguous:
+        raise TypeError("%s: `%s` is declared with a layout: its element (i0, i1, ...) must be at %s elements from the first (a column-major matrix: numpy.asfortranarray)" % (SYMBOL, name, stored))
     if not a.flags.c_contiguous:
         raise TypeError("%s: `%s` is not C-contiguous (use numpy.ascontiguousarray)" % (SYMBOL, name))
     if writeable and not a.flags.writeable:
@@ -462,11 +464,24 @@ pub fn module(
                  numpy.float64) or a 0-d numpy.ndarray (shape [])"
             );
         } else {
-            let _ = writeln!(
-                doc_args,
-                "    {p}: numpy.ndarray of float32 or float64, shape {}, C-contiguous",
-                shape_names(&i.shape)
-            );
+            match atl_emit_c::storage_offset(i) {
+                None => {
+                    let _ = writeln!(
+                        doc_args,
+                        "    {p}: numpy.ndarray of float32 or float64, shape {}, C-contiguous",
+                        shape_names(&i.shape)
+                    );
+                }
+                Some(offset) => {
+                    let _ = writeln!(
+                        doc_args,
+                        "    {p}: numpy.ndarray of float32 or float64, shape {}, its element\n        \
+                         (i0, i1, ...) at {offset} elements from the first (declared with a\n        \
+                         layout; a column-major matrix is numpy.asfortranarray)",
+                        shape_names(&i.program_shape())
+                    );
+                }
+            }
         }
     }
     let mut doc_pre = String::new();
@@ -594,7 +609,7 @@ _ATL_ARRAY_STATUS = {array_status}
                 "    _atl_kinds.append(({name}, _atl_kind({name}, {ip}, {rank}, {shape})))",
                 name = lit(&input.name),
                 rank = input.shape.len(),
-                shape = lit(&shape_names(&input.shape)),
+                shape = lit(&shape_names(&input.program_shape())),
             );
         }
     }
@@ -604,6 +619,14 @@ _ATL_ARRAY_STATUS = {array_status}
          _atl_kinds.append((\"out\", _atl_out_kind(out)))\n    \
          _atl_dt = _atl_dtype(_atl_kinds)"
     );
+    // An input declared with a layout: the caller's array in the program's order of
+    // dimensions, viewed in storage order (C-contiguous when its memory is in it).
+    for (input, ip) in kernel.inputs.iter().zip(&inputs) {
+        if let Some(order) = &input.order {
+            let axes: Vec<String> = order.iter().map(usize::to_string).collect();
+            let _ = writeln!(s, "    {ip} = {ip}.transpose(({},))", axes.join(", "));
+        }
+    }
     for (input, ip) in kernel.inputs.iter().zip(&inputs) {
         if input.shape.is_empty() {
             let _ = writeln!(
@@ -656,9 +679,13 @@ _ATL_ARRAY_STATUS = {array_status}
         );
     }
     for (input, ip) in kernel.inputs.iter().zip(&inputs) {
+        let stored = match atl_emit_c::storage_offset(input) {
+            Some(offset) => format!(", stored={}", lit(&offset.to_string())),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "    _atl_array({}, {ip}, {}, {})",
+            "    _atl_array({}, {ip}, {}, {}{stored})",
             lit(&input.name),
             shape(&input.shape),
             if input.index_array.is_some() {

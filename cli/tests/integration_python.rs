@@ -457,3 +457,69 @@ print("ok: scipy.sparse through sparse_A")
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A matmul whose `A` is declared column-major (`layout (M, K):(1, M)`).
+const COLUMN_MAJOR: &str = "size M, N, K
+input A : [M, K] layout (M, K):(1, M)
+input B : [K, N]
+def matmul = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
+derive fast from matmul {
+  tile i, j by 4, 8 into it, jt, ir, jr
+  simpl
+  reorder it, jt, k, ir, jr
+  partition it
+  partition jt
+}
+";
+
+/// numpy's column-major array is what the kernel reads: `A` passed as
+/// `numpy.asfortranarray` (in place, its memory in the declared order) gives `A @ B`,
+/// and a C-ordered `A` is a TypeError saying what to pass, never a wrong product.
+const COLUMN_MAJOR_CHECK: &str = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import py_colmajor
+rng = np.random.default_rng(7)
+for dtype, tol in ((np.float32, 1e-4), (np.float64, 1e-12)):
+    for m, n, k in ((5, 9, 3), (8, 16, 1), (13, 7, 21)):
+        a = np.asfortranarray(rng.standard_normal((m, k)).astype(dtype))
+        b = rng.standard_normal((k, n)).astype(dtype)
+        got = py_colmajor.py_colmajor(a, b)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        assert got.dtype == dtype and got.shape == (m, n), (got.dtype, got.shape)
+        assert np.abs(got - want).max() <= tol * max(1.0, np.abs(want).max()), (m, n, k)
+try:
+    py_colmajor.py_colmajor(np.ones((3, 2)), np.ones((2, 4)))
+except TypeError as e:
+    assert "asfortranarray" in str(e), e
+else:
+    raise AssertionError("a C-ordered A was accepted")
+print("ok: a column-major A through the module")
+"#;
+
+#[test]
+fn python_passes_a_column_major_input_in_place() {
+    if !numpy_or_skip() {
+        return;
+    }
+    let dir = temp_dir("python-colmajor");
+    let program = dir.join("colmajor.atl");
+    std::fs::write(&program, COLUMN_MAJOR).expect("write the program");
+    run(Command::new(env!("CARGO_BIN_EXE_atl"))
+        .arg("emit")
+        .arg(&program)
+        .args(["--def", "fast", "--name", "py_colmajor", "--python"])
+        .arg(&dir));
+    let out = run(Command::new("python3")
+        .args(["-c", COLUMN_MAJOR_CHECK])
+        .arg(&dir)
+        .env_remove("CFLAGS")
+        .env_remove("ATL_PORTABLE"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ok: a column-major A through the module"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -239,6 +239,16 @@ impl<'k> CPrinter<'k> {
                 self.names.get(&i.name),
                 show_shape(&i.shape)
             );
+            if let Some(offset) = storage_offset(i) {
+                let coords: Vec<String> = (0..i.shape.len()).map(|d| format!("i{d}")).collect();
+                let _ = writeln!(
+                    s,
+                    " *   {:<12}   (`layout`: the program's element ({}) of {} is at {offset})",
+                    "",
+                    coords.join(", "),
+                    show_shape(&i.program_shape()),
+                );
+            }
         }
         let _ = writeln!(
             s,
@@ -1469,4 +1479,22 @@ fn op_str(op: StoreOp) -> &'static str {
         StoreOp::Accumulate => "+=",
         StoreOp::Max => unreachable!("printed as a call of `atl__vmax`"),
     }
+}
+
+/// For an input declared with a `layout`, the offset of the program's element
+/// `(i0, i1, …)` in the array the kernel receives (`M * i1 + i0` for a column-major
+/// `[M, K]`): the header and the bindings document it.
+pub fn storage_offset(decl: &atl_lower::ir::BufferDecl) -> Option<IndexExpr> {
+    let order = decl.order.as_ref()?;
+    let rank = order.len();
+    let mut strides = vec![IndexExpr::Const(1); rank];
+    for p in (0..rank.saturating_sub(1)).rev() {
+        let inner = strides.get(*order.get(p + 1)?)?.clone();
+        *strides.get_mut(*order.get(p)?)? = IndexExpr::mul(inner, decl.shape.get(p + 1)?.clone());
+    }
+    let offset = (0..rank)
+        .map(|d| IndexExpr::mul(IndexExpr::var(format!("i{d}")), strides[d].clone()))
+        .reduce(IndexExpr::add)
+        .unwrap_or(IndexExpr::Const(0));
+    Some(atl_lang::poly::normalize(&offset))
 }

@@ -34,6 +34,7 @@ pub use atl_lang::interp::Tensor;
 pub use compile::{Backend, CompileOptions, Compiled, compile};
 pub use cprint::{
     ArrayStatus, RESERVED_PREFIX, array_statuses, is_free_identifier, set_threads_symbol,
+    storage_offset,
 };
 pub use run::{PreparedCall, RunOutput};
 

@@ -120,7 +120,7 @@ impl<T: Element> Args<T> {
         )?;
         let mut data = Vec::new();
         for (decl, shape) in compiled.kernel.inputs.iter().zip(&call.inputs) {
-            let t = &inputs[&decl.name];
+            let t = atl_loopir::interp::stored_input(decl, &inputs[&decl.name])?;
             if shape_numel(shape) != Some(t.data.len()) {
                 return Err(Diagnostic::error(
                     "E0605",

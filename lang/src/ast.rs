@@ -220,6 +220,15 @@ pub struct IndexArrayAst {
     pub sorted: Option<Span>,
 }
 
+/// An input's storage layout as written, `layout (M, K):(1, M)`: one extent and one
+/// stride per dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayoutAst {
+    pub extents: Vec<SIndex>,
+    pub strides: Vec<SIndex>,
+    pub span: Span,
+}
+
 /// One storage of a sparse declaration: `csr(pos, crd, vals)`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SparseStorage {
@@ -236,6 +245,8 @@ pub enum Item {
         shape: Vec<SIndex>,
         /// `Some` for an index array, `input pos : int[n + 1] in 0..nnz + 1 sorted`.
         index_array: Option<IndexArrayAst>,
+        /// `layout (M, K):(1, M)`: how the input is stored (CuTe notation).
+        layout: Option<LayoutAst>,
         span: Span,
     },
     Def {

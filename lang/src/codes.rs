@@ -239,6 +239,11 @@ pub static CODES: &[ErrorCode] = &[
         "declare the arrays first, then `sparse A : [n, m] as csr(pos, crd, vals)` (formats: csr, csc, coo)",
     ),
     active(
+        "E0315",
+        "a storage layout that is not a dense permutation of the input's dimensions: a count of modes other than its rank, an extent other than the declared one, strides that leave gaps or overlap, or a layout on an index array",
+        "give one mode per dimension with the declared extents, and strides that are the products of the extents stored after each (`layout (M, K):(1, M)` is column-major)",
+    ),
+    active(
         "E0401",
         "jagged tensor: a `gen` extent depends on a binder",
         "make range lengths functions of the sizes",

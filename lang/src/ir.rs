@@ -947,7 +947,32 @@ pub struct InputDecl {
     /// `Some` for an index array (`input pos : int[n + 1] in 0..nnz + 1 sorted`): its
     /// elements are integers read in index expressions, never reals.
     pub index_array: Option<IndexArray>,
+    /// `Some` when the input is not stored row-major (`layout (M, K):(1, M)`).
+    pub layout: Option<InputLayout>,
     pub span: Span,
+}
+
+/// An input's storage layout: a dense permutation of its dimensions (CuTe's
+/// `(e0, e1, …):(s0, s1, …)` where, ordered by decreasing stride, each stride is the
+/// product of the extents after it). The kernel receives the input as the row-major
+/// array of its dimensions in that order; the program reads it at its own coordinates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputLayout {
+    /// The stride of each dimension, as declared.
+    pub strides: Vec<IndexExpr>,
+    /// The storage order: `order[p]` is the dimension stored at position `p`
+    /// (outermost first; the last has stride 1).
+    pub order: Vec<usize>,
+}
+
+impl InputDecl {
+    /// The shape of the array the kernel receives: the dimensions in storage order.
+    pub fn storage_shape(&self) -> Vec<IndexExpr> {
+        match &self.layout {
+            None => self.shape.clone(),
+            Some(l) => l.order.iter().map(|&d| self.shape[d].clone()).collect(),
+        }
+    }
 }
 
 impl std::fmt::Display for InputDecl {
@@ -956,7 +981,14 @@ impl std::fmt::Display for InputDecl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
         match &self.index_array {
-            None => write!(f, "input {} : [{}]", self.name, dims.join(", ")),
+            None => {
+                write!(f, "input {} : [{}]", self.name, dims.join(", "))?;
+                if let Some(l) = &self.layout {
+                    let strides: Vec<String> = l.strides.iter().map(|d| d.to_string()).collect();
+                    write!(f, " layout ({}):({})", dims.join(", "), strides.join(", "))?;
+                }
+                Ok(())
+            }
             Some(facts) => {
                 write!(
                     f,

@@ -15,9 +15,9 @@ use chumsky::error::SimpleReason;
 use chumsky::prelude::*;
 
 use crate::ast::{
-    DirectiveArg, File, Ident, IndexArrayAst, Item, Quantifier, RuleItem, SBinder, SExpr,
-    SExprKind, SIndex, SIndexKind, SPred, SPredKind, SRange, SiteSelector, SparseStorage, Step,
-    StepKind,
+    DirectiveArg, File, Ident, IndexArrayAst, Item, LayoutAst, Quantifier, RuleItem, SBinder,
+    SExpr, SExprKind, SIndex, SIndexKind, SPred, SPredKind, SRange, SiteSelector, SparseStorage,
+    Step, StepKind,
 };
 use crate::diag::Diagnostic;
 use crate::index::{CmpOp, IndexExpr, IndexOp, Pred};
@@ -724,6 +724,25 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                             .separated_by(just(Token::Comma))
                             .delimited_by(just(Token::LBracket), just(Token::RBracket)),
                     )
+                    .then({
+                        // `layout (M, K):(1, M)`, or for one dimension `layout n:1`.
+                        let tuple = index_p
+                            .clone()
+                            .separated_by(just(Token::Comma))
+                            .at_least(1)
+                            .delimited_by(just(Token::LParen), just(Token::RParen))
+                            .or(index_p.clone().map(|e| vec![e]));
+                        select! { Token::Ident(s) if s == "layout" => () }
+                            .ignore_then(tuple.clone())
+                            .then_ignore(just(Token::Colon))
+                            .then(tuple)
+                            .map_with_span(|(extents, strides), span| LayoutAst {
+                                extents,
+                                strides,
+                                span: sp(span),
+                            })
+                            .or_not()
+                    })
                     .then(
                         just(Token::In)
                             .ignore_then(index_p.clone())
@@ -740,8 +759,15 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                 end,
                 "an input declaration",
             )
-            .and_then(|((((name, int_span), shape), range), sorted)| {
-                for d in shape.iter().chain(range.iter().flat_map(|(a, b)| [a, b])) {
+            .and_then(|(((((name, int_span), shape), layout), range), sorted)| {
+                let layout_dims = layout
+                    .iter()
+                    .flat_map(|l| l.extents.iter().chain(&l.strides));
+                for d in shape
+                    .iter()
+                    .chain(range.iter().flat_map(|(a, b)| [a, b]))
+                    .chain(layout_dims)
+                {
                     check_depth(Tree::I(d), "an input declaration")?;
                 }
                 // `in` and `sorted` without `int` are refused by resolution, which can
@@ -758,6 +784,7 @@ pub fn parse_file(source: &str) -> (File, Vec<Diagnostic>) {
                     name,
                     shape,
                     index_array,
+                    layout,
                     span: whole,
                 })
             }),

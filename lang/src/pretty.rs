@@ -586,6 +586,7 @@ fn format_items(
                 name,
                 shape,
                 index_array,
+                layout,
                 span,
             } => {
                 let mut dims = Vec::new();
@@ -605,9 +606,22 @@ fn format_items(
                     name: name.name.clone(),
                     shape: dims,
                     index_array,
+                    layout: None,
                     span: *span,
                 };
-                let _ = writeln!(out, "{decl}");
+                let _ = write!(out, "{decl}");
+                if let Some(l) = layout {
+                    let mut tuples = Vec::new();
+                    for modes in [&l.extents, &l.strides] {
+                        let mut parts = Vec::new();
+                        for m in modes {
+                            parts.push(crate::resolve::lower_index_free(m)?.to_string());
+                        }
+                        tuples.push(format!("({})", parts.join(", ")));
+                    }
+                    let _ = write!(out, " layout {}", tuples.join(":"));
+                }
+                let _ = writeln!(out);
             }
             Item::Sparse {
                 name,

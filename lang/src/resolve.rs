@@ -641,6 +641,76 @@ impl Resolver<'_> {
     /// The facts of an `int` input (`int[n + 1] in 0..nnz + 1 sorted`): one dimension,
     /// the `int` keyword, a range of values over the sizes (what makes its elements
     /// usable as indices: the prover and the access checks rely on it).
+    /// The layout of input `name` of shape `dims`: each dimension one mode with its
+    /// declared extent, and the strides a dense permutation (E0315 otherwise). The
+    /// storage order is found from the innermost out: the dimension of stride 1, then
+    /// the one whose stride is the extent times stride of the last found, and so on,
+    /// strides compared as polynomials over the sizes.
+    fn input_layout(
+        &mut self,
+        name: &ast::Ident,
+        dims: &[IndexExpr],
+        index_array: Option<&Option<IndexArray>>,
+        decl: &ast::LayoutAst,
+    ) -> Option<crate::ir::InputLayout> {
+        let usage = "give one mode per dimension with the declared extents, and strides that are the products of the extents stored after each: `layout (M, K):(1, M)` stores `A : [M, K]` column-major";
+        let problem = |message: String| {
+            Diagnostic::error("E0315", message)
+                .at(decl.span, "this layout")
+                .with_help(usage.to_string())
+        };
+        if matches!(index_array, Some(Some(_))) {
+            self.diags.push(problem(format!(
+                "the index array `{}` has a layout; index arrays are stored as they are declared",
+                name.name
+            )));
+            return None;
+        }
+        let rank = dims.len();
+        if decl.extents.len() != rank || decl.strides.len() != rank {
+            self.diags.push(problem(format!(
+                "the layout of `{}` has {} extents and {} strides; `{}` has {rank} dimensions: one mode each",
+                name.name,
+                decl.extents.len(),
+                decl.strides.len(),
+                name.name
+            )));
+            return None;
+        }
+        let mut strides = Vec::new();
+        for (d, (extent, stride)) in decl.extents.iter().zip(&decl.strides).enumerate() {
+            let (extent, stride) = (self.size_index(extent)?, self.size_index(stride)?);
+            if crate::poly::normalize(&extent) != crate::poly::normalize(&dims[d]) {
+                self.diags.push(problem(format!(
+                    "the layout gives dimension {d} of `{}` the extent `{extent}`; it is declared `{}`",
+                    name.name, dims[d]
+                )));
+                return None;
+            }
+            strides.push(stride);
+        }
+        let mut order: Vec<usize> = Vec::new();
+        let mut expected = IndexExpr::Const(1);
+        while order.len() < rank {
+            let next = (0..rank).find(|d| {
+                !order.contains(d)
+                    && crate::poly::normalize(&strides[*d]) == crate::poly::normalize(&expected)
+            });
+            let Some(d) = next else {
+                self.diags.push(problem(format!(
+                    "the layout of `{}` is not dense: no dimension has the stride `{}` (the extents times strides of the dimensions stored inside it)",
+                    name.name,
+                    crate::poly::normalize(&expected)
+                )));
+                return None;
+            };
+            expected = IndexExpr::mul(expected, dims[d].clone());
+            order.push(d);
+        }
+        order.reverse();
+        Some(crate::ir::InputLayout { strides, order })
+    }
+
     fn index_array(
         &mut self,
         name: &ast::Ident,
@@ -1046,6 +1116,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                 name,
                 shape,
                 index_array,
+                layout,
                 span,
             } => {
                 let dims: Vec<Option<IndexExpr>> = shape.iter().map(|d| r.size_index(d)).collect();
@@ -1053,14 +1124,25 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                     None => Some(None),
                     Some(decl) => r.index_array(name, shape.len(), decl).map(Some),
                 };
+                let layout = match (layout, dims.iter().all(Option::is_some)) {
+                    (None, _) => Some(None),
+                    (Some(l), true) => {
+                        let dims: Vec<IndexExpr> = dims.iter().flatten().cloned().collect();
+                        r.input_layout(name, &dims, index_array.as_ref(), l)
+                            .map(Some)
+                    }
+                    (Some(_), false) => None,
+                };
                 if dims.iter().all(Option::is_some)
                     && let Some(index_array) = index_array
+                    && let Some(layout) = layout
                     && r.globals.get(&name.name).map(|(_, s)| *s) == Some(name.span)
                 {
                     program.inputs.push(InputDecl {
                         name: name.name.clone(),
                         shape: dims.into_iter().flatten().collect(),
                         index_array,
+                        layout,
                         span: *span,
                     });
                 }

@@ -53,6 +53,44 @@ impl Tensor {
         Tensor { shape, data }
     }
 
+    /// The array of this tensor's elements with its dimensions stored in `order`
+    /// (`order[p]` is the dimension at position `p`, outermost first): what a kernel
+    /// receives for an input declared with a `layout`. `None` if `order` is not a
+    /// permutation of the dimensions.
+    pub fn to_storage(&self, order: &[usize]) -> Option<Tensor> {
+        let rank = self.shape.len();
+        let mut seen = vec![false; rank];
+        for &d in order {
+            if d >= rank || std::mem::replace(&mut seen[d], true) {
+                return None;
+            }
+        }
+        if order.len() != rank {
+            return None;
+        }
+        let shape: Vec<usize> = order.iter().map(|&d| self.shape[d]).collect();
+        // The row-major strides of this tensor, read in storage order.
+        let mut strides = vec![1usize; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * self.shape[d + 1];
+        }
+        let strides: Vec<usize> = order.iter().map(|&d| strides[d]).collect();
+        let mut data = Vec::with_capacity(self.data.len());
+        let mut coord = vec![0usize; rank];
+        for _ in 0..self.data.len() {
+            let at: usize = coord.iter().zip(&strides).map(|(c, s)| c * s).sum();
+            data.push(self.data[at]);
+            for p in (0..rank).rev() {
+                coord[p] += 1;
+                if coord[p] < shape[p] {
+                    break;
+                }
+                coord[p] = 0;
+            }
+        }
+        Some(Tensor { shape, data })
+    }
+
     pub fn numel(&self) -> usize {
         self.data.len()
     }
@@ -78,5 +116,45 @@ impl Tensor {
     /// tell the cases apart.
     pub fn get(&self, index: &[usize]) -> f64 {
         self.try_get(index).unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tensor;
+
+    #[test]
+    fn a_matrix_stored_column_major_lists_its_columns() {
+        let t = Tensor::new(vec![2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).expect("shape");
+        let stored = t.to_storage(&[1, 0]).expect("a permutation");
+        assert_eq!(stored.shape, vec![3, 2]);
+        assert_eq!(stored.data, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+        assert_eq!(t.to_storage(&[0, 1]), Some(t.clone()));
+    }
+
+    #[test]
+    fn a_three_dimensional_tensor_is_stored_in_any_order_of_its_dimensions() {
+        // Element (a, b, c) of a [2, 3, 4] tensor is 100a + 10b + c.
+        let data = (0..24).map(|k| (100 * (k / 12) + 10 * (k / 4 % 3) + k % 4) as f64);
+        let t = Tensor::new(vec![2, 3, 4], data.collect()).expect("shape");
+        // Stored as [b, c, a]: position (b, c, a) holds element (a, b, c).
+        let stored = t.to_storage(&[1, 2, 0]).expect("a permutation");
+        assert_eq!(stored.shape, vec![3, 4, 2]);
+        for b in 0..3 {
+            for c in 0..4 {
+                for a in 0..2 {
+                    let at = (b * 4 + c) * 2 + a;
+                    assert_eq!(stored.data[at], (100 * a + 10 * b + c) as f64);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_order_that_is_not_a_permutation_has_no_storage() {
+        let t = Tensor::zeros(vec![2, 3]);
+        assert_eq!(t.to_storage(&[0, 0]), None);
+        assert_eq!(t.to_storage(&[1]), None);
+        assert_eq!(t.to_storage(&[0, 2]), None);
     }
 }

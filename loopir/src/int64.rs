@@ -921,6 +921,7 @@ mod tests {
             name: name.into(),
             shape,
             index_array: None,
+            order: None,
             checked_where_read: false,
         };
         Kernel {

@@ -91,7 +91,8 @@ pub fn check_call(
     }
     let mut input_shapes = Vec::new();
     for decl in &kernel.inputs {
-        let shape = m.shape(&decl.shape)?;
+        // Inputs are given in the program's order of dimensions.
+        let shape = m.shape(&decl.program_shape())?;
         let Some(t) = inputs.get(&decl.name) else {
             return Err(Diagnostic::error(
                 "E0604",
@@ -111,7 +112,7 @@ pub fn check_call(
             atl_lang::interp::check_index_array(&decl.name, facts, &t.data, &|n| m.var(n))
                 .map_err(|message| Diagnostic::error("E0610", message))?;
         }
-        input_shapes.push(shape);
+        input_shapes.push(m.shape(&decl.shape)?);
     }
     let output = m.shape(&kernel.output.shape)?;
     if atl_lang::interp::shape_numel(&output).is_none() {
@@ -122,6 +123,30 @@ pub fn check_call(
         inputs: input_shapes,
         output,
     })
+}
+
+/// The array the kernel receives for input `decl`, given its value `t` in the
+/// program's order of dimensions: `t` itself, or for an input declared with a layout
+/// its elements in storage order.
+pub fn stored_input<'t>(
+    decl: &crate::ir::BufferDecl,
+    t: &'t Tensor,
+) -> Result<std::borrow::Cow<'t, Tensor>, Diagnostic> {
+    match &decl.order {
+        None => Ok(std::borrow::Cow::Borrowed(t)),
+        Some(order) => t
+            .to_storage(order)
+            .map(std::borrow::Cow::Owned)
+            .ok_or_else(|| {
+                Diagnostic::error(
+                    "E0605",
+                    format!(
+                        "the storage order of input `{}` is not a permutation of its dimensions",
+                        decl.name
+                    ),
+                )
+            }),
+    }
 }
 
 /// Runs `kernel` at the given sizes on the given inputs and returns the output.
@@ -159,7 +184,7 @@ pub fn run_kernel_counting(
         stores: StoreCounts::new(),
     };
     for decl in &kernel.inputs {
-        let t = &inputs[&decl.name];
+        let t = stored_input(decl, &inputs[&decl.name])?;
         m.bufs
             .push((decl.name.clone(), t.data.iter().map(|&x| Some(x)).collect()));
     }

@@ -72,6 +72,30 @@ pub struct BufferDecl {
     /// validator proves that every value read from it is in range wherever it is used,
     /// without assuming the declaration.
     pub checked_where_read: bool,
+    /// Only for an input stored in another order than row-major (`layout` in the
+    /// program): `order[p]` is the program's dimension stored at position `p`. The
+    /// buffer's `shape` and every access's coordinates are then in storage order: the
+    /// program's element at coordinates `c` is the buffer's at `c[order[0]], …`.
+    pub order: Option<Vec<usize>>,
+}
+
+impl BufferDecl {
+    /// The shape in the program's order of dimensions.
+    pub fn program_shape(&self) -> Vec<IndexExpr> {
+        program_order(self.order.as_deref(), &self.shape)
+    }
+}
+
+/// Coordinates (or extents) in storage order as the program's: `program[order[p]] =
+/// storage[p]`. Without an order they are the same.
+pub fn program_order<T: Clone>(order: Option<&[usize]>, storage: &[T]) -> Vec<T> {
+    let mut out = storage.to_vec();
+    for (p, &d) in order.unwrap_or_default().iter().enumerate() {
+        if let (Some(slot), Some(c)) = (out.get_mut(d), storage.get(p)) {
+            *slot = c.clone();
+        }
+    }
+    out
 }
 
 /// The entry check of an index array, in target arithmetic: every element `v` of

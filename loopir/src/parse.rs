@@ -570,11 +570,41 @@ impl Parser<'_> {
         if checked_where_read {
             self.pos += 1;
         }
+        // `order (1, 0)`: an input stored in another order than the program's.
+        let order = if index_array.is_none()
+            && matches!(self.peek(), Some(Tok::Ident(w)) if w == "order")
+        {
+            self.pos += 1;
+            self.sym("(")?;
+            let mut order = Vec::new();
+            while !self.is_sym(")") {
+                let d = self.arith()?.to_index()?;
+                let d = d
+                    .as_const()
+                    .and_then(|d| usize::try_from(d).ok())
+                    .filter(|d| *d < shape.len())
+                    .ok_or_else(|| self.expected("a dimension of the buffer"))?;
+                order.push(d);
+                if !self.is_sym(")") {
+                    self.sym(",")?;
+                }
+            }
+            self.sym(")")?;
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            if sorted != (0..shape.len()).collect::<Vec<_>>() {
+                return Err(self.expected("each dimension of the buffer once in its `order`"));
+            }
+            Some(order)
+        } else {
+            None
+        };
         Ok(BufferDecl {
             name,
             shape,
             index_array,
             checked_where_read,
+            order,
         })
     }
 
@@ -1395,10 +1425,12 @@ fn resolve_source(
         file.push_str(&format!("size {}\n", sizes.join(", ")));
     }
     for b in inputs {
+        // The source reads the input at the program's coordinates.
         let decl = atl_lang::ir::InputDecl {
             name: b.name.clone(),
-            shape: b.shape.clone(),
+            shape: b.program_shape(),
             index_array: b.index_array.clone(),
+            layout: None,
             span: Span::DUMMY,
         };
         file.push_str(&format!("{decl}\n"));

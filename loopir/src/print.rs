@@ -108,7 +108,18 @@ fn print_kernel(k: &Kernel, full: bool) -> String {
         .inputs
         .iter()
         .map(|b| match &b.index_array {
-            None => format!("{}: {}", b.name, shape_str(&b.shape)),
+            None => match &b.order {
+                None => format!("{}: {}", b.name, shape_str(&b.shape)),
+                Some(order) => {
+                    let order: Vec<String> = order.iter().map(usize::to_string).collect();
+                    format!(
+                        "{}: {} order ({})",
+                        b.name,
+                        shape_str(&b.shape),
+                        order.join(", ")
+                    )
+                }
+            },
             Some(a) => format!(
                 "{}: int{} in {}..{}{}{}",
                 b.name,

@@ -104,6 +104,9 @@ pub(crate) struct Lowerer<'a, 'p> {
     /// The length of each index array read (its one extent), to check the reads of
     /// it nested in an access's coordinates ([`Lowerer::load`]).
     index_array_lengths: HashMap<String, IndexExpr>,
+    /// The storage order of each input declared with a `layout` (its buffer's
+    /// dimensions are the program's in this order, [`BufferDecl::order`]).
+    storage_orders: HashMap<String, Vec<usize>>,
     /// The index-array reads a coordinate is being lowered under the assumption that
     /// they are inside their arrays (the first case of [`Lowerer::load`]'s split).
     reads_assumed_inside: Vec<IndexExpr>,
@@ -150,6 +153,7 @@ pub(crate) fn lower(
         element_read: None,
         sums_into_memory: 0,
         index_array_lengths: HashMap::new(),
+        storage_orders: HashMap::new(),
         reads_assumed_inside: Vec::new(),
     };
     // The kernel's inputs are those the definition reads (after inlining the
@@ -190,11 +194,20 @@ pub(crate) fn lower(
             l.index_array_lengths
                 .insert(input.name.clone(), len.clone());
         }
+        let order = input.layout.as_ref().map(|l| l.order.clone());
+        let shape = match &order {
+            None => dims,
+            Some(order) => {
+                l.storage_orders.insert(input.name.clone(), order.clone());
+                order.iter().map(|&d| dims[d].clone()).collect()
+            }
+        };
         inputs.push(BufferDecl {
             name: input.name.clone(),
-            shape: dims,
+            shape,
             index_array: input.index_array.clone(),
             checked_where_read: false,
+            order,
         });
     }
     let out_shape: Vec<IndexExpr> = shape.iter().map(|d| l.prover.clamp(d)).collect();
@@ -230,6 +243,7 @@ pub(crate) fn lower(
             name: out,
             shape: out_shape,
             index_array: None,
+            order: None,
             checked_where_read: false,
         },
         preconditions: l.preconditions,
@@ -1547,6 +1561,10 @@ impl Lowerer<'_, '_> {
             ExprKind::Input(x) | ExprKind::Var(x) => x.clone(),
             _ => return Err(internal("an access whose base is not a buffer")),
         };
+        let storage_order = match &base.kind {
+            ExprKind::Input(x) => self.storage_orders.get(x).cloned(),
+            _ => None,
+        };
         let dims = match self.lookup(&name) {
             Some(Binding::Buffer(d)) => d.clone(),
             _ => return Err(internal(format!("`{name}` is not a buffer in scope"))),
@@ -1630,11 +1648,15 @@ impl Lowerer<'_, '_> {
                 }
             }
         }
-        let coords: Vec<Coord> = indices
+        let mut coords: Vec<Coord> = indices
             .into_iter()
             .zip(dims)
             .map(|(index, extent)| Coord { index, extent })
             .collect();
+        // An input stored in another order is read at its storage coordinates.
+        if let Some(order) = storage_order {
+            coords = order.iter().map(|&d| coords[d].clone()).collect();
+        }
         let flat = flatten_index(&coords);
         let guard = checks.into_iter().reduce(Pred::and);
         if let Some(g) = &guard {

@@ -522,9 +522,10 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
     };
     let mut pairs: Vec<(String, Vec<IndexExpr>, Option<Vec<IndexExpr>>)> = Vec::new();
     for decl in &kernel.inputs {
-        let declared = src.program.input(&decl.name).map(|i| i.shape.clone());
+        // As stored: an input declared with a layout is received in its storage order.
+        let declared = src.program.input(&decl.name).map(|i| i.storage_shape());
         pairs.push((
-            format!("input `{}`", decl.name),
+            format!("the shape of input `{}`", decl.name),
             decl.shape.clone(),
             declared,
         ));
@@ -534,7 +535,7 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
         .def(src.def)
         .and_then(|d| atl_lang::shapes::infer(src.shapes, &d.body).ok());
     pairs.push((
-        format!("output `{}`", kernel.output.name),
+        format!("the shape of output `{}`", kernel.output.name),
         kernel.output.shape.clone(),
         expected,
     ));
@@ -542,6 +543,29 @@ fn shape_obligations(kernel: &Kernel, src: &Source<'_>, solver: &Solver) -> Vec<
     // solver assumes of its loads: it must be the program's, and a buffer is an index
     // array exactly when the program's input is one.
     let mut declarations = Vec::new();
+    // An input's storage order is the program's layout: the value check reads the
+    // program's element at the coordinates it puts back in the program's order, and
+    // the C ABI documents the order the program declares.
+    for decl in &kernel.inputs {
+        let declared = src
+            .program
+            .input(&decl.name)
+            .map(|i| i.layout.as_ref().map(|l| l.order.clone()));
+        if decl.order.is_some() || declared.as_ref().is_some_and(Option::is_some) {
+            declarations.push(discharge(
+                Obligation {
+                    kind: ObligationKind::SourceShape {
+                        what: format!("the storage order of `{}`", decl.name),
+                    },
+                    location: String::new(),
+                    context: sizes.clone(),
+                    goal: Pred::Bool(declared.as_ref() == Some(&decl.order)),
+                    lemma: None,
+                },
+                solver,
+            ));
+        }
+    }
     for decl in &kernel.inputs {
         let declared = src.program.input(&decl.name).map(|i| &i.index_array);
         if decl.index_array.is_some() || declared.is_some_and(Option::is_some) {

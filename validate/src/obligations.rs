@@ -137,7 +137,8 @@ pub enum ObligationKind {
     /// The value check ([`crate::values`]): the element `write` assigns to the output
     /// ends with the source definition's value there.
     Value { write: String },
-    /// The kernel's declared shape of an input or the output is the source's.
+    /// A declaration of the kernel is the source's: the shape of an input or the output, an
+    /// index array's declaration, an input's storage order (`what` says which).
     SourceShape { what: String },
     /// A precondition's statement (`pred`, what the header and the bindings show and
     /// check) is equivalent to the condition the C checks (`cond`).
@@ -218,9 +219,7 @@ impl fmt::Display for ObligationKind {
                 f,
                 "the precondition `{pred}` is the condition the kernel checks, `{cond}`"
             ),
-            ObligationKind::SourceShape { what } => {
-                write!(f, "the shape of {what} is the source's")
-            }
+            ObligationKind::SourceShape { what } => write!(f, "{what} is the source's"),
             ObligationKind::Value { write } => {
                 write!(f, "value: the element {write} writes is the source's")
             }
@@ -278,6 +277,8 @@ struct Buffer {
     role: Role,
     /// Index into `Collector::bindings`.
     binding: usize,
+    /// An input's storage order ([`atl_loopir::ir::BufferDecl::order`]).
+    order: Option<Vec<usize>>,
 }
 
 /// What one walk of a kernel finds: the obligations about single operations (bounds,
@@ -450,6 +451,7 @@ pub fn walk(kernel: &Kernel) -> Walk {
             shape,
             role,
             binding,
+            order: decl.order.clone(),
         });
     }
     let preconditions = c.facts.clone();
@@ -875,6 +877,7 @@ impl Collector {
                     shape,
                     role: Role::Temporary,
                     binding,
+                    order: None,
                 });
                 self.path.push(format!("alloc {buf}"));
                 self.int64.push_alloc(raw_shape);
@@ -1134,7 +1137,9 @@ impl Collector {
             None => (None, None),
         };
         let accessed = if role == Role::Input {
-            Accessed::Input(indices.clone())
+            // The element of the program's input at these storage coordinates.
+            let order = self.buffer(&access.buffer).and_then(|b| b.order.clone());
+            Accessed::Input(atl_loopir::ir::program_order(order.as_deref(), &indices))
         } else {
             Accessed::Site(self.sites.len())
         };

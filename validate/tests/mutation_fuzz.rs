@@ -22,6 +22,10 @@
 //! that read index arrays (the examples' and `lower/tests/support/index_arrays.atl`)
 //! get these two times in five.
 //!
+//! Storage layouts (issue 33): an input declared with a layout has its storage order
+//! dropped or two of its positions exchanged in the kernel's declaration; kernels with
+//! such an input (`examples/colmajor`) get this three times in ten.
+//!
 //! Name edits (a loop, scalar or buffer renamed after another name of the kernel or a
 //! name of C, a declaration duplicated) leave the loop IR's meaning alone where C,
 //! with one namespace, changes it: a validated mutant with a name edit is also
@@ -501,6 +505,11 @@ enum Mutation {
     /// failure) weakened: removed around its body, its `else` dropped, or one of its
     /// conjuncts made `true`.
     WeakenCheck,
+    // -- storage layouts (issue 33).
+    /// An input's storage order in the kernel's declaration dropped or two of its
+    /// positions exchanged (the shape as it was): the kernel then claims to read the
+    /// program's elements elsewhere than the caller stores them.
+    StorageOrderEdit,
 }
 
 impl Mutation {
@@ -550,6 +559,8 @@ const CATALOGUE: &[Mutation] = &[
     Mutation::LoadArraySwap,
     Mutation::ArrayDeclEdit,
     Mutation::WeakenCheck,
+    // -- storage layouts (issue 33).
+    Mutation::StorageOrderEdit,
 ];
 
 /// Names of C a renaming may pick: keywords, libm functions (as the printer calls
@@ -627,6 +638,9 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
             | Mutation::WeakenCheck
     ) {
         return mutate_index_arrays(k, m, rng);
+    }
+    if matches!(m, Mutation::StorageOrderEdit) {
+        return mutate_storage_order(k, rng);
     }
     let sizes = k.sizes.clone();
     let temporaries: Vec<String> = {
@@ -1157,7 +1171,8 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
         Mutation::LoadIndexShift
         | Mutation::LoadArraySwap
         | Mutation::ArrayDeclEdit
-        | Mutation::WeakenCheck => false,
+        | Mutation::WeakenCheck
+        | Mutation::StorageOrderEdit => false,
     };
     (done && !what.is_empty()).then_some(what)
 }
@@ -1208,6 +1223,28 @@ fn bracketed(text: &str, start: usize) -> Option<&str> {
         }
     }
     None
+}
+
+/// [`Mutation::StorageOrderEdit`] on one of the inputs declared with a layout.
+fn mutate_storage_order(k: &mut Kernel, rng: &mut SplitMix64) -> Option<String> {
+    let laid_out: Vec<usize> = (0..k.inputs.len())
+        .filter(|&i| k.inputs[i].order.is_some())
+        .collect();
+    if laid_out.is_empty() {
+        return None;
+    }
+    let b = &mut k.inputs[*rng.pick(&laid_out)];
+    let order = b.order.as_mut()?;
+    if order.len() < 2 || rng.chance(50) {
+        b.order = None;
+        return Some(format!("`{}`: its storage order dropped", b.name));
+    }
+    let (i, j) = (rng.below(order.len()), rng.below(order.len()));
+    if i == j {
+        return None;
+    }
+    order.swap(i, j);
+    Some(format!("`{}`: storage order {order:?}", b.name))
 }
 
 fn mutate_index_arrays(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
@@ -1635,8 +1672,12 @@ fn run_case(
     // A kernel that reads index arrays gets their mutations two times in five (the
     // catalogue has three among thirty).
     let reads_arrays = original.inputs.iter().any(|b| b.index_array.is_some());
+    // Likewise a kernel with an input declared with a layout, its order's edits.
+    let laid_out = original.inputs.iter().any(|b| b.order.is_some());
     for _ in 0..8 {
-        let m = if reads_arrays && rng.chance(40) {
+        let m = if laid_out && rng.chance(30) {
+            Mutation::StorageOrderEdit
+        } else if reads_arrays && rng.chance(40) {
             *rng.pick(&[
                 Mutation::LoadIndexShift,
                 Mutation::LoadArraySwap,

@@ -681,11 +681,18 @@ fn run_kernel(
     inputs: &BTreeMap<String, Tensor>,
     len: usize,
 ) -> Result<Vec<f64>, String> {
-    let bufs: Vec<&[f64]> = kernel
-        .inputs
-        .iter()
-        .map(|d| inputs.get(&d.name).map_or(&[][..], |t| &t.data[..]))
-        .collect();
+    // Each input as the kernel receives it (in storage order where it has a layout).
+    let mut stored: Vec<Vec<f64>> = Vec::new();
+    for d in &kernel.inputs {
+        stored.push(match inputs.get(&d.name) {
+            None => Vec::new(),
+            Some(t) => atl_lower::interp::stored_input(d, t)
+                .map_err(|e| e.message.clone())?
+                .data
+                .clone(),
+        });
+    }
+    let bufs: Vec<&[f64]> = stored.iter().map(Vec::as_slice).collect();
     match harness.run(sizes, &bufs, len) {
         super::kernel::Ran::Clean(v) => Ok(v),
         super::kernel::Ran::Failed(why) => Err(why),

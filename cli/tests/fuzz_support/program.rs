@@ -85,6 +85,9 @@ pub struct Program {
     pub inputs: Vec<(String, Vec<Ix>)>,
     /// Index arrays, declared after the tensor inputs (empty in most programs).
     pub index_arrays: Vec<IndexArray>,
+    /// The matrix inputs declared column-major (`layout (n, m):(1, n)`): the kernel
+    /// receives them in that order.
+    pub column_major: Vec<String>,
     pub defs: Vec<(String, E)>,
     pub steps: Vec<String>,
 }
@@ -179,7 +182,13 @@ impl Program {
         }
         for (name, shape) in &self.inputs {
             let dims: Vec<String> = shape.iter().map(Ix::to_string).collect();
-            let _ = writeln!(s, "input {name} : [{}]", dims.join(", "));
+            let _ = write!(s, "input {name} : [{}]", dims.join(", "));
+            if let [rows, _] = dims.as_slice()
+                && self.column_major.contains(name)
+            {
+                let _ = write!(s, " layout ({}):(1, {rows})", dims.join(", "));
+            }
+            let _ = writeln!(s);
         }
         for a in &self.index_arrays {
             let _ = writeln!(
@@ -1374,6 +1383,13 @@ pub fn program(rng: &mut Rng, side: &mut Rng) -> Program {
     } else if rng.chance(25) {
         inputs.push(("A".to_string(), vec![var("n"), var("n")]));
     }
+    // Drawn from the side stream, so that a seed's programs are otherwise unchanged.
+    let column_major: Vec<String> = inputs
+        .iter()
+        .filter(|(_, shape)| shape.len() == 2)
+        .filter(|_| side.chance(30))
+        .map(|(name, _)| name.clone())
+        .collect();
     let arrays = index_arrays(side, &dims);
     let mut g = Gen {
         rng,
@@ -1446,6 +1462,7 @@ pub fn program(rng: &mut Rng, side: &mut Rng) -> Program {
         assumes,
         inputs,
         index_arrays: arrays,
+        column_major,
         defs,
         steps: Vec::new(),
     }
@@ -1556,6 +1573,7 @@ pub fn planted(rng: &mut Rng) -> Program {
         assumes,
         inputs,
         index_arrays: Vec::new(),
+        column_major: Vec::new(),
         defs: vec![("a".to_string(), E::Gen("i".to_string(), None, n(), b(body)))],
         steps: Vec::new(),
     }

@@ -100,6 +100,7 @@ fn program() -> Program {
         name: name.to_string(),
         shape,
         index_array: None,
+        layout: None,
         span: Span::new(at, at + 10),
     };
     Program {
@@ -288,6 +289,7 @@ fn matmul_matches_plain_loops_bitwise() {
         name: "C".into(),
         shape: vec![v("n"), v("m")],
         index_array: None,
+        layout: None,
         span: Span::DUMMY,
     });
     let (n, m) = (6usize, 4usize);

@@ -92,6 +92,7 @@ pub fn decl(name: &str, shape: Vec<IndexExpr>) -> BufferDecl {
         name: name.to_string(),
         shape,
         index_array: None,
+        order: None,
         checked_where_read: false,
     }
 }
