@@ -94,6 +94,11 @@ struct Stats {
     /// packed panel's zero columns under a tile: lanes summed without their guard).
     packed_accepted: u64,
     packed_compiled: u64,
+    /// Accepted derivations of programs with a column-major input, and how many of them
+    /// were compiled and validated (the kernel reads that input in its storage order).
+    column_major_accepted: u64,
+    column_major_compiled: u64,
+    column_major_validated: u64,
     /// The programs that declare index arrays (issue 31).
     ia: IndexArrayStats,
     /// The next accepted derivation is compiled (one every `COMPILE_EVERY` cases).
@@ -336,6 +341,11 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                 if prog.steps.iter().any(|st| st.starts_with("pack ")) {
                     stats.packed_accepted += 1;
                     stats.packed_compiled += (out.compiled > 0) as u64;
+                }
+                if !prog.column_major.is_empty() {
+                    stats.column_major_accepted += 1;
+                    stats.column_major_compiled += (out.compiled > 0) as u64;
+                    stats.column_major_validated += (out.validated > 0) as u64;
                 }
                 stats.ia.derivations_accepted += index_arrays as u64;
                 if opts.compile && huge_index_due && verbose() {
@@ -606,7 +616,7 @@ fn soundness_fuzz() {
          assignments, {} not judged: 64-bit overflow), {} certificates verified ({} refused by the checker), {} mutated \
          certificates ({} accepted), {} compiled to C ({} sanitized, {} validated; {} runs \
          at entry bounds; {} refused by lowering E0938, {} by the validator; {} programs \
-         read at huge indices; {} use coordinates as values; {} derivations with a `pack`, {} of them compiled); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
+         read at huge indices; {} use coordinates as values; {} derivations with a `pack`, {} of them compiled; {} derivations of programs with a column-major input, {} compiled, {} validated); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
         stats.programs_generated,
         stats.programs_rejected,
         stats.programs_ill_shaped,
@@ -629,6 +639,9 @@ fn soundness_fuzz() {
         stats.coordinate_programs,
         stats.packed_accepted,
         stats.packed_compiled,
+        stats.column_major_accepted,
+        stats.column_major_compiled,
+        stats.column_major_validated,
         fuzz_time.as_secs_f64(),
         slowest.1,
         slowest.0.as_secs_f64(),

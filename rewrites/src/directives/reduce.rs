@@ -480,7 +480,7 @@ pub fn check_declared_exact(
                 .record
                 .rule
                 .as_deref()
-                .is_some_and(|r| r.starts_with("spec_"));
+                .is_some_and(|r| super::specialize::CASE_SPLIT_RULES.contains(&r));
             let (what, label, why) = match node_at(expr, &o.record.path).map(|n| &n.kind) {
                 _ if case_split => (
                     "add the two versions' parts".to_string(),

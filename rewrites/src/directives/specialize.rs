@@ -28,6 +28,10 @@ use super::{rw, to_sindex};
 use crate::context::{Env, StepOutcome, node_at};
 use crate::derivation::expand_step;
 
+/// The case-split rules, `e = [c] * e + [!c] * e` for `c` = `a < b`, `a <= b`, `a ==
+/// b`, `a != b` (`rules/library/guard.rules`): the steps `specialize` adds itself.
+pub const CASE_SPLIT_RULES: [&str; 4] = ["spec_lt", "spec_le", "spec_eq", "spec_ne"];
+
 /// Expands `specialize cond { steps }` on `expr`: the case splits, then the steps.
 pub fn specialize(
     env: &Env<'_>,
@@ -144,13 +148,14 @@ fn collect(
             }
             let op = if negated { op.negate() } else { *op };
             let (a, b) = (a.clone(), b.clone());
+            let [lt, le, eq, ne] = CASE_SPLIT_RULES;
             out.push(match op {
-                CmpOp::Lt => ("spec_lt", a, b),
-                CmpOp::Le => ("spec_le", a, b),
-                CmpOp::Eq => ("spec_eq", a, b),
-                CmpOp::Ne => ("spec_ne", a, b),
-                CmpOp::Gt => ("spec_lt", b, a),
-                CmpOp::Ge => ("spec_le", b, a),
+                CmpOp::Lt => (lt, a, b),
+                CmpOp::Le => (le, a, b),
+                CmpOp::Eq => (eq, a, b),
+                CmpOp::Ne => (ne, a, b),
+                CmpOp::Gt => (lt, b, a),
+                CmpOp::Ge => (le, b, a),
             });
             Ok(())
         }
