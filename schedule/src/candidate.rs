@@ -51,6 +51,10 @@ pub struct Candidate {
     /// `stage X into XT order 1, 0`: the transposed copy of a matrix read with the
     /// columns in its first index (`U[r, k]` in TTM), so that it is read along them.
     pub stage: Option<String>,
+    /// `stage X into XR order 0, 1, …`: a row-major copy (in the program's order of
+    /// dimensions) of an input declared with another storage order (a column-major
+    /// matrix), made once, so that the tile reads it as it reads a row-major input.
+    pub relaid: Option<String>,
     /// The loops outside the tile, outermost first.
     pub order: Vec<Slot>,
     pub parallel: bool,
@@ -98,12 +102,19 @@ pub struct Names {
     pub packed: String,
     pub bordered: String,
     pub staged: String,
+    pub relaid: String,
 }
 
 impl Names {
     /// Fresh names for the tile loops of `row`/`col` and the copies, avoiding every name
     /// of the nest and the loop names `pack` itself introduces.
-    pub fn fresh(nest: &Nest, row: &str, col: &str, packed_input: &str) -> Names {
+    pub fn fresh(
+        nest: &Nest,
+        row: &str,
+        col: &str,
+        packed_input: &str,
+        relaid_input: Option<&str>,
+    ) -> Names {
         let mut used: BTreeSet<String> = nest.names().map(str::to_string).collect();
         used.extend(["io", "ii", "jo", "ji", "k1"].map(str::to_string));
         let mut take = |base: String| fresh_in(&mut used, base);
@@ -115,6 +126,7 @@ impl Names {
             packed: take(format!("{packed_input}p")),
             bordered: take(format!("{packed_input}b")),
             staged: take(format!("{packed_input}t")),
+            relaid: take(format!("{}r", relaid_input.unwrap_or(packed_input))),
         }
     }
 }
@@ -135,6 +147,7 @@ impl Candidate {
             boundary: None,
             local_copy: false,
             stage: None,
+            relaid: None,
             order: Vec::new(),
             parallel: false,
             partition_guards: false,
@@ -174,8 +187,17 @@ impl Candidate {
             .or(self.boundary.as_deref())
             .or(self.stage.as_deref())
             .unwrap_or("x");
-        let names = Names::fresh(nest, row, &t.col, copied);
+        let names = Names::fresh(nest, row, &t.col, copied, self.relaid.as_deref());
         let mut steps = Vec::new();
+        if let Some(x) = &self.relaid {
+            let rank = nest.layouts.get(x).map_or(0, Vec::len);
+            let order: Vec<String> = (0..rank).map(|d| d.to_string()).collect();
+            steps.push(format!(
+                "stage {x} into {} order {}",
+                names.relaid,
+                order.join(", ")
+            ));
+        }
         if let Some(x) = &self.boundary {
             steps.push(format!("boundary {x} into {}", names.bordered));
         }
@@ -373,6 +395,9 @@ impl Candidate {
         }
         if let Some(x) = &self.stage {
             s.push_str(&format!(", stage {x} transposed"));
+        }
+        if let Some(x) = &self.relaid {
+            s.push_str(&format!(", {x} copied row-major"));
         }
         if self.partition_guards {
             s.push_str(", partitioned at the guards");

@@ -111,6 +111,12 @@ pub struct Model<'n> {
     /// A matrix the candidate reads through a transposed copy (`stage`): its indices
     /// are exchanged, its rows are as long as its first dimension.
     staged: Option<String>,
+    /// The inputs read in another order than row-major (declared with a `layout`, and
+    /// not copied row-major by the candidate, [`Candidate::relaid`]): their reads are
+    /// modelled in storage order.
+    storage_orders: std::collections::BTreeMap<String, Vec<usize>>,
+    /// The input the candidate copies row-major ([`Candidate::relaid`]).
+    relaid: Option<String>,
     /// The tiles partitioned at the guards: the interior (nearly all tiles) selects
     /// nothing.
     partitioned: bool,
@@ -156,12 +162,26 @@ impl<'n> Model<'n> {
             partitioned: candidate.partition_guards,
             local_copy: candidate.local_copy && candidate.boundary.is_some(),
             staged: candidate.stage.clone(),
+            storage_orders: nest
+                .layouts
+                .iter()
+                .filter(|(x, _)| candidate.relaid.as_ref() != Some(*x))
+                .map(|(x, order)| (x.clone(), order.clone()))
+                .collect(),
+            relaid: candidate.relaid.clone(),
             input_rows: inputs
                 .iter()
                 .map(|x| {
                     let s = shape(x);
+                    let stored_last = nest
+                        .layouts
+                        .get(*x)
+                        .filter(|_| candidate.relaid.as_deref() != Some(*x))
+                        .and_then(|order| order.last());
                     let row = if candidate.stage.as_deref() == Some(*x) {
                         s.first()
+                    } else if let Some(&d) = stored_last {
+                        s.get(d)
                     } else {
                         s.last()
                     };
@@ -327,11 +347,17 @@ impl<'n> Model<'n> {
                 .any(|i| self.nest.sums.iter().any(|s| i.mentions(&s.name)))
     }
 
-    /// The indices of a read as the candidate performs it (exchanged for the staged
-    /// matrix, which is read through its transposed copy).
+    /// The indices of a read as the candidate performs it: exchanged for the staged
+    /// matrix, which is read through its transposed copy; in storage order for an input
+    /// declared with a layout that the candidate reads in place.
     fn read_indices(&self, r: &crate::nest::Read) -> Vec<IndexExpr> {
         if self.staged.as_deref() == Some(r.input.as_str()) {
             r.indices.iter().rev().cloned().collect()
+        } else if let Some(order) = self.storage_orders.get(&r.input) {
+            order
+                .iter()
+                .filter_map(|&d| r.indices.get(d).cloned())
+                .collect()
         } else {
             r.indices.clone()
         }
@@ -478,6 +504,7 @@ impl<'n> Model<'n> {
         self.copied
             .iter()
             .chain(&self.staged)
+            .chain(&self.relaid)
             .map(|x| {
                 let elements: f64 = self
                     .input_sizes

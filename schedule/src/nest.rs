@@ -43,6 +43,9 @@ pub struct Nest {
     pub reads: Vec<Read>,
     /// The shape of every input read, at the sizes searched for.
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// The storage order of each input read that is declared with a `layout` other
+    /// than row-major (`order[p]`: the dimension stored at position `p`).
+    pub layouts: BTreeMap<String, Vec<usize>>,
     /// Scalar operations per innermost iteration (`*`, `+`, functions).
     pub ops: usize,
     /// The loop variables the body's guards mention: the loops `partition` can split
@@ -207,8 +210,14 @@ pub fn analyze_expr(
     } = found;
     let ops = ops + scale_ops;
     let mut input_shapes = Vec::new();
+    let mut layouts = BTreeMap::new();
     for input in &program.inputs {
         if reads.iter().any(|r| r.input == input.name) {
+            if let Some(l) = &input.layout
+                && l.order.iter().enumerate().any(|(p, &d)| p != d)
+            {
+                layouts.insert(input.name.clone(), l.order.clone());
+            }
             let dims = input
                 .shape
                 .iter()
@@ -229,6 +238,7 @@ pub fn analyze_expr(
         sums,
         reads,
         input_shapes,
+        layouts,
         ops: ops.max(1),
         guard_vars,
         prefix: Vec::new(),

@@ -1059,6 +1059,7 @@ fn promote_neighbours(queue: &mut Vec<Ranked>, best: &Candidate) {
             && a.col_outer == b.col_outer
             && c.pack == best.pack
             && c.boundary == best.boundary
+            && c.relaid == best.relaid
             && ((a.rows == b.rows) != (a.cols == b.cols))
     };
     let mut siblings = Vec::new();

@@ -197,6 +197,7 @@ pub fn plan(
                         sums: Vec::new(),
                         reads: Vec::new(),
                         input_shapes: Vec::new(),
+                        layouts: BTreeMap::new(),
                         ops: 1,
                         guard_vars: Default::default(),
                         prefix: Vec::new(),

@@ -94,12 +94,29 @@ pub fn ranked(
                 .map(|r| Some(r.input.clone())),
         )
         .collect();
-    // At most one copy per candidate: packed, bordered or transposed.
-    let copies: Vec<(Option<String>, Option<String>, Option<String>)> = packs
+    // At most one copy per candidate: packed, bordered or transposed; and, of an
+    // input declared with another storage order, with or without a row-major copy of
+    // it (made from the input, so with any of the others of another input).
+    let relaid: Vec<Option<String>> = std::iter::once(None)
+        .chain(nest.layouts.keys().map(|x| Some(x.clone())))
+        .collect();
+    let copies: Vec<(
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    )> = packs
         .iter()
         .flat_map(|p| borders.iter().map(move |b| (p.clone(), b.clone(), None)))
         .filter(|(p, b, _)| p.is_none() || b.is_none())
         .chain(stages.iter().map(|s| (None, None, s.clone())))
+        .flat_map(|(p, b, s)| {
+            relaid
+                .iter()
+                .filter(|r| r.is_none() || ![&p, &b, &s].contains(r))
+                .map(|r| (p.clone(), b.clone(), s.clone(), r.clone()))
+                .collect::<Vec<_>>()
+        })
         .collect();
     let mut out = Vec::new();
     let mut size = SpaceSize::default();
@@ -118,7 +135,7 @@ pub fn ranked(
                 if reduction && accumulators + 2 > machine.vector_registers as i64 {
                     continue;
                 }
-                for (pack, border, stage) in &copies {
+                for (pack, border, stage, relaid) in &copies {
                     {
                         let orders: &[bool] = if row.is_some() {
                             &[false, true]
@@ -151,6 +168,7 @@ pub fn ranked(
                                 boundary: border.clone(),
                                 local_copy: false,
                                 stage: stage.clone(),
+                                relaid: relaid.clone(),
                                 partial_sums: None,
                                 rolled: Vec::new(),
                                 vector_width: None,
@@ -290,6 +308,7 @@ fn partial_sums(
                     boundary: None,
                     local_copy: false,
                     stage: None,
+                    relaid: None,
                     order: vec![Slot::Loop(k.name.clone())],
                     parallel,
                     partition_guards: false,
@@ -343,6 +362,7 @@ fn whole_rows(
                 boundary: None,
                 local_copy: false,
                 stage: None,
+                relaid: None,
                 partial_sums: None,
                 rolled: Vec::new(),
                 vector_width: None,

@@ -47,6 +47,12 @@ input B : [K, N]
 def mm = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
 ";
 
+const COLUMN_MAJOR: &str = "size M, N, K
+input A : [M, K] layout (M, K):(1, M)
+input B : [K, N]
+def mm = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
+";
+
 fn sizes(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
     pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
 }
@@ -711,4 +717,55 @@ fn made_up_names_avoid_the_names_other_stages_schedules_took() {
         "{steps:?}"
     );
     assert!(steps.iter().any(|s| s.contains("it2")), "{steps:?}");
+}
+
+#[test]
+fn a_column_major_operand_is_modelled_in_storage_order_and_copied_row_major() {
+    let at = [("M", 1024), ("N", 1024), ("K", 1024)];
+    let nest = {
+        let (checked, _) = atl_lang::check_source(COLUMN_MAJOR);
+        analyze(&checked.unwrap().program, "mm", &sizes(&at)).unwrap()
+    };
+    assert_eq!(nest.layouts.get("A"), Some(&vec![1, 0]));
+    let all = candidates(COLUMN_MAJOR, "mm", &at, 1);
+    // Read in place, each `k` of the tile reads a new column of `A`, a page after the
+    // last (4 KiB at M = 1024): every tile is cheaper on the row-major copy.
+    let best = all
+        .iter()
+        .find(|r| r.candidate.partial_sums.is_none())
+        .expect("a tile");
+    assert_eq!(
+        best.candidate.relaid.as_deref(),
+        Some("A"),
+        "{}",
+        best.candidate.summary()
+    );
+    let twin = all
+        .iter()
+        .find(|r| {
+            r.candidate.relaid.is_none()
+                && r.candidate.tile == best.candidate.tile
+                && r.candidate.pack == best.candidate.pack
+        })
+        .expect("the same tile reading A in place");
+    assert!(
+        best.estimate < twin.estimate,
+        "{} {}",
+        best.estimate,
+        twin.estimate
+    );
+    // The same program with `A` row-major has no such candidate.
+    assert!(
+        candidates(MATMUL, "mm", &at, 1)
+            .iter()
+            .all(|r| r.candidate.relaid.is_none())
+    );
+    let steps = best.candidate.steps(&nest);
+    assert_eq!(steps[0], "stage A into Ar order 0, 1", "{steps:?}");
+    let (checked, derived) = derive(COLUMN_MAJOR, "mm", &steps);
+    let cases: Vec<Vec<(&str, i64)>> = [(1, 1, 1), (7, 19, 5), (13, 33, 2)]
+        .iter()
+        .map(|&(m, n, k)| vec![("M", m), ("N", n), ("K", k)])
+        .collect();
+    assert_same_values(&checked, "mm", &derived, &cases);
 }

@@ -65,6 +65,7 @@ fn tile(rows: i64, cols: i64, pack: bool, order: Vec<Slot>) -> Candidate {
         },
         pack: pack.then(|| "B".to_string()),
         stage: None,
+        relaid: None,
         partial_sums: None,
         rolled: Vec::new(),
         vector_width: None,

@@ -72,6 +72,7 @@ fn candidate(rows: i64, cols: i64) -> Candidate {
         },
         pack: None,
         stage: None,
+        relaid: None,
         partial_sums: None,
         rolled: Vec::new(),
         vector_width: None,

@@ -34,6 +34,7 @@ pub fn nest(
         sums,
         reads,
         input_shapes,
+        layouts: Default::default(),
         ops: 1,
         guard_vars: Default::default(),
         prefix: Vec::new(),
