@@ -14,6 +14,15 @@ use crate::machine::Machine;
 use crate::nest::Nest;
 use crate::space::{SlotKind, Space};
 
+/// The copies of a candidate's inputs: packed, bordered, transposed, copied row-major
+/// ([`Candidate::pack`], `boundary`, `stage`, `relaid`).
+type Copies = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
 /// A candidate with its estimate.
 #[derive(Clone, Debug)]
 pub struct Ranked {
@@ -100,12 +109,7 @@ pub fn ranked(
     let relaid: Vec<Option<String>> = std::iter::once(None)
         .chain(nest.layouts.keys().map(|x| Some(x.clone())))
         .collect();
-    let copies: Vec<(
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    )> = packs
+    let copies: Vec<Copies> = packs
         .iter()
         .flat_map(|p| borders.iter().map(move |b| (p.clone(), b.clone(), None)))
         .filter(|(p, b, _)| p.is_none() || b.is_none())
