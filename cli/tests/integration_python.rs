@@ -458,21 +458,7 @@ print("ok: scipy.sparse through sparse_A")
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A matmul whose `A` is declared column-major (`layout (M, K):(1, M)`).
-const COLUMN_MAJOR: &str = "size M, N, K
-input A : [M, K] layout (M, K):(1, M)
-input B : [K, N]
-def matmul = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
-derive fast from matmul {
-  tile i, j by 4, 8 into it, jt, ir, jr
-  simpl
-  reorder it, jt, k, ir, jr
-  partition it
-  partition jt
-}
-";
-
-/// numpy's column-major array is what the kernel reads: `A` passed as
+/// numpy's column-major array is what the kernel of `examples/colmajor` reads: `A` passed as
 /// `numpy.asfortranarray` (in place, its memory in the declared order) gives `A @ B`,
 /// and a C-ordered `A` is a TypeError saying what to pass, never a wrong product.
 const COLUMN_MAJOR_CHECK: &str = r#"
@@ -504,11 +490,9 @@ fn python_passes_a_column_major_input_in_place() {
         return;
     }
     let dir = temp_dir("python-colmajor");
-    let program = dir.join("colmajor.atl");
-    std::fs::write(&program, COLUMN_MAJOR).expect("write the program");
     run(Command::new(env!("CARGO_BIN_EXE_atl"))
         .arg("emit")
-        .arg(&program)
+        .arg(project().join("../../colmajor/colmajor.atl"))
         .args(["--def", "fast", "--name", "py_colmajor", "--python"])
         .arg(&dir));
     let out = run(Command::new("python3")

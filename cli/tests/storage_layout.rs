@@ -32,28 +32,23 @@ fn run_error(file: &str, def: &str, sizes: &str) -> f64 {
         .unwrap_or_else(|| panic!("unreadable: {line}"))
 }
 
-const COLUMN_MAJOR: &str = "size M, N, K
-input A : [M, K] layout (M, K):(1, M)
-input B : [K, N]
-def matmul = gen i < M, j < N: sum k < K: A[i, k] * B[k, j]
-derive fast from matmul {
-  tile i, j by 4, 8 into it, jt, ir, jr
-  simpl
-  reorder it, jt, k, ir, jr
-  partition it
-  partition jt
+/// The column-major example (`examples/colmajor`).
+fn column_major() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/colmajor/colmajor.atl")
+        .display()
+        .to_string()
 }
-";
 
 #[test]
 fn a_column_major_operand_is_read_in_place_and_validated() {
-    let file = scratch("column_major.atl", COLUMN_MAJOR);
+    let file = column_major();
     let (code, ir, err) = atl(&["emit", &file, "--def", "fast", "--ir"]);
     assert_eq!(code, EXIT_OK, "{err}");
     // Received as the [K, M] array of its columns, read at `M * k + i`.
     assert!(ir.contains("A: [K, M] order (1, 0)"), "{ir}");
     assert!(
-        ir.contains("A[M * k + ir + 4 * it @ (k, ir + 4 * it)]"),
+        ir.contains("A[M * k + ii + 6 * io @ (k, ii + 6 * io)]"),
         "{ir}"
     );
     let (code, out, err) = atl(&["validate", &file, "--def", "fast"]);
@@ -71,12 +66,19 @@ fn a_column_major_operand_is_read_in_place_and_validated() {
         "{c}"
     );
     // Ragged sizes: full and partial tiles, in both directions.
-    for sizes in ["M=5,N=9,K=3", "M=8,N=16,K=1", "M=3,N=5,K=7"] {
+    for sizes in [
+        "M=5,N=9,K=3",
+        "M=12,N=32,K=1",
+        "M=3,N=5,K=7",
+        "M=13,N=35,K=9",
+    ] {
         let e = run_error(&file, "fast", sizes);
         assert!(e < 1e-5, "{sizes}: {e}");
     }
     // The specification itself compiles with the same layout.
-    assert!(run_error(&file, "matmul", "M=6,N=4,K=5") < 1e-5);
+    assert!(run_error(&file, "colmajor", "M=6,N=4,K=5") < 1e-5);
+    // And the tile on a row-major copy of `A`.
+    assert!(run_error(&file, "fast_copied", "M=7,N=17,K=4") < 1e-5);
 }
 
 #[test]
