@@ -136,4 +136,11 @@ def mv = gen i < N: sum j < N: A[i, j] * x[j]
     let (code, out, err) = atl(&["validate", &file, "--def", "mv", "--ir", &kernel]);
     assert_eq!(code, EXIT_USER, "{out}{err}");
     assert!(out.contains("verdict: rejected"), "{out}");
+    // An output is written row-major: an order on it is a syntax error, not ignored.
+    let ordered = ir.replace("-> out: [N]", "-> out: [N] order (0)");
+    assert_ne!(ordered, ir);
+    let kernel = scratch("square_ordered_output.ir", &ordered);
+    let (code, out, err) = atl(&["validate", &file, "--def", "mv", "--ir", &kernel]);
+    assert_eq!(code, EXIT_USER, "{out}{err}");
+    assert!(err.contains("E0940") && err.contains("outputs are row-major"), "{err}");
 }

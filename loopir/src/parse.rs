@@ -486,7 +486,13 @@ impl Parser<'_> {
         }
         self.sym(")")?;
         self.sym("->")?;
+        // The output is written row-major: a storage order is for inputs only.
+        let output_at = self.pos;
         let output = self.buffer_decl()?;
+        if output.order.is_some() {
+            self.pos = output_at;
+            return Err(self.expected("an output without `order` (outputs are row-major)"));
+        }
         let mut preconditions = Vec::new();
         while self.is_word("requires") {
             preconditions.push(self.precondition()?);
