@@ -142,5 +142,8 @@ def mv = gen i < N: sum j < N: A[i, j] * x[j]
     let kernel = scratch("square_ordered_output.ir", &ordered);
     let (code, out, err) = atl(&["validate", &file, "--def", "mv", "--ir", &kernel]);
     assert_eq!(code, EXIT_USER, "{out}{err}");
-    assert!(err.contains("E0940") && err.contains("outputs are row-major"), "{err}");
+    assert!(
+        err.contains("E0940") && err.contains("outputs are row-major"),
+        "{err}"
+    );
 }
