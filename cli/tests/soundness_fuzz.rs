@@ -98,6 +98,11 @@ struct Stats {
     /// were compiled and validated (the kernel reads that input in its storage order).
     column_major_accepted: u64,
     column_major_compiled: u64,
+    /// Accepted derivations with a `store_root`/`store_at` step (the sliding window:
+    /// each is compiled), and how many of them were compiled and validated.
+    storage_accepted: u64,
+    storage_compiled: u64,
+    storage_validated: u64,
     column_major_validated: u64,
     /// The programs that declare index arrays (issue 31).
     ia: IndexArrayStats,
@@ -307,9 +312,12 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
             prog.steps.push(st);
             stats.derivations_attempted += 1;
             let text = prog.text();
+            // A derivation placing a stage's storage is compiled whenever accepted:
+            // only lowering applies it.
+            let storage = prog.steps.iter().any(|st| st.contains("store_"));
             let opts = options(
                 case_seed ^ prog.steps.len() as u64,
-                stats.compile_due || huge_index_due,
+                stats.compile_due || huge_index_due || storage,
                 sanitize_all() || huge_index_due || has_huge_constant(&text),
             );
             if std::env::var("ATL_FUZZ_TRACE").is_ok_and(|v| v == "1") {
@@ -341,6 +349,11 @@ fn run_one(judges: &Judges, seed: u64, case: u64, stats: &mut Stats) -> Option<F
                 if prog.steps.iter().any(|st| st.starts_with("pack ")) {
                     stats.packed_accepted += 1;
                     stats.packed_compiled += (out.compiled > 0) as u64;
+                }
+                if prog.steps.iter().any(|st| st.contains("store_")) {
+                    stats.storage_accepted += 1;
+                    stats.storage_compiled += (out.compiled > 0) as u64;
+                    stats.storage_validated += (out.validated > 0) as u64;
                 }
                 if !prog.column_major.is_empty() {
                     stats.column_major_accepted += 1;
@@ -616,7 +629,7 @@ fn soundness_fuzz() {
          assignments, {} not judged: 64-bit overflow), {} certificates verified ({} refused by the checker), {} mutated \
          certificates ({} accepted), {} compiled to C ({} sanitized, {} validated; {} runs \
          at entry bounds; {} refused by lowering E0938, {} by the validator; {} programs \
-         read at huge indices; {} use coordinates as values; {} derivations with a `pack`, {} of them compiled; {} derivations of programs with a column-major input, {} compiled, {} validated); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
+         read at huge indices; {} use coordinates as values; {} derivations with a `pack`, {} of them compiled; {} derivations of programs with a column-major input, {} compiled, {} validated; {} derivations with a `store_root`/`store_at`, {} compiled, {} validated); {:.1} s (slowest case {} in {:.1} s), {} failing case(s)",
         stats.programs_generated,
         stats.programs_rejected,
         stats.programs_ill_shaped,
@@ -642,6 +655,9 @@ fn soundness_fuzz() {
         stats.column_major_accepted,
         stats.column_major_compiled,
         stats.column_major_validated,
+        stats.storage_accepted,
+        stats.storage_compiled,
+        stats.storage_validated,
         fuzz_time.as_secs_f64(),
         slowest.1,
         slowest.0.as_secs_f64(),

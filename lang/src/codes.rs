@@ -627,7 +627,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0831",
-        "a Halide directive with no sound counterpart (`store_at`, `store_root`, `fold_storage`, `compute_with`, `align_bounds`, …), with the reason",
+        "a Halide directive with no sound counterpart (`fold_storage`, `compute_with`, `align_bounds`, …), with the reason",
         "see docs/directives.md",
     ),
     active(
@@ -721,6 +721,11 @@ pub static CODES: &[ErrorCode] = &[
         "specialize on sizes (`specialize n % 16 == 0 && n >= 32 { … }`) as the last step of a derivation; schedule the general version before it",
     ),
     active(
+        "E0858",
+        "a `store_root x` or `store_at x at yo` that describes no sliding window: the stage is not computed inside a loop below the storage level, or is computed several loops below it (the window slides along one loop), or `yo` does not enclose the stage",
+        "compute the stage inside a loop (`compute_at x at y`), then store it at the loop around `y` (`store_at x at yo`) or, when `y` is outermost, at the root (`store_root x`)",
+    ),
+    active(
         "E0901",
         "`trunc_l`/`trunc_r` drops a position that is not padding (the counterexample gives the sizes, binders and the dropped position; for a `sum`, the iteration that writes it)",
         "truncate only what an adjoint pair put there, `trunc_r(k, pad_r(k, e))`, or guard the dropped positions in the argument (`[i < n - k] * …`)",
@@ -765,6 +770,11 @@ pub static CODES: &[ErrorCode] = &[
         "E0913",
         "a loop annotation of a derived definition that does not apply to its kernel: no loop of that name (lowering removed it), a name also bound in a definition it uses (ambiguous), or a loop that fails the annotation's criterion in the kernel (not a `gen`, not innermost, iterations sharing a scalar or buffer, no constant trip count, nested in another `parallel` loop)",
         "annotate the loops as `atl emit --ir` shows them",
+    ),
+    active(
+        "E0914",
+        "a `store_root`/`store_at` that lowering cannot apply to the kernel: the stage is computed in several places (after a `partition` or a `specialize`), its rows are not computed by one loop at the start of its buffer's scope, the loop it slides along is `parallel`, or its windows at consecutive iterations are not the same rows moved by a constant step smaller than the window",
+        "look at the kernel before the storage step (`atl emit --ir`): compute the stage once per iteration of one sequential loop, with a window that moves by a constant number of rows",
     ),
     active(
         "E0921",

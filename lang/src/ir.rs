@@ -1032,10 +1032,40 @@ pub struct Def {
     /// compiler to prefer (`vector_width 256`); `None`: the compiler's default for the
     /// target. Like the hints, not part of the value.
     pub vector_width: Option<u32>,
+    /// Stages whose buffers the derivation stores apart from where they are computed
+    /// (`store_root x`, `store_at x at yo`). Like the hints, not part of the value:
+    /// lowering reads them (the sliding window), nothing else does.
+    pub storage: Vec<StorageHint>,
 }
 
 /// The widths `vector_width N` accepts, in bits: SSE, AVX2 and AVX-512 registers.
 pub const VECTOR_WIDTHS: &[u32] = &[128, 256, 512];
+
+/// Where a stage's buffer is stored, apart from the loop that computes it (Halide's
+/// `store_root`/`store_at`): lowering keeps the buffer across the iterations of that
+/// loop and computes in each only the rows the earlier ones did not (the sliding
+/// window). It never changes what the program computes; the translation validator
+/// proves the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorageHint {
+    /// The stage (a `let` name of the program).
+    pub stage: String,
+    /// The loop whose iterations each get a buffer (`store_at x at yo`), or `None` for
+    /// the whole kernel (`store_root x`).
+    pub at: Option<String>,
+    /// The directive, for diagnostics.
+    pub span: Span,
+}
+
+impl StorageHint {
+    /// The directive as written.
+    pub fn step_text(&self) -> String {
+        match &self.at {
+            None => format!("store_root {}", self.stage),
+            Some(l) => format!("store_at {} at {l}", self.stage),
+        }
+    }
+}
 
 /// What a loop hint asks lowering for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

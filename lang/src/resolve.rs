@@ -963,6 +963,7 @@ impl Resolver<'_> {
                 span,
                 hints: Vec::new(),
                 vector_width: None,
+                storage: Vec::new(),
             },
             SparseDecl {
                 name: name.name.clone(),
@@ -1165,6 +1166,7 @@ pub fn resolve_with(file: &File, diags: &mut Vec<Diagnostic>, rename: bool) -> P
                     span: *span,
                     hints: Vec::new(),
                     vector_width: None,
+                    storage: Vec::new(),
                 });
             }
             Item::Derive {

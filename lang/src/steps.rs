@@ -220,6 +220,22 @@ pub const STEPS: &[StepInfo] = &[
         help: "compute a stage inside a loop, on the window the loop reads",
     },
     StepInfo {
+        name: "store_root",
+        class: StepClass::Directive,
+        synopsis: "store_root x",
+        usage: "`store_root x` keeps the buffer of stage `x` (computed inside a loop with `compute_at`) for the whole kernel: the loop computes only the rows the earlier iterations did not (Halide's sliding window)",
+        keywords: &[],
+        help: "keep a stage's buffer across the iterations of the loop that computes it, and compute only its new rows (sliding window)",
+    },
+    StepInfo {
+        name: "store_at",
+        class: StepClass::Directive,
+        synopsis: "store_at x at l",
+        usage: "`store_at x at yo` keeps the buffer of stage `x` (computed with `compute_at` at the loop directly inside `yo`) for each iteration of `yo`: the inner loop computes only the rows its earlier iterations did not (Halide's sliding window)",
+        keywords: &["at"],
+        help: "keep a stage's buffer for each iteration of a loop, and compute only its new rows in the loop inside it (sliding window)",
+    },
+    StepInfo {
         name: "bound",
         class: StepClass::Directive,
         synopsis: "bound v to N",
@@ -365,7 +381,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `bound`, `rfactor`, `grade`, `specialize`, `vector_width`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `store_root`, `store_at`, `bound`, `rfactor`, `grade`, `specialize`, `vector_width`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

@@ -313,6 +313,21 @@ impl Val {
             Val::Call(_, args) => args.iter().for_each(|a| a.visit(f)),
         }
     }
+
+    /// [`Val::visit`], with each node mutable (a node is visited before its children).
+    pub fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Val)) {
+        f(self);
+        match self {
+            Val::Lit(_) | Val::Coord(_) | Val::Scalar(_) | Val::Load(_) => {}
+            Val::Neg(a) => a.visit_mut(f),
+            Val::Bin(_, a, b) => {
+                a.visit_mut(f);
+                b.visit_mut(f);
+            }
+            Val::Select(_, a) | Val::Blend(_, a) => a.visit_mut(f),
+            Val::Call(_, args) => args.iter_mut().for_each(|a| a.visit_mut(f)),
+        }
+    }
 }
 
 /// `=`, `+=`, or `max=` (the step of a max-reduction).
@@ -449,6 +464,65 @@ impl Stmt {
             Stmt::Alloc { body, .. } => body.iter().for_each(|s| s.walk(f)),
             _ => {}
         }
+    }
+
+    /// [`Stmt::walk`], with each statement mutable (visited before the statements
+    /// nested in it).
+    pub fn walk_mut(&mut self, f: &mut dyn FnMut(&mut Stmt)) {
+        f(self);
+        match self {
+            Stmt::For(l) => l.body.iter_mut().for_each(|s| s.walk_mut(f)),
+            Stmt::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                then_branch.iter_mut().for_each(|s| s.walk_mut(f));
+                else_branch.iter_mut().for_each(|s| s.walk_mut(f));
+            }
+            Stmt::Alloc { body, .. } => body.iter_mut().for_each(|s| s.walk_mut(f)),
+            _ => {}
+        }
+    }
+
+    /// Visits every node of the scalar values held directly by this statement (not
+    /// nested statements): a declaration's initial value, a stored value.
+    pub fn visit_own_vals(&self, f: &mut dyn FnMut(&Val)) {
+        match self {
+            Stmt::Decl { init: Some(v), .. }
+            | Stmt::SetScalar { value: v, .. }
+            | Stmt::Store { value: v, .. } => v.visit(f),
+            _ => {}
+        }
+    }
+
+    /// [`Stmt::visit_own_vals`], mutable.
+    pub fn visit_own_vals_mut(&mut self, f: &mut dyn FnMut(&mut Val)) {
+        match self {
+            Stmt::Decl { init: Some(v), .. }
+            | Stmt::SetScalar { value: v, .. }
+            | Stmt::Store { value: v, .. } => v.visit_mut(f),
+            _ => {}
+        }
+    }
+
+    /// Visits every load of a buffer element in the values held directly by this
+    /// statement.
+    pub fn visit_own_loads(&self, f: &mut dyn FnMut(&Load)) {
+        self.visit_own_vals(&mut |v| {
+            if let Val::Load(l) = v {
+                f(l);
+            }
+        });
+    }
+
+    /// [`Stmt::visit_own_loads`], mutable.
+    pub fn visit_own_loads_mut(&mut self, f: &mut dyn FnMut(&mut Load)) {
+        self.visit_own_vals_mut(&mut |v| {
+            if let Val::Load(l) = v {
+                f(l);
+            }
+        });
     }
 
     /// Visits every index expression held directly by this statement (not nested

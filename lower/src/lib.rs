@@ -30,6 +30,8 @@ mod placement;
 mod prove;
 pub mod reindex;
 mod shape;
+mod sliding;
+mod substitute;
 mod tail_bounds;
 
 use atl_lang::diag::Diagnostic;

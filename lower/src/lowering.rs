@@ -227,6 +227,27 @@ pub(crate) fn lower(
     let mut body = body;
     crate::annotate::annotate(&mut body);
     crate::annotate::apply_hints(&mut body, &hints)?;
+    // Stages stored apart from their computation slide their windows (after the
+    // annotations: the loop a window slides along loses an automatic `parallel`).
+    let storage = program
+        .def(def)
+        .map(|d| d.storage.clone())
+        .unwrap_or_default();
+    if !storage.is_empty() {
+        let mut names = std::mem::replace(&mut l.supply, NameSupply::new(Vec::new()));
+        let slid = {
+            let ix = |e: &IndexExpr| l.ix(e);
+            let clamp = |e: &IndexExpr| l.prover.clamp(e);
+            let mut target = crate::sliding::Target {
+                ix: &ix,
+                clamp: &clamp,
+                names: &mut names,
+            };
+            crate::sliding::slide_windows(&mut body, &storage, &hints, &mut target)
+        };
+        l.supply = names;
+        slid?;
+    }
     // A loop whose body is a guard on its own variable stops at the guard's limit
     // (after the annotations, which an unrolled loop's constant trip count decides:
     // such a loop keeps its guard).

@@ -31,7 +31,7 @@
 
 use atl_lang::index::{CmpOp, IndexExpr, IndexOp, Pred};
 
-use crate::ir::{Cond, Coord, For, Ix, IxOp, Load, LoopOrigin, Stmt, Val};
+use crate::ir::{Cond, For, Ix, LoopOrigin, Stmt};
 use crate::prove::Prover;
 
 /// Merges the runs of mergeable parallel loops in `body` and in every block inside it.
@@ -39,7 +39,10 @@ pub(crate) fn merge_parallel_loops(body: &mut Vec<Stmt>, prover: &mut Prover) {
     for s in body.iter_mut() {
         match s {
             Stmt::For(l) => {
-                let range = (index_of(&l.lo), index_of(&l.hi));
+                let range = (
+                    crate::substitute::index_of(&l.lo),
+                    crate::substitute::index_of(&l.hi),
+                );
                 match range {
                     (Some(lo), Some(hi)) => {
                         prover.push_range(&l.var, &lo, &hi);
@@ -106,9 +109,9 @@ fn mergeable(first: &For, second: &For, prover: &Prover) -> bool {
         return false;
     }
     let (Some(lo1), Some(hi1), Some(hi2)) = (
-        index_of(&first.lo),
-        index_of(&first.hi),
-        index_of(&second.hi),
+        crate::substitute::index_of(&first.lo),
+        crate::substitute::index_of(&first.hi),
+        crate::substitute::index_of(&second.hi),
     ) else {
         return false;
     };
@@ -130,7 +133,12 @@ fn at_most(a: &IndexExpr, b: &IndexExpr, prover: &Prover) -> bool {
 /// `else` of `first.var < first.hi`, its variable renamed to `first`'s.
 fn merge(first: &mut For, second: For) {
     let mut tail = second.body;
-    rename_in_block(&mut tail, &second.var, &first.var);
+    crate::substitute::substitute_block(
+        &mut tail,
+        &second.var,
+        &Ix::Var(first.var.clone()),
+        &IndexExpr::var(first.var.clone()),
+    );
     // After an earlier merge the head is itself `if v < h1 { … } else { … }`: the
     // ranges nest (`v < h1` implies `v < h2`).
     let head = std::mem::take(&mut first.body);
@@ -142,145 +150,10 @@ fn merge(first: &mut For, second: For) {
     first.hi = second.hi;
 }
 
-/// An [`Ix`] as the index expression it computes (`None` for none: every operator has
-/// a counterpart; C's `/` and `%` are used only where they are floor division).
-fn index_of(ix: &Ix) -> Option<IndexExpr> {
-    Some(match ix {
-        Ix::Const(c) => IndexExpr::Const(*c),
-        Ix::Var(v) => IndexExpr::Var(v.clone()),
-        Ix::Neg(a) => IndexExpr::Neg(Box::new(index_of(a)?)),
-        Ix::Load(array, a) => IndexExpr::Load(array.clone(), Box::new(index_of(a)?)),
-        Ix::Bin(op, a, b) => {
-            let op = match op {
-                IxOp::Add => IndexOp::Add,
-                IxOp::Sub => IndexOp::Sub,
-                IxOp::Mul => IndexOp::Mul,
-                IxOp::DivNat | IxOp::FloorDiv => IndexOp::Div,
-                IxOp::ModNat | IxOp::FloorMod => IndexOp::Mod,
-                IxOp::CeilDiv => IndexOp::CDiv,
-                IxOp::Min => IndexOp::Min,
-                IxOp::Max => IndexOp::Max,
-            };
-            IndexExpr::bin(op, index_of(a)?, index_of(b)?)
-        }
-    })
-}
-
-fn rename_in_block(block: &mut [Stmt], from: &str, to: &str) {
-    for s in block {
-        rename_in_stmt(s, from, to);
-    }
-}
-
-fn rename_in_stmt(s: &mut Stmt, from: &str, to: &str) {
-    match s {
-        Stmt::For(l) => {
-            rename_ix(&mut l.lo, from, to);
-            rename_ix(&mut l.hi, from, to);
-            rename_in_block(&mut l.body, from, to);
-        }
-        Stmt::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            rename_cond(cond, from, to);
-            rename_in_block(then_branch, from, to);
-            rename_in_block(else_branch, from, to);
-        }
-        Stmt::Alloc {
-            shape, len, body, ..
-        } => {
-            for d in shape.iter_mut() {
-                *d = d.rename(from, to);
-            }
-            rename_ix(len, from, to);
-            rename_in_block(body, from, to);
-        }
-        Stmt::Decl { init, .. } => {
-            if let Some(v) = init {
-                rename_val(v, from, to);
-            }
-        }
-        Stmt::SetScalar { value, .. } => rename_val(value, from, to),
-        Stmt::Store {
-            index,
-            coords,
-            value,
-            ..
-        } => {
-            rename_ix(index, from, to);
-            rename_coords(coords, from, to);
-            rename_val(value, from, to);
-        }
-        Stmt::Fill { len, .. } => rename_ix(len, from, to),
-        Stmt::Fail { .. } => {}
-    }
-}
-
-fn rename_coords(coords: &mut [Coord], from: &str, to: &str) {
-    for c in coords {
-        c.index = c.index.rename(from, to);
-        c.extent = c.extent.rename(from, to);
-    }
-}
-
-fn rename_val(v: &mut Val, from: &str, to: &str) {
-    match v {
-        Val::Lit(_) | Val::Scalar(_) => {}
-        Val::Coord(ix) => rename_ix(ix, from, to),
-        Val::Load(Load { index, coords, .. }) => {
-            rename_ix(index, from, to);
-            rename_coords(coords, from, to);
-        }
-        Val::Neg(a) => rename_val(a, from, to),
-        Val::Bin(_, a, b) => {
-            rename_val(a, from, to);
-            rename_val(b, from, to);
-        }
-        Val::Call(_, args) => args.iter_mut().for_each(|a| rename_val(a, from, to)),
-        Val::Select(c, a) | Val::Blend(c, a) => {
-            rename_cond(c, from, to);
-            rename_val(a, from, to);
-        }
-    }
-}
-
-fn rename_cond(c: &mut Cond, from: &str, to: &str) {
-    match c {
-        Cond::Bool(_) => {}
-        Cond::Cmp(_, a, b) => {
-            rename_ix(a, from, to);
-            rename_ix(b, from, to);
-        }
-        Cond::And(a, b) | Cond::Or(a, b) => {
-            rename_cond(a, from, to);
-            rename_cond(b, from, to);
-        }
-        Cond::Not(a) => rename_cond(a, from, to),
-    }
-}
-
-fn rename_ix(ix: &mut Ix, from: &str, to: &str) {
-    match ix {
-        Ix::Const(_) => {}
-        Ix::Var(v) => {
-            if v == from {
-                *v = to.to_string();
-            }
-        }
-        Ix::Neg(a) | Ix::Load(_, a) => rename_ix(a, from, to),
-        Ix::Bin(_, a, b) => {
-            rename_ix(a, from, to);
-            rename_ix(b, from, to);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::StoreOp;
+    use crate::ir::{Coord, IxOp, StoreOp, Val};
 
     fn prover_test(f: impl FnOnce(&mut Prover)) {
         let (checked, diags) = atl_lang::check_source("size H\ninput x : [H]\ndef f = x\n");

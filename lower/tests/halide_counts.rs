@@ -11,6 +11,8 @@
 //!   f(x) + f(x - 1)`, `g` split by 10 with `f` computed at the tile loop: 11 values of
 //!   `f` per tile (the tile and the element to its left).
 //!
+//!   With `f.store_root()` (the sliding window), 11 values in the first tile and 10 in
+//!   each later one.
 //! - `specialize` (Halide's): one version runs, the one whose condition holds.
 //!
 //! Each kernel's output is also compared with the reference interpreter.
@@ -90,4 +92,43 @@ fn lowering_intro_counts() {
     assert_eq!(stage_and_output(&counts("intro", &n30), "f"), (30, 30));
     // Inlined: no value of `f` is stored.
     assert_eq!(stage_and_output(&counts("g_inline", &n30), "f"), (0, 30));
+}
+
+/// `f.store_root().compute_at(g, x)`, the paper's own schedule: with the sliding window
+/// the first tile computes its 11 values of `f` and each later tile the 10 the earlier
+/// ones did not, `n + 1` in all (33 at n = 30 without it); at a ragged size the last
+/// tile still computes 10 (its guarded tail reads them as zeros, as without sliding).
+/// Computed at every point: one new value per iteration after the first, `n + 1`
+/// against `2 n`.
+#[test]
+fn sliding_window_counts() {
+    for def in ["g_slide", "g_slide_paper"] {
+        assert_eq!(
+            stage_and_output(&counts(def, &[("n", 30), ("m", 1)]), "f"),
+            (31, 30),
+            "{def}"
+        );
+        assert_eq!(
+            stage_and_output(&counts(def, &[("n", 23), ("m", 1)]), "f"),
+            (31, 23),
+            "{def}"
+        );
+        assert_eq!(
+            stage_and_output(&counts(def, &[("n", 1), ("m", 1)]), "f"),
+            (11, 1),
+            "{def}"
+        );
+    }
+    assert_eq!(
+        stage_and_output(&counts("g_point", &[("n", 30), ("m", 1)]), "f"),
+        (60, 30)
+    );
+    assert_eq!(
+        stage_and_output(&counts("g_point_slide", &[("n", 30), ("m", 1)]), "f"),
+        (31, 30)
+    );
+    assert_eq!(
+        stage_and_output(&counts("g_point_slide", &[("n", 1), ("m", 1)]), "f"),
+        (2, 1)
+    );
 }

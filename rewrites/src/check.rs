@@ -379,6 +379,7 @@ pub fn check_rule(
             span: Span::DUMMY,
             hints: Vec::new(),
             vector_width: None,
+            storage: Vec::new(),
         });
         let mut shapes = base.shapes.clone();
         let Ok(shape) = atl_lang::shapes::infer(&shapes, &lhs) else {
@@ -470,6 +471,7 @@ pub fn check_rule(
             span: Span::DUMMY,
             hints: Vec::new(),
             vector_width: None,
+            storage: Vec::new(),
         });
         for (n, m) in [(1, 1), (2, 3), (4, 2), (5, 5)] {
             let sizes: BTreeMap<String, i64> = [("n".to_string(), n), ("m".to_string(), m)].into();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use atl_lang::ast::{self, StepKind};
 use atl_lang::diag::Diagnostic;
-use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program};
+use atl_lang::ir::{self, Expr, ExprKind, LoopHint, Program, StorageHint};
 use atl_lang::shapes::{self, Shape, ShapeEnv};
 use atl_lang::span::Span;
 
@@ -41,6 +41,15 @@ impl Derivation {
     /// at most one: a second is refused).
     pub fn vector_width(&self) -> Option<u32> {
         self.steps.iter().find_map(|s| s.vector_width)
+    }
+
+    /// The stages its `store_root`/`store_at` steps store apart from their computation,
+    /// in order. Like its hints, a derivation's own (not its base's).
+    pub fn storage(&self) -> Vec<StorageHint> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.storage.clone())
+            .collect()
     }
 
     /// The weakest grade of the derivation's steps.
@@ -312,6 +321,7 @@ pub fn with_derived(
             span,
             hints: d.hints(),
             vector_width: d.vector_width(),
+            storage: d.storage(),
         });
     }
     (p, env)

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use atl_lang::index::Pred;
-use atl_lang::ir::LoopHint;
+use atl_lang::ir::{LoopHint, StorageHint};
 use atl_solver::{Facts, Verdict};
 use serde::Serialize;
 
@@ -66,6 +66,10 @@ pub struct StepRecord {
     /// Not serialized, for the reason `hint` is not.
     #[serde(skip)]
     pub vector_width: Option<u32>,
+    /// The storage placement a `store_root x` or `store_at x at yo` step asks lowering
+    /// for. Not serialized, for the reason `hint` is not.
+    #[serde(skip)]
+    pub storage: Option<StorageHint>,
     /// Binders this step copied, as (original, copy) pairs: `specialize`'s case split
     /// copies the program, and a loop hint given before it holds of both copies of its
     /// loop ([`add_hints`]). Not serialized, for the reason `hint` is not.
@@ -119,6 +123,7 @@ impl StepRecord {
             origin: None,
             hint: None,
             vector_width: None,
+            storage: None,
             copies: Vec::new(),
         }
     }

@@ -177,16 +177,25 @@ fn obligation(
     } else {
         0
     };
+    let lifetime = binding.loops.len();
     let mut disjuncts = Vec::new();
     for a in assignments {
-        if order(a.path(), &r.path) != Order::Before {
-            continue;
-        }
         let shared = shared_loops(a.loops(), &r.loops);
-        if shared < must_share {
-            continue;
+        if order(a.path(), &r.path) == Order::Before
+            && shared >= must_share
+            && let Some(d) = disjunct(walk, r, a, shared, shared, &targets)
+        {
+            disjuncts.push(d);
         }
-        if let Some(d) = disjunct(walk, r, a, shared, &targets) {
+        // Or at an earlier iteration of the loops they share inside the buffer's
+        // lifetime (a sliding window's rows, written by the iterations before), in
+        // whatever order their statements come: that iteration ran completely before
+        // `r`'s. Not where a scalar `+=` must share those loops' iteration.
+        if shared > lifetime
+            && must_share <= lifetime
+            && matches!(a, Assignment::Write(_))
+            && let Some(d) = disjunct(walk, r, a, shared, lifetime, &targets)
+        {
             disjuncts.push(d);
         }
     }
@@ -233,14 +242,17 @@ fn obligation(
     }
 }
 
-/// "`a`, at the iteration of its own loops solved from the element, runs and writes
-/// it", with `a`'s own loops (all but the `shared` outer ones) renamed apart from
-/// `r`'s; `None` when the witness does not determine them.
+/// "`a`, at the iteration of its loops solved from the element, runs and writes it",
+/// with `a`'s loops from the `from`-th (all but the `shared` outer ones it has with
+/// `r`, or more) renamed apart from `r`'s; when `from < shared`, also "at an iteration
+/// of the shared loops `from..shared` lexicographically before `r`'s". `None` when the
+/// witness does not determine the renamed loops.
 fn disjunct(
     walk: &Walk,
     r: &Site,
     a: &Assignment,
     shared: usize,
+    from: usize,
     targets: &[IndexExpr],
 ) -> Option<Pred> {
     // A fact of `a` that mentions none of its own loops and that `r` has too is the
@@ -251,7 +263,7 @@ fn disjunct(
     };
     match a {
         Assignment::Fill(fill) => {
-            if fill.loops.len() != shared {
+            if fill.loops.len() != shared || from != shared {
                 return None;
             }
             let shape = &walk.bindings[fill.binding].shape;
@@ -285,7 +297,7 @@ fn disjunct(
             Some(conjunction(conds))
         }
         Assignment::Write(w) => {
-            let own: BTreeMap<String, String> = w.loops[shared..]
+            let own: BTreeMap<String, String> = w.loops[from..]
                 .iter()
                 .map(|l| (l.var.clone(), renamed(&l.var)))
                 .collect();
@@ -304,12 +316,23 @@ fn disjunct(
                     .collect(),
                 ..(*w).clone()
             };
-            let solve_for = &copy.loops[shared..];
+            let solve_for = &copy.loops[from..];
             let values = witness(&copy, targets, solve_for, true).closed;
             if values.len() != solve_for.len() {
                 return None;
             }
             let at = |e: &IndexExpr| crate::sites::substitute(e, &values);
+            // Lexicographically before: built from the innermost shared loop out.
+            let mut earlier = Pred::Bool(false);
+            for k in (from..shared).rev() {
+                let mine = at(&IndexExpr::var(copy.loops[k].var.clone()));
+                let theirs = IndexExpr::var(r.loops[k].var.clone());
+                let less = Pred::cmp(CmpOp::Lt, mine.clone(), theirs.clone());
+                earlier = match earlier {
+                    Pred::Bool(false) => less,
+                    e => Pred::or(less, Pred::and(Pred::cmp(CmpOp::Eq, mine, theirs), e)),
+                };
+            }
             let mut conds: Vec<Pred> = copy
                 .facts
                 .iter()
@@ -318,6 +341,9 @@ fn disjunct(
                 .collect();
             for (coord, c) in copy.coords.iter().zip(targets) {
                 conds.push(Pred::cmp(CmpOp::Eq, at(coord), c.clone()));
+            }
+            if from < shared {
+                conds.push(earlier);
             }
             Some(conjunction(conds))
         }

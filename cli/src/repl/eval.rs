@@ -61,6 +61,7 @@ impl Session {
                 span: Span::DUMMY,
                 hints: Vec::new(),
                 vector_width: None,
+                storage: Vec::new(),
             });
         }
         let options = EvalOptions {

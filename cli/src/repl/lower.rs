@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use atl_lang::diag::Diagnostic;
-use atl_lang::ir::{Def, Expr, LoopHint, Program};
+use atl_lang::ir::{Def, Expr, Program};
 use atl_lang::span::Span;
 
 use super::{Control, Session};
@@ -69,36 +69,42 @@ impl Session {
         };
         let mut program = checked.program.clone();
         let mut shapes = checked.shapes.clone();
-        let mut added: Vec<(String, &Expr, Vec<LoopHint>, Option<u32>)> = Vec::new();
+        let def = |name: &str, body: &Expr| Def {
+            name: name.to_string(),
+            name_span: Span::DUMMY,
+            body: body.clone(),
+            span: Span::DUMMY,
+            hints: Vec::new(),
+            vector_width: None,
+            storage: Vec::new(),
+        };
+        let mut added: Vec<Def> = Vec::new();
         if derivations {
             for (n, body) in &self.derived {
                 if n != name && program.def(n).is_none() {
-                    added.push((n.clone(), body, Vec::new(), None));
+                    added.push(def(n, body));
                 }
             }
         }
-        // The annotations taken so far (`parallel y`, …, `vector_width 256`) apply to
-        // the candidate; lowering checks them against the kernel.
-        added.push((name.to_string(), current, self.hints(), self.vector_width()));
-        for (n, body, hints, vector_width) in added {
-            match atl_lang::shapes::infer(&shapes, body) {
+        // The annotations taken so far (`parallel y`, …, `vector_width 256`, `store_root
+        // x`) apply to the candidate; lowering checks them against the kernel.
+        added.push(Def {
+            hints: self.hints(),
+            vector_width: self.vector_width(),
+            storage: self.storage(),
+            ..def(name, current)
+        });
+        for def in added {
+            match atl_lang::shapes::infer(&shapes, &def.body) {
                 Ok(s) => {
-                    shapes.globals.insert(n.clone(), s);
+                    shapes.globals.insert(def.name.clone(), s);
                 }
                 Err(d) => {
                     self.render(&[d], "<program>", "", out);
                     return None;
                 }
             }
-            let def = Def {
-                name: n.clone(),
-                name_span: Span::DUMMY,
-                body: body.clone(),
-                span: Span::DUMMY,
-                hints,
-                vector_width,
-            };
-            match program.defs.iter_mut().find(|d| d.name == n) {
+            match program.defs.iter_mut().find(|d| d.name == def.name) {
                 Some(existing) => *existing = def,
                 None => program.defs.push(def),
             }
@@ -128,6 +134,7 @@ impl Session {
                     span: Span::DUMMY,
                     hints: Vec::new(),
                     vector_width: None,
+                    storage: Vec::new(),
                 });
             }
         }

@@ -99,6 +99,15 @@ impl Session {
             .find_map(|o| o.record.vector_width)
     }
 
+    /// The stages the steps taken store apart from their computation.
+    pub(super) fn storage(&self) -> Vec<atl_lang::ir::StorageHint> {
+        self.steps
+            .iter()
+            .flat_map(|t| &t.outcomes)
+            .filter_map(|o| o.record.storage.clone())
+            .collect()
+    }
+
     /// `parallel io, vectorize ji`: annotations as the directives that ask for them,
     /// with the loop names the user wrote.
     fn describe_hints(&self, hints: &[LoopHint]) -> String {

@@ -315,7 +315,27 @@ pub fn step(
         ),
         7 if !lets.is_empty() => format!("compute_root {}", rng.pick(&lets)),
         8 if !lets.is_empty() => format!("compute_inline {}", rng.pick(&lets)),
-        9 if !lets.is_empty() => format!("compute_at {} at {v}", rng.pick(&lets)),
+        // Now and then with the stage's storage placed apart (the sliding window of
+        // `store_root`/`store_at`, applied by lowering; the loop around `v`, or any
+        // loop or the root, often refused).
+        9 if !lets.is_empty() => {
+            let x = rng.pick(&lets).clone();
+            let at = format!("compute_at {x} at {v}");
+            if !rng.chance(40) {
+                return at;
+            }
+            let around: Vec<&String> = pairs
+                .iter()
+                .filter(|(_, inner)| *inner == v)
+                .map(|(outer, _)| outer)
+                .collect();
+            let store = match rng.below(4) {
+                0 | 1 if !around.is_empty() => format!("store_at {x} at {}", rng.pick(&around)),
+                2 => format!("store_at {x} at {}", rng.pick(&loops)),
+                _ => format!("store_root {x}"),
+            };
+            format!("{at}\n  {store}")
+        }
         10 => format!("bound {v} to {}", with_value(rng, sizes, &[])),
         // A loop's full tiles apart from its last, or an input packed into column
         // panels (refused unless it is a matrix read with the columns): with a tile,

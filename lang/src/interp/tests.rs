@@ -87,6 +87,7 @@ fn def(name: &str, body: Expr) -> Def {
         span: Span::DUMMY,
         hints: Vec::new(),
         vector_width: None,
+        storage: Vec::new(),
     }
 }
 

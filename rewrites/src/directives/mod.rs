@@ -52,14 +52,19 @@
 //!   condition on sizes, scheduled by the block's steps, and its general version
 //!   (`rw spec_lt`/`spec_le`/`spec_eq`/`spec_ne` with the comparison's operands).
 //!
-//! Refused: directives with no sound counterpart in a language of pure expressions
-//! (`store_at`, `store_root`, `fold_storage`, `compute_with`, …).
+//! - `store_root x`, `store_at x at yo` (`storage.rs`): no rewrite; a `check` step
+//!   carrying the request, which lowering applies (the sliding window) and the
+//!   validator proves.
+//!
+//! Refused: directives with no sound counterpart here (`fold_storage`,
+//! `compute_with`, …).
 
 mod boundary;
 pub mod hints;
 mod partition;
 mod specialize;
 mod stage;
+mod storage;
 pub mod vector_width;
 
 use std::collections::BTreeMap;
@@ -1463,11 +1468,8 @@ fn extreme(e: &IndexExpr, v: &str, lo: &IndexExpr, hi: &IndexExpr, max: bool) ->
 /// Directives with no sound counterpart, and why.
 fn no_counterpart(name: &str) -> Option<&'static str> {
     Some(match name {
-        "store_at" | "store_root" => {
-            "storage placement apart from computation (Halide's sliding window) reuses a buffer across loop iterations, which has no value semantics here; `compute_at` places the stage's storage with its computation"
-        }
         "fold_storage" => {
-            "storage folding overwrites rows of a buffer that later iterations no longer read; values cannot be overwritten in a language of pure expressions"
+            "storage folding overwrites rows of a buffer that later iterations no longer read; the translation validator does not yet prove such overwrites safe (`store_root`/`store_at` keep the whole window instead)"
         }
         "compute_with" => {
             "`compute_with` fuses the loops of independent stages that write different outputs; a definition has one output, and Halide's own version was unsound and deprecated"
@@ -1517,6 +1519,8 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("partition", partition::partition_directive),
     ("compute_inline", compute_inline_directive),
     ("compute_at", compute_at_directive),
+    ("store_root", storage::storage_directive),
+    ("store_at", storage::storage_directive),
     ("bound", bound_directive),
     ("rfactor", reduce::rfactor_directive),
     ("grade", reduce::grade_directive),

@@ -278,6 +278,7 @@ pub fn build(
         origin: None,
         hint: None,
         vector_width: None,
+        storage: None,
         copies: Vec::new(),
     };
     Ok(StepOutcome { expr, record })
