@@ -938,3 +938,42 @@ fn bench_times_the_current_program_against_the_original() {
     assert!(text.contains("no definition named `nope`"), "{text}");
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }
+
+/// `store_root` and `fold_storage` typed in the REPL reach lowering as in a file: the
+/// program is unchanged, `:ir` shows the buffer kept for the whole kernel and folded,
+/// and `:undo` takes the fold back.
+#[test]
+fn storage_placement_is_a_step_that_reaches_the_kernel() {
+    let (mut session, dir) = session_on(
+        "storage",
+        "size H, W
+input img : [H, W]
+def blur =
+  let bx = gen y < H, x < W: img[y, x] + [x + 1 < W] * img[y, x + 1] in
+  gen y < H, x < W: bx[y, x] + [y + 1 < H] * bx[y + 1, x]
+",
+    );
+    let text = session_output(
+        &mut session,
+        ":focus blur
+compute_at bx at y1
+store_root bx
+fold_storage bx by 2
+:ir
+",
+    );
+    assert!(
+        text.contains("alloc bx[H + 1, W] fold 2 = uninit[2 * W]"),
+        "{text}"
+    );
+    let text = session_output(&mut session, ":undo\n:ir\n");
+    assert!(
+        text.contains("alloc bx[H + 1, W] = uninit[H * W + W]"),
+        "{text}"
+    );
+    assert_eq!(
+        session.step_texts(),
+        ["compute_at bx at y1", "store_root bx"]
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -847,6 +847,7 @@ static ELEM *atl__alloc(int64_t n, int zeroed)
                 zeroed,
                 storage,
                 body,
+                ..
             } => {
                 let b = self.names.get(buf).to_string();
                 let t = self.t();

@@ -20,13 +20,22 @@ pub fn temporary_bytes(
 ) -> u128 {
     let mut total: u128 = 0;
     kernel.walk(&mut |s| {
-        if let Stmt::Alloc { shape, storage, .. } = s
+        if let Stmt::Alloc {
+            shape,
+            storage,
+            fold,
+            ..
+        } = s
             && *storage != Storage::Stack
         {
             // A buffer's elements are the product of its extents, functions of the
-            // sizes evaluated as the front end evaluates them.
-            let elements = shape.iter().try_fold(1u128, |acc, d| {
-                let v = d.eval(&|n| sizes.get(n).copied()).ok()?;
+            // sizes evaluated as the front end evaluates them (a folded dimension's
+            // extent is the fold).
+            let elements = shape.iter().enumerate().try_fold(1u128, |acc, (k, d)| {
+                let v = match fold {
+                    Some(f) if k == 0 => *f,
+                    _ => d.eval(&|n| sizes.get(n).copied()).ok()?,
+                };
                 Some(acc.saturating_mul(u128::try_from(v.max(0)).ok()?))
             });
             if let Some(n) = elements {

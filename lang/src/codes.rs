@@ -627,7 +627,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0831",
-        "a Halide directive with no sound counterpart (`fold_storage`, `compute_with`, `align_bounds`, …), with the reason",
+        "a Halide directive with no sound counterpart (`compute_with`, `align_bounds`, …), with the reason",
         "see docs/directives.md",
     ),
     active(
@@ -773,7 +773,7 @@ pub static CODES: &[ErrorCode] = &[
     ),
     active(
         "E0914",
-        "a `store_root`/`store_at` that lowering cannot apply to the kernel: the stage is computed in several places (after a `partition` or a `specialize`), its rows are not computed by one loop at the start of its buffer's scope, the loop it slides along is `parallel`, or its windows at consecutive iterations are not the same rows moved by a constant step smaller than the window",
+        "a `store_root`/`store_at`/`fold_storage` that lowering cannot apply to the kernel: the stage is computed in several places (after a `partition` or a `specialize`), its rows are not computed by one loop at the start of its buffer's scope, the loop it slides along is `parallel`, its windows at consecutive iterations are not the same rows moved by a constant step smaller than the window, or a fold is smaller than a window or of a buffer no `store_root`/`store_at` keeps",
         "look at the kernel before the storage step (`atl emit --ir`): compute the stage once per iteration of one sequential loop, with a window that moves by a constant number of rows",
     ),
     active(

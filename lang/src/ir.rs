@@ -1042,27 +1042,38 @@ pub struct Def {
 pub const VECTOR_WIDTHS: &[u32] = &[128, 256, 512];
 
 /// Where a stage's buffer is stored, apart from the loop that computes it (Halide's
-/// `store_root`/`store_at`): lowering keeps the buffer across the iterations of that
-/// loop and computes in each only the rows the earlier ones did not (the sliding
-/// window). It never changes what the program computes; the translation validator
+/// `store_root`/`store_at`), or how it is folded (`fold_storage`): lowering keeps the
+/// buffer across the iterations of that loop and computes in each only the rows the
+/// earlier ones did not (the sliding window), and stores rows a fold apart in one
+/// place. It never changes what the program computes; the translation validator
 /// proves the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorageHint {
     /// The stage (a `let` name of the program).
     pub stage: String,
-    /// The loop whose iterations each get a buffer (`store_at x at yo`), or `None` for
-    /// the whole kernel (`store_root x`).
-    pub at: Option<String>,
+    pub request: StorageRequest,
     /// The directive, for diagnostics.
     pub span: Span,
+}
+
+/// What a [`StorageHint`] asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StorageRequest {
+    /// `store_root x`: one buffer for the whole kernel.
+    Root,
+    /// `store_at x at yo`: one buffer per iteration of loop `yo`.
+    At(String),
+    /// `fold_storage x by F`: the buffer's rows stored modulo `F`.
+    Fold(i64),
 }
 
 impl StorageHint {
     /// The directive as written.
     pub fn step_text(&self) -> String {
-        match &self.at {
-            None => format!("store_root {}", self.stage),
-            Some(l) => format!("store_at {} at {l}", self.stage),
+        match &self.request {
+            StorageRequest::Root => format!("store_root {}", self.stage),
+            StorageRequest::At(l) => format!("store_at {} at {l}", self.stage),
+            StorageRequest::Fold(f) => format!("fold_storage {} by {f}", self.stage),
         }
     }
 }

@@ -236,6 +236,14 @@ pub const STEPS: &[StepInfo] = &[
         help: "keep a stage's buffer for each iteration of a loop, and compute only its new rows in the loop inside it (sliding window)",
     },
     StepInfo {
+        name: "fold_storage",
+        class: StepClass::Directive,
+        synopsis: "fold_storage x by F",
+        usage: "`fold_storage x by 3` stores the rows of stage `x` (kept by `store_root x` or `store_at x at …`) modulo 3: rows 3 apart share memory, which the validator proves is never overwritten before it is read (Halide's `fold_storage`)",
+        keywords: &["by"],
+        help: "store a sliding window's rows modulo a number of rows, so that its buffer holds only the live rows",
+    },
+    StepInfo {
         name: "bound",
         class: StepClass::Directive,
         synopsis: "bound v to N",
@@ -381,7 +389,7 @@ mod tests {
         );
         assert_eq!(
             unknown_step_help(),
-            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `store_root`, `store_at`, `bound`, `rfactor`, `grade`, `specialize`, `vector_width`, `parallel`, `vectorize`, `unroll`"
+            "steps are `rw`, `rw<-`, `unfold`, `inline`, `simpl`, `simpl_guard`, `window`, `check`, and the directives `split`, `tile`, `reorder`, `fuse`, `pack`, `stage`, `boundary`, `partition`, `compute_root`, `compute_inline`, `compute_at`, `store_root`, `store_at`, `fold_storage`, `bound`, `rfactor`, `grade`, `specialize`, `vector_width`, `parallel`, `vectorize`, `unroll`"
         );
     }
 

@@ -55,6 +55,7 @@ pub fn check_call(
         vars: Vec::new(),
         scalars: Vec::new(),
         bufs: Vec::new(),
+        folds: Vec::new(),
         parallel: Vec::new(),
         hoisted: Vec::new(),
         stores: StoreCounts::new(),
@@ -179,6 +180,7 @@ pub fn run_kernel_counting(
             .collect(),
         scalars: Vec::new(),
         bufs: Vec::new(),
+        folds: Vec::new(),
         parallel: Vec::new(),
         hoisted: Vec::new(),
         stores: StoreCounts::new(),
@@ -237,6 +239,8 @@ struct Machine {
     hoisted: Vec<HoistedBuffer>,
     /// The element stores made so far, by buffer name.
     stores: StoreCounts,
+    /// The fold of each allocation in scope (innermost last), by buffer name.
+    folds: Vec<(String, Option<i64>)>,
 }
 
 /// A buffer declared around a loop ([`For::hoisted_buffers`]) for the hoisted
@@ -357,8 +361,15 @@ impl Machine {
         coords: &[Coord],
     ) -> Result<(usize, usize), Diagnostic> {
         let flat = self.ix(index)?;
+        // A folded buffer's first coordinate is stored modulo the fold.
+        let fold = self
+            .folds
+            .iter()
+            .rev()
+            .find(|(n, _)| n == buf)
+            .and_then(|(_, f)| *f);
         let mut expect: i64 = 0;
-        for c in coords {
+        for (k, c) in coords.iter().enumerate() {
             // A coordinate may read an index array (`v[crd[p]]`): from its buffer,
             // out of range a fault (the C would read outside it).
             let load = |array: &str, k: i64| {
@@ -380,6 +391,10 @@ impl Machine {
                     ),
                 ));
             }
+            let (i, d) = match fold {
+                Some(f) if k == 0 => (i.rem_euclid(f), f),
+                _ => (i, d),
+            };
             expect = expect
                 .checked_mul(d)
                 .and_then(|x| x.checked_add(i))
@@ -576,6 +591,51 @@ impl Machine {
         }
     }
 
+    /// Runs `body` with the buffer `buf` of `len` elements allocated.
+    fn alloc(
+        &mut self,
+        buf: &str,
+        len: &Ix,
+        zeroed: bool,
+        storage: &Storage,
+        body: &[Stmt],
+    ) -> Result<(), Diagnostic> {
+        let n = self.ix(len)?;
+        let n = usize::try_from(n)
+            .map_err(|_| fault("E0921", format!("`{buf}` has negative length {n}")))?;
+        let init = if zeroed { Some(0.0) } else { None };
+        match storage {
+            Storage::Heap => {}
+            Storage::Stack => {
+                if !matches!(len, Ix::Const(_)) {
+                    return Err(fault(
+                        "E0921",
+                        format!(
+                            "`{buf}` is a stack array of non-constant length {}",
+                            ix_to_string(len)
+                        ),
+                    ));
+                }
+            }
+            Storage::Hoisted {
+                loop_var,
+                per_thread,
+            } => {
+                // Fresh at every execution, in the buffer declared around the
+                // loop: the same meaning as an allocation here.
+                let pos = self.hoisted_buffer(buf, loop_var, *per_thread, n)?;
+                self.bufs[pos].1 = vec![init; n];
+                let r = self.block(body);
+                self.release_hoisted(pos);
+                return r;
+            }
+        }
+        self.bufs.push((buf.to_string(), vec![init; n]));
+        let r = self.block(body);
+        self.bufs.pop();
+        r
+    }
+
     fn block(&mut self, stmts: &[Stmt]) -> Result<(), Diagnostic> {
         let mark = self.scalars.len();
         for s in stmts {
@@ -647,42 +707,13 @@ impl Machine {
                 len,
                 zeroed,
                 storage,
+                fold,
                 body,
                 ..
             } => {
-                let n = self.ix(len)?;
-                let n = usize::try_from(n)
-                    .map_err(|_| fault("E0921", format!("`{buf}` has negative length {n}")))?;
-                let init = if *zeroed { Some(0.0) } else { None };
-                match storage {
-                    Storage::Heap => {}
-                    Storage::Stack => {
-                        if !matches!(len, Ix::Const(_)) {
-                            return Err(fault(
-                                "E0921",
-                                format!(
-                                    "`{buf}` is a stack array of non-constant length {}",
-                                    ix_to_string(len)
-                                ),
-                            ));
-                        }
-                    }
-                    Storage::Hoisted {
-                        loop_var,
-                        per_thread,
-                    } => {
-                        // Fresh at every execution, in the buffer declared around the
-                        // loop: the same meaning as an allocation here.
-                        let pos = self.hoisted_buffer(buf, loop_var, *per_thread, n)?;
-                        self.bufs[pos].1 = vec![init; n];
-                        let r = self.block(body);
-                        self.release_hoisted(pos);
-                        return r;
-                    }
-                }
-                self.bufs.push((buf.clone(), vec![init; n]));
-                let r = self.block(body);
-                self.bufs.pop();
+                self.folds.push((buf.clone(), *fold));
+                let r = self.alloc(buf, len, *zeroed, storage, body);
+                self.folds.pop();
                 r?;
             }
             Stmt::Decl { name, init } => {

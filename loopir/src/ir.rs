@@ -265,6 +265,22 @@ impl Cond {
     }
 }
 
+/// The coordinates whose row-major position is an access's flat index, for a buffer
+/// folded by `fold` ([`Stmt::Alloc`]): the first coordinate modulo the fold, of extent
+/// the fold; the coordinates themselves otherwise.
+pub fn fold_flat(fold: Option<i64>, coords: &[Coord]) -> Vec<Coord> {
+    let mut out = coords.to_vec();
+    if let (Some(f), Some(first)) = (fold, out.first_mut()) {
+        first.index = IndexExpr::bin(
+            atl_lang::index::IndexOp::Mod,
+            first.index.clone(),
+            IndexExpr::Const(f),
+        );
+        first.extent = IndexExpr::Const(f);
+    }
+    out
+}
+
 /// A read of one element of a buffer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Load {
@@ -420,6 +436,13 @@ pub enum Stmt {
         len: Ix,
         zeroed: bool,
         storage: Storage,
+        /// `Some(F)`: the buffer's first dimension is folded (Halide's storage
+        /// folding): the element at coordinates `(c0, c1, …)` of `shape` is stored
+        /// where a `[F, shape[1], …]` buffer has `(c0 % F, c1, …)`, and `len` is that
+        /// buffer's length. Accesses keep the coordinates in `shape`; their flat index
+        /// is the folded one ([`fold_flat`]). Rows `F` apart share memory: the
+        /// validator proves no row is overwritten before its last read.
+        fold: Option<i64>,
         body: Vec<Stmt>,
     },
     /// A scalar temporary, live until the end of the enclosing block.

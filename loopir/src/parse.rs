@@ -908,6 +908,22 @@ impl Parser<'_> {
         self.word("alloc")?;
         let buf = self.ident("the buffer's name")?;
         let shape = self.shape()?;
+        // `fold F`: the first dimension stored modulo F (a positive integer).
+        let fold = if self.is_word("fold") {
+            self.pos += 1;
+            let span = self.here();
+            let f = self.int(false)?;
+            if f < 1 {
+                return Err(syntax(
+                    span,
+                    format!("a fold of {f} rows"),
+                    "a buffer is folded to a positive number of rows",
+                ));
+            }
+            Some(f)
+        } else {
+            None
+        };
         self.sym("=")?;
         let zeroed = if self.is_word("zeros") {
             true
@@ -974,6 +990,7 @@ impl Parser<'_> {
             len,
             zeroed,
             storage,
+            fold,
             body,
         })
     }

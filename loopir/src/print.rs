@@ -311,6 +311,7 @@ impl Printer {
                 len,
                 zeroed,
                 storage,
+                fold,
                 body,
             } => {
                 // Stack and heap storage are not shown: they follow from the length
@@ -330,8 +331,9 @@ impl Printer {
                 let len = self.ix(len);
                 let _ = writeln!(
                     self.out,
-                    "alloc {buf}{} = {}[{len}] {{{place}",
+                    "alloc {buf}{}{} = {}[{len}] {{{place}",
                     shape_str(shape),
+                    fold.map(|f| format!(" fold {f}")).unwrap_or_default(),
                     if *zeroed { "zeros" } else { "uninit" },
                 );
                 self.scope.push((buf.clone(), shape.clone()));

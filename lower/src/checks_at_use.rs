@@ -253,6 +253,7 @@ fn wrap(s: Stmt, ranges: &[(String, Ix, Ix)]) -> Stmt {
             len,
             zeroed,
             storage,
+            fold,
             body,
         } => Stmt::Alloc {
             buf,
@@ -260,6 +261,7 @@ fn wrap(s: Stmt, ranges: &[(String, Ix, Ix)]) -> Stmt {
             len,
             zeroed,
             storage,
+            fold,
             body: body.into_iter().map(|t| wrap(t, ranges)).collect(),
         },
         Stmt::Store { .. } | Stmt::SetScalar { .. } => {

@@ -1218,6 +1218,7 @@ impl Lowerer<'_, '_> {
             len,
             zeroed: false,
             storage: Storage::Heap,
+            fold: None,
             body: inner,
         }])
     }
@@ -1357,6 +1358,7 @@ impl Lowerer<'_, '_> {
             len,
             zeroed,
             storage: Storage::Heap,
+            fold: None,
             body: inner,
         }])
     }

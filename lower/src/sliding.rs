@@ -39,7 +39,7 @@
 
 use atl_lang::diag::Diagnostic;
 use atl_lang::index::{CmpOp, IndexExpr};
-use atl_lang::ir::{HintKind, LoopHint, NameSupply, StorageHint};
+use atl_lang::ir::{HintKind, LoopHint, NameSupply, StorageHint, StorageRequest};
 use atl_lang::poly::{Poly, normalize};
 
 use crate::ir::{Cond, For, Ix, IxOp, Stmt, Storage, Val};
@@ -61,8 +61,12 @@ pub(crate) fn slide_windows(
     hints: &[LoopHint],
     target: &mut Target<'_>,
 ) -> Result<(), Diagnostic> {
-    for (k, r) in requests.iter().enumerate() {
-        if let Some(earlier) = requests[..k].iter().find(|e| e.stage == r.stage) {
+    let is_fold = |r: &StorageHint| matches!(r.request, StorageRequest::Fold(_));
+    let placements: Vec<&StorageHint> = requests.iter().filter(|r| !is_fold(r)).collect();
+    let folds: Vec<&StorageHint> = requests.iter().filter(|r| is_fold(r)).collect();
+    let mut windows: Vec<(&str, i64)> = Vec::new();
+    for (k, r) in placements.iter().copied().enumerate() {
+        if let Some(earlier) = placements[..k].iter().find(|e| e.stage == r.stage) {
             return Err(refused(
                 r,
                 format!("the buffer of `{}` is already placed", r.stage),
@@ -95,15 +99,111 @@ pub(crate) fn slide_windows(
                 ));
             }
         }
-        if !slide_in_block(body, None, r, hints, target)? {
+        let Some(rows) = slide_in_block(body, None, r, hints, target)? else {
             return Err(refused(
                 r,
                 format!("stage `{}` is not computed directly in a loop", r.stage),
                 "its buffer is inside a condition or another buffer's scope".to_string(),
             ));
+        };
+        windows.push((&r.stage, rows));
+    }
+    for (k, r) in folds.iter().copied().enumerate() {
+        let StorageRequest::Fold(fold) = r.request else {
+            unreachable!("a fold")
+        };
+        if let Some(earlier) = folds[..k].iter().find(|e| e.stage == r.stage) {
+            return Err(refused(
+                r,
+                format!("the buffer of `{}` is already folded", r.stage),
+                format!("by `{}`; keep one", earlier.step_text()),
+            ));
+        }
+        let Some(&(_, rows)) = windows.iter().find(|(stage, _)| *stage == r.stage) else {
+            return Err(refused(
+                r,
+                format!(
+                    "`{}` is folded but not stored apart from its computation",
+                    r.stage
+                ),
+                format!(
+                    "a buffer allocated in each iteration holds its window only; fold the one `store_root {0}` or `store_at {0} at …` keeps",
+                    r.stage
+                ),
+            ));
+        };
+        if fold < rows {
+            return Err(refused(
+                r,
+                format!(
+                    "a fold of {fold} rows is less than the {rows} rows each window of `{}` reads",
+                    r.stage
+                ),
+                format!("fold by {rows} or more"),
+            ));
+        }
+        for s in body.iter_mut() {
+            s.walk_mut(&mut |n| {
+                if let Stmt::Alloc {
+                    buf,
+                    shape,
+                    len,
+                    fold: folded,
+                    body,
+                    ..
+                } = n
+                    && *buf == r.stage
+                {
+                    *folded = Some(fold);
+                    let stored = shape
+                        .iter()
+                        .skip(1)
+                        .cloned()
+                        .fold(IndexExpr::Const(fold), IndexExpr::mul);
+                    *len = (target.ix)(&normalize(&stored));
+                    refold(body, &r.stage, fold, target.ix);
+                }
+            });
         }
     }
     Ok(())
+}
+
+/// The flat index of every access of `f` in `block` with its first coordinate modulo
+/// `fold` (C's `%`: the coordinate is a row, non-negative, which the validator
+/// proves).
+fn refold(block: &mut [Stmt], f: &str, fold: i64, ix: &dyn Fn(&IndexExpr) -> Ix) {
+    let flat = |coords: &[crate::ir::Coord]| -> Ix {
+        let mut acc: Option<Ix> = None;
+        for (k, c) in coords.iter().enumerate() {
+            let index = if k == 0 {
+                Ix::bin(IxOp::ModNat, ix(&c.index), Ix::Const(fold))
+            } else {
+                ix(&c.index)
+            };
+            acc = Some(match acc {
+                None => index,
+                Some(a) => Ix::bin(IxOp::Add, Ix::bin(IxOp::Mul, a, ix(&c.extent)), index),
+            });
+        }
+        acc.unwrap_or(Ix::Const(0))
+    };
+    for s in block {
+        s.walk_mut(&mut |n| {
+            if let Stmt::Store {
+                buf, coords, index, ..
+            } = n
+                && buf == f
+            {
+                *index = flat(coords);
+            }
+            n.visit_own_loads_mut(&mut |l| {
+                if l.buf == f {
+                    l.index = flat(&l.coords);
+                }
+            });
+        });
+    }
 }
 
 /// E0914 for request `r`.
@@ -124,7 +224,7 @@ fn slide_in_block(
     r: &StorageHint,
     hints: &[LoopHint],
     target: &mut Target<'_>,
-) -> Result<bool, Diagnostic> {
+) -> Result<Option<i64>, Diagnostic> {
     for stmt in block.iter_mut() {
         let found = match stmt {
             Stmt::For(l) => {
@@ -136,8 +236,10 @@ fn slide_in_block(
                     Some(at) => Some(at),
                     None => {
                         let var = l.var.clone();
-                        if slide_in_block(&mut l.body, Some(&var), r, hints, target)? {
-                            return Ok(true);
+                        if let Some(rows) =
+                            slide_in_block(&mut l.body, Some(&var), r, hints, target)?
+                        {
+                            return Ok(Some(rows));
                         }
                         None
                     }
@@ -148,16 +250,17 @@ fn slide_in_block(
                 else_branch,
                 ..
             } => {
-                if slide_in_block(then_branch, enclosing, r, hints, target)?
-                    || slide_in_block(else_branch, enclosing, r, hints, target)?
-                {
-                    return Ok(true);
+                if let Some(rows) = slide_in_block(then_branch, enclosing, r, hints, target)? {
+                    return Ok(Some(rows));
+                }
+                if let Some(rows) = slide_in_block(else_branch, enclosing, r, hints, target)? {
+                    return Ok(Some(rows));
                 }
                 None
             }
             Stmt::Alloc { body, .. } => {
-                if slide_in_block(body, enclosing, r, hints, target)? {
-                    return Ok(true);
+                if let Some(rows) = slide_in_block(body, enclosing, r, hints, target)? {
+                    return Ok(Some(rows));
                 }
                 None
             }
@@ -167,8 +270,12 @@ fn slide_in_block(
         let Stmt::For(s) = &*stmt else {
             unreachable!("found in a loop")
         };
-        if enclosing != r.at.as_deref() {
-            let level = match &r.at {
+        let wanted = match &r.request {
+            StorageRequest::At(l) => Some(l.as_str()),
+            _ => None,
+        };
+        if enclosing != wanted {
+            let level = match wanted {
                 None => "the root".to_string(),
                 Some(l) => format!("loop `{l}`"),
             };
@@ -194,21 +301,22 @@ fn slide_in_block(
         let Stmt::For(s) = taken else {
             unreachable!("found in a loop")
         };
-        *stmt = slide(s, at, r, hints, target)?;
-        return Ok(true);
+        let (slid, rows) = slide(s, at, r, hints, target)?;
+        *stmt = slid;
+        return Ok(Some(rows));
     }
-    Ok(false)
+    Ok(None)
 }
 
 /// The stage's buffer, allocated at position `at` of loop `s`'s body, moved around `s`
-/// with the window sliding along it.
+/// with the window sliding along it; and the rows of a window.
 fn slide(
     mut s: For,
     at: usize,
     r: &StorageHint,
     hints: &[LoopHint],
     target: &mut Target<'_>,
-) -> Result<Stmt, Diagnostic> {
+) -> Result<(Stmt, i64), Diagnostic> {
     let f = r.stage.as_str();
     if s.parallel {
         if hints
@@ -353,14 +461,16 @@ fn slide(
             .reduce(IndexExpr::mul)
             .unwrap_or(IndexExpr::Const(1)),
     ));
-    Ok(Stmt::Alloc {
+    let alloc = Stmt::Alloc {
         buf: f.to_string(),
         shape: new_shape,
         len,
         zeroed,
         storage: Storage::Heap,
+        fold: None,
         body,
-    })
+    };
+    Ok((alloc, rows_in_window))
 }
 
 /// The producer writes only rows of `f` at its own row (`f[w, …]`, assignments, or

@@ -102,7 +102,7 @@ fn lowering_intro_counts() {
 /// against `2 n`.
 #[test]
 fn sliding_window_counts() {
-    for def in ["g_slide", "g_slide_paper"] {
+    for def in ["g_slide", "g_slide_paper", "g_slide_fold"] {
         assert_eq!(
             stage_and_output(&counts(def, &[("n", 30), ("m", 1)]), "f"),
             (31, 30),

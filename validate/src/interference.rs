@@ -193,7 +193,9 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                 } else {
                     Pred::cmp(CmpOp::Ne, v1, v2)
                 });
-                let lemma = if i == j {
+                // The lemma is about the coordinates, which for a folded buffer are
+                // not where the elements are stored.
+                let lemma = if i == j && walk.bindings[write.binding].fold.is_none() {
                     determined(
                         write,
                         &write.loops[depth..],
@@ -216,9 +218,11 @@ pub fn races(walk: &Walk) -> Vec<Obligation> {
                         facts,
                         arrays: walk.safety_arrays.clone(),
                     },
+                    // Where the two are stored (a folded buffer's rows `F` apart
+                    // share memory).
                     goal: coordinates_differ(
-                        &renamed(&write.coords, &m1),
-                        &renamed(&other.coords, &m2),
+                        &walk.bindings[write.binding].physical(&renamed(&write.coords, &m1)),
+                        &walk.bindings[other.binding].physical(&renamed(&other.coords, &m2)),
                     ),
                 });
             }

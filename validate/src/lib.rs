@@ -83,6 +83,7 @@
 
 pub mod concrete;
 pub mod coverage;
+pub mod folding;
 pub mod int64;
 pub mod interference;
 pub mod names;
@@ -318,6 +319,7 @@ pub fn validate_monitored(
         .cloned()
         .chain(interference::races(&walked))
         .chain(interference::double_writes(&walked))
+        .chain(folding::obligations(&walked))
         .collect();
     // The phases after the single operations' obligations, one unit of progress each.
     const PHASES: u64 = 8;

@@ -121,6 +121,15 @@ pub enum ObligationKind {
     /// within one lifetime of the buffer (the kernel's run for the output, one
     /// execution of the `alloc` for a temporary).
     DoubleWrite { first: Access, second: Access },
+    /// A folded buffer's rows are not overwritten before they are read
+    /// ([`crate::folding`]): when `first` writes before `second` reads (`reads`), its
+    /// row is below the read's plus the fold; when before `second` writes, the later
+    /// row is above the earlier minus the fold.
+    Folding {
+        first: Access,
+        second: Access,
+        reads: bool,
+    },
     /// Coverage: every element of the buffer (the output) is written by an assignment
     /// store or a fill. The goal is a disjunction, over the candidate writes, of "this
     /// write's loops, at the iteration computed from the coordinate (the witness),
@@ -180,6 +189,22 @@ impl fmt::Display for ObligationKind {
             }
             ObligationKind::FillLength { buffer } => write!(f, "length of fill of `{buffer}`"),
             ObligationKind::WellFormed { problem } => write!(f, "well-formed: {problem}"),
+            ObligationKind::Folding {
+                first,
+                second,
+                reads: true,
+            } => write!(
+                f,
+                "folding: a row {first} writes before {second} reads is less than a fold above the row read"
+            ),
+            ObligationKind::Folding {
+                first,
+                second,
+                reads: false,
+            } => write!(
+                f,
+                "folding: a row {second} writes after {first} is more than a fold below the row written first"
+            ),
             ObligationKind::CName { problem } => write!(f, "a C name: {problem}"),
             ObligationKind::Race {
                 loop_var,
@@ -696,6 +721,7 @@ impl Collector {
             shape,
             loops: self.loops.clone(),
             zeroed,
+            fold: None,
         });
         self.bindings.len() - 1
     }
@@ -852,19 +878,26 @@ impl Collector {
                 body,
                 storage,
                 zeroed,
-                ..
+                fold,
             } => {
                 let raw_shape = shape;
                 let mut t = Translation::default();
                 let shape: Vec<IndexExpr> = shape.iter().map(|e| t.index(&self.scope, e)).collect();
                 self.finish(t, &format!("shape of `{buf}`"));
                 let len = self.ix(&yes, len, "allocation length");
+                // A folded buffer holds `fold` rows.
+                let stored: Vec<IndexExpr> = match fold {
+                    Some(f) => std::iter::once(IndexExpr::Const(*f))
+                        .chain(shape.iter().skip(1).cloned())
+                        .collect(),
+                    None => shape.clone(),
+                };
                 self.push(
                     ObligationKind::AllocLength {
                         buffer: buf.clone(),
                     },
                     &yes,
-                    Pred::cmp(CmpOp::Eq, len, numel(&shape)),
+                    Pred::cmp(CmpOp::Eq, len, numel(&stored)),
                 );
                 let binding = self.bind(
                     buf,
@@ -872,6 +905,7 @@ impl Collector {
                     shape.clone(),
                     *zeroed,
                 );
+                self.bindings[binding].fold = *fold;
                 self.buffers.push(Buffer {
                     name: buf.clone(),
                     shape,
@@ -1157,9 +1191,12 @@ impl Collector {
                 value,
             });
         }
-        // Row-major: ((i0 * e1 + i1) * e2 + i2) ...
+        // Row-major: ((i0 * e1 + i1) * e2 + i2) ..., of the stored coordinates (the
+        // first one modulo the fold, for a folded buffer: the first extent is then
+        // not used).
         let mut position = IndexExpr::Const(0);
-        for (dim, i) in indices.into_iter().enumerate() {
+        let stored = self.bindings[binding].physical(&indices);
+        for (dim, i) in stored.into_iter().enumerate() {
             position = if dim == 0 {
                 i
             } else {

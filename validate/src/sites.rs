@@ -8,9 +8,9 @@
 //! obligation that puts two sites in one query renames their private loop variables
 //! apart ([`rename_index`], [`rename_pred`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use atl_lang::index::{IndexExpr, Pred};
+use atl_lang::index::{CmpOp, IndexExpr, Pred};
 use atl_loopir::ir::{LoopOrigin, Storage, StoreOp};
 
 use crate::obligations::Access;
@@ -58,6 +58,26 @@ pub struct Binding {
     /// Whether every element holds zero when the lifetime starts (a zeroed `alloc`);
     /// `false` for the output (the caller's memory) and for scalars.
     pub zeroed: bool,
+    /// A folded temporary's fold (`alloc … fold F`): its first coordinate is stored
+    /// modulo `F`. The sites keep the coordinates; [`Binding::physical`] gives the
+    /// stored ones.
+    pub fold: Option<i64>,
+}
+
+impl Binding {
+    /// The coordinates an element is stored at: the first one modulo the fold, for a
+    /// folded buffer (whose coordinates are non-negative: its bounds are obligations).
+    pub fn physical(&self, coords: &[IndexExpr]) -> Vec<IndexExpr> {
+        let mut out = coords.to_vec();
+        if let (Some(f), Some(first)) = (self.fold, out.first_mut()) {
+            *first = IndexExpr::bin(
+                atl_lang::index::IndexOp::Mod,
+                first.clone(),
+                IndexExpr::Const(f),
+            );
+        }
+        out
+    }
 }
 
 /// Where a statement is in program order: per enclosing block, outermost first, the
@@ -158,4 +178,52 @@ pub fn push_fact(facts: &mut Vec<Pred>, p: Pred) {
     if p != Pred::Bool(true) && !facts.contains(&p) {
         facts.push(p);
     }
+}
+
+/// Where a memory operation is in the kernel, for the order of two of them.
+pub(crate) struct Position<'w> {
+    pub path: &'w Path,
+    pub loops: &'w [LoopRef],
+    /// What the operation's loop variables stand for.
+    pub subst: &'w BTreeMap<String, IndexExpr>,
+}
+
+/// "`x` (at `x.subst`) runs before `at`" in program order, for operations in one
+/// lifetime of a buffer whose declaration is inside the loops `outside` (those keep
+/// one iteration): lexicographically over the loops both are in, then by the order of
+/// their statements where their paths part.
+pub(crate) fn runs_before(x: &Position<'_>, at: &Position<'_>, outside: &BTreeSet<usize>) -> Pred {
+    // The statements' order where their paths part.
+    let mut statement_first = Pred::Bool(false);
+    for (a, b) in x.path.iter().zip(at.path.iter()) {
+        if a != b {
+            if a.0 == b.0 && a.1 < b.1 {
+                statement_first = Pred::Bool(true);
+            }
+            break;
+        }
+    }
+    // Then lexicographically over the loops both are in (inside the lifetime).
+    let common: Vec<&LoopRef> = x
+        .loops
+        .iter()
+        .filter(|l| !outside.contains(&l.id) && at.loops.iter().any(|m| m.id == l.id))
+        .collect();
+    let mut result = statement_first;
+    for l in common.iter().rev() {
+        let v = IndexExpr::var(l.var.clone());
+        let (xv, av) = (substitute(&v, x.subst), substitute(&v, at.subst));
+        let eq = Pred::cmp(CmpOp::Eq, xv.clone(), av.clone());
+        let later = match result {
+            Pred::Bool(false) => Pred::Bool(false),
+            Pred::Bool(true) => eq,
+            r => Pred::and(eq, r),
+        };
+        let lt = Pred::cmp(CmpOp::Lt, xv, av);
+        result = match later {
+            Pred::Bool(false) => lt,
+            later => Pred::or(lt, later),
+        };
+    }
+    result
 }

@@ -63,7 +63,7 @@ use atl_solver::{Facts, Solver, Verdict};
 
 use crate::coverage::{conjunction, coordinate, reduce_divisions, row_major, witness};
 use crate::obligations::{Obligation, ObligationKind, Walk};
-use crate::sites::{LoopRef, Path, Site};
+use crate::sites::{LoopRef, Path, Position, Site, runs_before};
 use crate::source::SourceEval;
 use crate::term::Term;
 use crate::{CheckedObligation, Method};
@@ -98,14 +98,6 @@ fn lt(a: IndexExpr, b: IndexExpr) -> Pred {
 
 fn le(a: IndexExpr, b: IndexExpr) -> Pred {
     Pred::cmp(CmpOp::Le, a, b)
-}
-
-/// Where a memory operation is in the kernel, for the order of two of them.
-struct Position<'w> {
-    path: &'w Path,
-    loops: &'w [LoopRef],
-    /// What the operation's loop variables stand for.
-    subst: &'w Subst,
 }
 
 /// Builds the kernel's values.
@@ -155,48 +147,18 @@ impl<'w> Kernel<'w> {
         (s, own)
     }
 
-    /// "`x` (at `x.subst`) runs before `at`" in program order, for operations in one
-    /// lifetime of a buffer whose declaration is inside the loops `outside`.
+    /// "`x` (at `x.subst`) runs before `at`" in program order ([`runs_before`]); the
+    /// end of the kernel when `at` is `None`.
     fn before(
         &self,
         x: &Position<'_>,
         at: &Option<Position<'_>>,
         outside: &BTreeSet<usize>,
     ) -> Pred {
-        let Some(at) = at else {
-            return Pred::Bool(true);
-        };
-        // The statements' order where their paths part.
-        let mut statement_first = Pred::Bool(false);
-        for (a, b) in x.path.iter().zip(at.path.iter()) {
-            if a != b {
-                if a.0 == b.0 && a.1 < b.1 {
-                    statement_first = Pred::Bool(true);
-                }
-                break;
-            }
+        match at {
+            None => Pred::Bool(true),
+            Some(at) => runs_before(x, at, outside),
         }
-        // Then lexicographically over the loops both are in (inside the lifetime).
-        let common: Vec<&LoopRef> = x
-            .loops
-            .iter()
-            .filter(|l| !outside.contains(&l.id) && at.loops.iter().any(|m| m.id == l.id))
-            .collect();
-        let mut result = statement_first;
-        for l in common.iter().rev() {
-            let v = IndexExpr::var(l.var.clone());
-            let (xv, av) = (apply(&v, x.subst), apply(&v, at.subst));
-            let later = match result {
-                Pred::Bool(false) => Pred::Bool(false),
-                Pred::Bool(true) => eq(xv.clone(), av.clone()),
-                r => Pred::and(eq(xv.clone(), av.clone()), r),
-            };
-            result = match later {
-                Pred::Bool(false) => lt(xv, av),
-                later => Pred::or(lt(xv, av), later),
-            };
-        }
-        result
     }
 
     /// Whether the coordinates of `site` (already renamed: its own loops are `own`,

@@ -410,6 +410,7 @@ fn transposing_copy_through_a_temporary() -> Kernel {
             len: Ix::bin(IxOp::Mul, var("n"), var("m")),
             zeroed: false,
             storage: atl_loopir::ir::Storage::Heap,
+            fold: None,
             body: vec![fill_t, read_back],
         }],
     )

@@ -26,6 +26,9 @@
 //! dropped or two of its positions exchanged in the kernel's declaration; kernels with
 //! such an input (`examples/colmajor`) get this three times in ten.
 //!
+//! Folded storage (issue 32): a folded buffer's fold is changed with its length and
+//! indices (`examples/blur`'s `rows_folded`, three times in ten).
+//!
 //! Name edits (a loop, scalar or buffer renamed after another name of the kernel or a
 //! name of C, a declaration duplicated) leave the loop IR's meaning alone where C,
 //! with one namespace, changes it: a validated mutant with a name edit is also
@@ -510,6 +513,11 @@ enum Mutation {
     /// positions exchanged (the shape as it was): the kernel then claims to read the
     /// program's elements elsewhere than the caller stores them.
     StorageOrderEdit,
+    // -- folded storage (issue 32).
+    /// A folded buffer's fold changed (one or two rows fewer, or one more), its
+    /// length and every index of it with it: a consistent kernel whose rows may now
+    /// overwrite each other before they are read.
+    FoldEdit,
 }
 
 impl Mutation {
@@ -561,6 +569,8 @@ const CATALOGUE: &[Mutation] = &[
     Mutation::WeakenCheck,
     // -- storage layouts (issue 33).
     Mutation::StorageOrderEdit,
+    // -- folded storage (issue 32).
+    Mutation::FoldEdit,
 ];
 
 /// Names of C a renaming may pick: keywords, libm functions (as the printer calls
@@ -641,6 +651,9 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
     }
     if matches!(m, Mutation::StorageOrderEdit) {
         return mutate_storage_order(k, rng);
+    }
+    if matches!(m, Mutation::FoldEdit) {
+        return mutate_fold(k, rng);
     }
     let sizes = k.sizes.clone();
     let temporaries: Vec<String> = {
@@ -1172,7 +1185,8 @@ fn mutate(k: &mut Kernel, m: Mutation, rng: &mut SplitMix64) -> Option<String> {
         | Mutation::LoadArraySwap
         | Mutation::ArrayDeclEdit
         | Mutation::WeakenCheck
-        | Mutation::StorageOrderEdit => false,
+        | Mutation::StorageOrderEdit
+        | Mutation::FoldEdit => false,
     };
     (done && !what.is_empty()).then_some(what)
 }
@@ -1223,6 +1237,77 @@ fn bracketed(text: &str, start: usize) -> Option<&str> {
         }
     }
     None
+}
+
+/// [`Mutation::FoldEdit`] on one of the folded buffers.
+fn mutate_fold(k: &mut Kernel, rng: &mut SplitMix64) -> Option<String> {
+    let mut folded: Vec<(String, i64)> = Vec::new();
+    each_stmt(&mut k.body, &mut |s| {
+        if let Stmt::Alloc {
+            buf, fold: Some(f), ..
+        } = s
+        {
+            folded.push((buf.clone(), *f));
+        }
+    });
+    if folded.is_empty() {
+        return None;
+    }
+    let (buf, from) = rng.pick(&folded).clone();
+    let to = match rng.below(3) {
+        0 => from - 1,
+        1 => from - 2,
+        _ => from + 1,
+    };
+    if to < 1 {
+        return None;
+    }
+    fn refold(ix: &mut Ix, from: i64, to: i64) {
+        match ix {
+            Ix::Bin(IxOp::ModNat, a, b) if **b == Ix::Const(from) => {
+                **b = Ix::Const(to);
+                refold(a, from, to);
+            }
+            Ix::Bin(_, a, b) => {
+                refold(a, from, to);
+                refold(b, from, to);
+            }
+            Ix::Neg(a) | Ix::Load(_, a) => refold(a, from, to),
+            Ix::Const(_) | Ix::Var(_) => {}
+        }
+    }
+    each_stmt(&mut k.body, &mut |s| {
+        if let Stmt::Alloc {
+            buf: b,
+            fold,
+            len,
+            shape,
+            ..
+        } = s
+            && *b == buf
+        {
+            *fold = Some(to);
+            let rest = shape
+                .iter()
+                .skip(1)
+                .cloned()
+                .fold(IndexExpr::Const(to), IndexExpr::mul);
+            if let Some(l) = atl_loopir::print::plain_ix(&atl_lang::poly::normalize(&rest)) {
+                *len = l;
+            }
+        }
+        if let Stmt::Store { buf: b, index, .. } = s
+            && *b == buf
+        {
+            refold(index, from, to);
+        }
+        s.visit_own_loads_mut(&mut |l| {
+            if l.buf == buf {
+                refold(&mut l.index, from, to);
+            }
+        });
+    });
+    Some(format!("`{buf}` folded by {to} instead of {from}"))
 }
 
 /// [`Mutation::StorageOrderEdit`] on one of the inputs declared with a layout.
@@ -1674,9 +1759,16 @@ fn run_case(
     let reads_arrays = original.inputs.iter().any(|b| b.index_array.is_some());
     // Likewise a kernel with an input declared with a layout, its order's edits.
     let laid_out = original.inputs.iter().any(|b| b.order.is_some());
+    // And a kernel with a folded buffer, its fold's edits.
+    let mut folded = false;
+    for s in &original.body {
+        s.walk(&mut |n| folded |= matches!(n, Stmt::Alloc { fold: Some(_), .. }));
+    }
     for _ in 0..8 {
         let m = if laid_out && rng.chance(30) {
             Mutation::StorageOrderEdit
+        } else if folded && rng.chance(30) {
+            Mutation::FoldEdit
         } else if reads_arrays && rng.chance(40) {
             *rng.pick(&[
                 Mutation::LoadIndexShift,

@@ -400,6 +400,7 @@ fn shifted_copy_through_a_temporary(blend: bool) -> Kernel {
             len: Ix::bin(IxOp::Add, var("n"), Ix::Const(1)),
             zeroed: false,
             storage: atl_loopir::ir::Storage::Heap,
+            fold: None,
             body: vec![produce, consume],
         }],
         source: atl_lang::ir::Expr::lit(0.0),

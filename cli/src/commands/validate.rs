@@ -214,6 +214,7 @@ fn obligation_kind(kind: &ObligationKind) -> &'static str {
         ObligationKind::CName { .. } => "c_name",
         ObligationKind::Race { .. } => "race",
         ObligationKind::DoubleWrite { .. } => "double_write",
+        ObligationKind::Folding { .. } => "folding",
         ObligationKind::Coverage { .. } => "coverage",
         ObligationKind::Initialised { .. } => "initialised",
         ObligationKind::Value { .. } => "value",

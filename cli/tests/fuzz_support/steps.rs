@@ -334,6 +334,10 @@ pub fn step(
                 2 => format!("store_at {x} at {}", rng.pick(&loops)),
                 _ => format!("store_root {x}"),
             };
+            // And now and then folded, by a number of rows that may be too few.
+            if rng.chance(40) {
+                return format!("{at}\n  {store}\n  fold_storage {x} by {}", rng.range(1, 6));
+            }
             format!("{at}\n  {store}")
         }
         10 => format!("bound {v} to {}", with_value(rng, sizes, &[])),

@@ -52,12 +52,11 @@
 //!   condition on sizes, scheduled by the block's steps, and its general version
 //!   (`rw spec_lt`/`spec_le`/`spec_eq`/`spec_ne` with the comparison's operands).
 //!
-//! - `store_root x`, `store_at x at yo` (`storage.rs`): no rewrite; a `check` step
-//!   carrying the request, which lowering applies (the sliding window) and the
-//!   validator proves.
+//! - `store_root x`, `store_at x at yo`, `fold_storage x by F` (`storage.rs`): no
+//!   rewrite; a `check` step carrying the request, which lowering applies (the
+//!   sliding window, the folded rows) and the validator proves.
 //!
-//! Refused: directives with no sound counterpart here (`fold_storage`,
-//! `compute_with`, …).
+//! Refused: directives with no sound counterpart here (`compute_with`, …).
 
 mod boundary;
 pub mod hints;
@@ -1468,9 +1467,6 @@ fn extreme(e: &IndexExpr, v: &str, lo: &IndexExpr, hi: &IndexExpr, max: bool) ->
 /// Directives with no sound counterpart, and why.
 fn no_counterpart(name: &str) -> Option<&'static str> {
     Some(match name {
-        "fold_storage" => {
-            "storage folding overwrites rows of a buffer that later iterations no longer read; the translation validator does not yet prove such overwrites safe (`store_root`/`store_at` keep the whole window instead)"
-        }
         "compute_with" => {
             "`compute_with` fuses the loops of independent stages that write different outputs; a definition has one output, and Halide's own version was unsound and deprecated"
         }
@@ -1521,6 +1517,7 @@ const HANDLERS: &[(&str, Handler)] = &[
     ("compute_at", compute_at_directive),
     ("store_root", storage::storage_directive),
     ("store_at", storage::storage_directive),
+    ("fold_storage", storage::storage_directive),
     ("bound", bound_directive),
     ("rfactor", reduce::rfactor_directive),
     ("grade", reduce::grade_directive),

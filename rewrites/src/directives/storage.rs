@@ -15,7 +15,7 @@
 
 use atl_lang::ast::{Step, StepKind};
 use atl_lang::diag::Diagnostic;
-use atl_lang::ir::{Expr, ExprKind, StorageHint};
+use atl_lang::ir::{Expr, ExprKind, StorageHint, StorageRequest};
 
 use super::{Applier, Call, find_loop, let_path};
 use crate::context::node_at;
@@ -27,6 +27,7 @@ pub(super) fn storage_directive(
     let (stage, at) = match (call.name.name.as_str(), call.text.as_slice()) {
         ("store_root", [x]) => (*x, None),
         ("store_at", [x, "at", l]) => (*x, Some(*l)),
+        ("fold_storage", [x, "by", f]) => return fold_storage(applier, call, x, f),
         _ => return Err(call.usage()),
     };
     let let_p = let_path(&applier.expr, stage, call.span)?;
@@ -98,7 +99,37 @@ pub(super) fn storage_directive(
     if let Some(last) = applier.outcomes.last_mut() {
         last.record.storage = Some(StorageHint {
             stage: stage.to_string(),
-            at: at.map(str::to_string),
+            request: match at {
+                None => StorageRequest::Root,
+                Some(l) => StorageRequest::At(l.to_string()),
+            },
+            span: call.span,
+        });
+    }
+    Ok(())
+}
+
+/// `fold_storage x by F`: a `check` step carrying the fold; lowering applies it to the
+/// buffer a `store_root`/`store_at` of the stage placed (E0914 without one).
+fn fold_storage(
+    applier: &mut Applier<'_, '_>,
+    call: &Call<'_>,
+    stage: &str,
+    rows: &str,
+) -> Result<(), Diagnostic> {
+    let rows = call.int(rows)?;
+    if rows < 1 {
+        return Err(call.usage());
+    }
+    let_path(&applier.expr, stage, call.span)?;
+    applier.apply(Step {
+        kind: StepKind::Check,
+        span: call.span,
+    })?;
+    if let Some(last) = applier.outcomes.last_mut() {
+        last.record.storage = Some(StorageHint {
+            stage: stage.to_string(),
+            request: StorageRequest::Fold(rows),
             span: call.span,
         });
     }
