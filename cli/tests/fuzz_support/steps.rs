@@ -243,6 +243,11 @@ pub fn step(
             .collect();
         return format!("specialize {cond} {{ {} }}", inner.join("; "));
     }
+    // Now and then a stage computed in a loop with its storage placed apart (the
+    // sliding window), which the other branches reach too seldom to compile.
+    if !lets.is_empty() && !loops.is_empty() && rng.chance(4) {
+        return storage_step(rng, e, &loops, &lets);
+    }
     let k = rng.below(100);
     if k < 55 {
         return rule_step(rng, lib, shapes, e, sizes, &loops);
@@ -315,30 +320,11 @@ pub fn step(
         ),
         7 if !lets.is_empty() => format!("compute_root {}", rng.pick(&lets)),
         8 if !lets.is_empty() => format!("compute_inline {}", rng.pick(&lets)),
-        // Now and then with the stage's storage placed apart (the sliding window of
-        // `store_root`/`store_at`, applied by lowering; the loop around `v`, or any
-        // loop or the root, often refused).
         9 if !lets.is_empty() => {
-            let x = rng.pick(&lets).clone();
-            let at = format!("compute_at {x} at {v}");
-            if !rng.chance(40) {
-                return at;
-            }
-            let around: Vec<&String> = pairs
-                .iter()
-                .filter(|(_, inner)| *inner == v)
-                .map(|(outer, _)| outer)
-                .collect();
-            let store = match rng.below(4) {
-                0 | 1 if !around.is_empty() => format!("store_at {x} at {}", rng.pick(&around)),
-                2 => format!("store_at {x} at {}", rng.pick(&loops)),
-                _ => format!("store_root {x}"),
-            };
-            // And now and then folded, by a number of rows that may be too few.
             if rng.chance(40) {
-                return format!("{at}\n  {store}\n  fold_storage {x} by {}", rng.range(1, 6));
+                return storage_step(rng, e, &loops, &lets);
             }
-            format!("{at}\n  {store}")
+            format!("compute_at {} at {v}", rng.pick(&lets))
         }
         10 => format!("bound {v} to {}", with_value(rng, sizes, &[])),
         // A loop's full tiles apart from its last, or an input packed into column
@@ -509,4 +495,28 @@ fn rule_step(
         s.push_str(&format!(" with {}", withs.join(", ")));
     }
     s
+}
+
+/// `compute_at x at v` followed by a `store_at` (at the loop around `v`, or any loop)
+/// or a `store_root` of `x`, and two times in five a `fold_storage` of it by 1 to 6
+/// rows (the sliding window and folding, which only lowering applies).
+fn storage_step(rng: &mut Rng, e: &Expr, loops: &[String], lets: &[String]) -> String {
+    let x = rng.pick(lets).clone();
+    let v = rng.pick(loops).clone();
+    let pairs = nested_pairs(e);
+    let around: Vec<&String> = pairs
+        .iter()
+        .filter(|(_, inner)| *inner == v)
+        .map(|(outer, _)| outer)
+        .collect();
+    let store = match rng.below(4) {
+        0 | 1 if !around.is_empty() => format!("store_at {x} at {}", rng.pick(&around)),
+        2 => format!("store_at {x} at {}", rng.pick(loops)),
+        _ => format!("store_root {x}"),
+    };
+    let mut text = format!("compute_at {x} at {v}\n  {store}");
+    if rng.chance(40) {
+        text.push_str(&format!("\n  fold_storage {x} by {}", rng.range(1, 6)));
+    }
+    text
 }
