@@ -188,22 +188,7 @@ fn refold(block: &mut [Stmt], f: &str, fold: i64, ix: &dyn Fn(&IndexExpr) -> Ix)
         }
         acc.unwrap_or(Ix::Const(0))
     };
-    for s in block {
-        s.walk_mut(&mut |n| {
-            if let Stmt::Store {
-                buf, coords, index, ..
-            } = n
-                && buf == f
-            {
-                *index = flat(coords);
-            }
-            n.visit_own_loads_mut(&mut |l| {
-                if l.buf == f {
-                    l.index = flat(&l.coords);
-                }
-            });
-        });
-    }
+    set_flat_indices(block, f, &flat);
 }
 
 /// E0914 for request `r`.
@@ -370,7 +355,14 @@ fn slide(
             String::new(),
         ));
     };
-    let step = window_step(&producer, f, &s.var, r)?;
+    let Some(indices) = producer_indices(&producer, f) else {
+        return Err(refused(
+            r,
+            format!("an index of the loop computing `{f}` has no index form"),
+            String::new(),
+        ));
+    };
+    let step = window_step(&indices, &producer.var, &s.var, r)?;
     if step >= rows_in_window {
         return Err(refused(
             r,
@@ -383,7 +375,7 @@ fn slide(
             ),
         ));
     }
-    check_invariant(&producer, f, &s.var, step, r)?;
+    check_invariant(&indices, &producer.var, &s.var, step, r)?;
     let keep = rows_in_window - step;
     // Buffer row of window row `w` at iteration `s`: `w + step * (s - lo)`.
     let offset = IndexExpr::mul(
@@ -571,17 +563,12 @@ fn producer_indices(producer: &For, f: &str) -> Option<Vec<IndexExpr>> {
 /// The number of rows the window moves by per iteration of `s`: the coefficient of
 /// `s` over that of the row `w` in the producer's indices that mention both, which
 /// must agree.
-fn window_step(producer: &For, f: &str, s: &str, r: &StorageHint) -> Result<i64, Diagnostic> {
-    let Some(indices) = producer_indices(producer, f) else {
-        return Err(refused(
-            r,
-            format!(
-                "an index of the loop computing `{}` has no index form",
-                r.stage
-            ),
-            String::new(),
-        ));
-    };
+fn window_step(
+    indices: &[IndexExpr],
+    w: &str,
+    s: &str,
+    r: &StorageHint,
+) -> Result<i64, Diagnostic> {
     let coefficient = |p: &Poly, v: &str| {
         p.terms()
             .get(&vec![IndexExpr::var(v.to_string())])
@@ -589,9 +576,9 @@ fn window_step(producer: &For, f: &str, s: &str, r: &StorageHint) -> Result<i64,
             .unwrap_or(0)
     };
     let mut step: Option<i64> = None;
-    for e in &indices {
+    for e in indices {
         let p = Poly::from_index(&normalize(e));
-        let (cs, cw) = (coefficient(&p, s), coefficient(&p, &producer.var));
+        let (cs, cw) = (coefficient(&p, s), coefficient(&p, w));
         if cs == 0 || cw == 0 {
             continue;
         }
@@ -618,22 +605,21 @@ fn window_step(producer: &For, f: &str, s: &str, r: &StorageHint) -> Result<i64,
 
 /// Every index of the producer is the same at row `w + step` of iteration `s - 1`.
 fn check_invariant(
-    producer: &For,
-    f: &str,
+    indices: &[IndexExpr],
+    w: &str,
     s: &str,
     step: i64,
     r: &StorageHint,
 ) -> Result<(), Diagnostic> {
-    let w = producer.var.as_str();
-    for e in producer_indices(producer, f).unwrap_or_default() {
+    for e in indices {
         let moved = e
             .subst(
                 w,
                 &IndexExpr::add(IndexExpr::var(w), IndexExpr::Const(step)),
             )
             .subst(s, &IndexExpr::sub(IndexExpr::var(s), IndexExpr::Const(1)));
-        if normalize(&moved) != normalize(&e) {
-            return Err(not_a_window(r, s, &e));
+        if normalize(&moved) != normalize(e) {
+            return Err(not_a_window(r, s, e));
         }
     }
     Ok(())
@@ -676,6 +662,12 @@ fn remap_rows(block: &mut [Stmt], f: &str, offset: &IndexExpr, rows: &IndexExpr)
 
 /// The flat index of every access of `f` in `block` recomputed from its coordinates.
 fn reflatten(block: &mut [Stmt], f: &str, ix: &dyn Fn(&IndexExpr) -> Ix) {
+    set_flat_indices(block, f, &|coords| ix(&flatten_index(coords)));
+}
+
+/// The flat index of every store into and load of `f` in `block`, as `flat` of its
+/// coordinates.
+fn set_flat_indices(block: &mut [Stmt], f: &str, flat: &dyn Fn(&[crate::ir::Coord]) -> Ix) {
     for s in block {
         s.walk_mut(&mut |n| {
             if let Stmt::Store {
@@ -683,11 +675,11 @@ fn reflatten(block: &mut [Stmt], f: &str, ix: &dyn Fn(&IndexExpr) -> Ix) {
             } = n
                 && buf == f
             {
-                *index = ix(&flatten_index(coords));
+                *index = flat(coords);
             }
             n.visit_own_loads_mut(&mut |l| {
                 if l.buf == f {
-                    l.index = ix(&flatten_index(&l.coords));
+                    l.index = flat(&l.coords);
                 }
             });
         });

@@ -92,6 +92,20 @@ pub(super) fn storage_directive(
             ));
         }
     }
+    let request = match at {
+        None => StorageRequest::Root,
+        Some(l) => StorageRequest::At(l.to_string()),
+    };
+    record(applier, call, stage, request)
+}
+
+/// The directive's one step: a `check` carrying the request for lowering.
+fn record(
+    applier: &mut Applier<'_, '_>,
+    call: &Call<'_>,
+    stage: &str,
+    request: StorageRequest,
+) -> Result<(), Diagnostic> {
     applier.apply(Step {
         kind: StepKind::Check,
         span: call.span,
@@ -99,10 +113,7 @@ pub(super) fn storage_directive(
     if let Some(last) = applier.outcomes.last_mut() {
         last.record.storage = Some(StorageHint {
             stage: stage.to_string(),
-            request: match at {
-                None => StorageRequest::Root,
-                Some(l) => StorageRequest::At(l.to_string()),
-            },
+            request,
             span: call.span,
         });
     }
@@ -122,18 +133,7 @@ fn fold_storage(
         return Err(call.usage());
     }
     let_path(&applier.expr, stage, call.span)?;
-    applier.apply(Step {
-        kind: StepKind::Check,
-        span: call.span,
-    })?;
-    if let Some(last) = applier.outcomes.last_mut() {
-        last.record.storage = Some(StorageHint {
-            stage: stage.to_string(),
-            request: StorageRequest::Fold(rows),
-            span: call.span,
-        });
-    }
-    Ok(())
+    record(applier, call, stage, StorageRequest::Fold(rows))
 }
 
 fn is_loop(e: Option<&Expr>) -> bool {
